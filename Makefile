@@ -1,0 +1,45 @@
+# lbkit build targets. `make help` lists them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# Every Go module in the repository (the core and each adapter).
+MODULES := $(shell find . -name go.mod -not -path './.git/*' -printf '%h\n' | sort)
+FUZZTIME ?= 3s
+BENCHTIME ?= 1s
+STATICCHECK_VERSION ?= v0.8.2
+GOBIN ?= $(shell go env GOPATH)/bin
+
+.PHONY: help
+help: ## List the targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+.PHONY: demo
+demo: ## Run the main job (until the demo lands: the tests).
+	$(MAKE) test
+
+.PHONY: deps
+deps: ## Download every module's dependencies.
+	@for m in $(MODULES); do (cd $$m && go mod download) || exit 1; done
+
+.PHONY: test
+test: deps ## Vet, race-enabled tests of every module, short fuzz runs.
+	@for m in $(MODULES); do echo "== $$m"; (cd $$m && go vet ./... && go test -race -count=1 ./...) || exit 1; done
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 3s) each.
+	@./scripts/fuzz.sh $(FUZZTIME)
+
+.PHONY: bench
+bench: deps ## Run every benchmark (with its baselines) once.
+	@for m in $(MODULES); do (cd $$m && go test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...) || exit 1; done
+
+.PHONY: lint
+lint: deps ## gofmt, go vet and staticcheck (pinned).
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1; }
+	GOBIN=$(GOBIN) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@for m in $(MODULES); do (cd $$m && go vet ./... && $(GOBIN)/staticcheck ./...) || exit 1; done
+
+.PHONY: cover
+cover: deps ## Test coverage of every module, summarised per function.
+	@for m in $(MODULES); do (cd $$m && go test -count=1 -coverprofile=cover.out ./... && go tool cover -func=cover.out | tail -n 1 && rm -f cover.out) || exit 1; done

@@ -1,0 +1,218 @@
+package lb
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// Builder creates balancers of one policy. A Builder may also implement
+// [ConfigParser] to accept a config.
+type Builder interface {
+	// Build returns a new balancer that reports to cc. Build runs inside
+	// the tree's serializer, like every Balancer method.
+	Build(cc ClientConn, opts BuildOptions) Balancer
+	// Name returns the policy's name as it appears in loadBalancingConfig,
+	// such as "pick_first".
+	Name() string
+}
+
+// ConfigParser is implemented by builders whose policy takes a config.
+type ConfigParser interface {
+	// ParseConfig parses the policy's JSON config object. Unknown fields
+	// are ignored. An error should be a [*ConfigError] naming the field
+	// (relative to the policy's object) and the reason.
+	ParseConfig(raw json.RawMessage) (Config, error)
+}
+
+// Config is a policy's parsed configuration. Each policy defines its own
+// config type and asserts it in UpdateClientConnState.
+type Config interface{}
+
+// ClientConnState is one update from the parent (the channel or a parent
+// policy) to a balancer.
+type ClientConnState struct {
+	// ResolverState holds the addresses meant for this balancer.
+	ResolverState resolver.State
+	// BalancerConfig is this balancer's parsed config, as returned by its
+	// builder's ParseConfig; nil when the builder has no ConfigParser.
+	BalancerConfig Config
+}
+
+// Balancer receives updates from its parent, manages SubConns, and publishes
+// its aggregate state with a picker through [ClientConn.UpdateState].
+//
+// All methods are called serially for one tree (see the package doc); none
+// is called after Close.
+type Balancer interface {
+	// UpdateClientConnState gives the balancer new addresses and config.
+	// Returning [ErrBadResolverState] asks the channel to re-resolve with
+	// backoff; the balancer must still publish a state for the update.
+	UpdateClientConnState(ClientConnState) error
+	// ResolverError reports that the resolver failed; the last addresses
+	// stay in force.
+	ResolverError(error)
+	// ExitIdle asks an IDLE balancer to connect.
+	ExitIdle()
+	// Close shuts down every SubConn and child and stops every timer of
+	// this balancer. Calls into the ClientConn after Close are ignored by
+	// parents.
+	Close()
+}
+
+// State is a balancer's published state.
+type State struct {
+	// ConnectivityState is the balancer's aggregate state.
+	ConnectivityState ConnectivityState
+	// Picker chooses a SubConn for each request; it must not be nil.
+	Picker Picker
+}
+
+// SubConnState is a SubConn's new state, delivered to the listener given
+// at NewSubConn.
+type SubConnState struct {
+	// ConnectivityState is the SubConn's new state.
+	ConnectivityState ConnectivityState
+	// ConnectionError is why a connection attempt failed; set with
+	// TransientFailure.
+	ConnectionError error
+}
+
+// NewSubConnOptions configures a SubConn.
+type NewSubConnOptions struct {
+	// StateListener receives every state change of the SubConn, in order,
+	// serialized with the tree's other calls. It must not be nil. The
+	// last call it receives is SHUTDOWN, after Shutdown.
+	StateListener func(SubConnState)
+}
+
+// ClientConn is what a balancer reports to: the channel for a top-level
+// balancer, or a wrapper the parent made for a child. Its methods may be
+// called from inside the tree's serialized calls without deadlock.
+type ClientConn interface {
+	// NewSubConn creates a SubConn for addrs, in IDLE; it connects when
+	// Connect is called. The channel tries the addresses in order.
+	NewSubConn(addrs []resolver.Address, opts NewSubConnOptions) (SubConn, error)
+	// UpdateState publishes the balancer's state and picker.
+	UpdateState(State)
+	// ResolveNow asks the resolver to resolve again.
+	ResolveNow()
+	// Target returns the channel's dial target.
+	Target() string
+}
+
+// SubConn is a logical connection to one server (the first reachable of its
+// addresses). SubConns start IDLE.
+type SubConn interface {
+	// Connect starts connecting if the SubConn is IDLE; otherwise it does
+	// nothing.
+	Connect()
+	// Shutdown closes the SubConn for good. The listener receives SHUTDOWN
+	// and nothing after it. Calling Shutdown twice is harmless.
+	Shutdown()
+}
+
+// PickInfo describes the request being balanced.
+type PickInfo struct {
+	// Ctx is the request's context; pickers read values from it (for
+	// example a hash key) and must not block on it.
+	Ctx context.Context
+	// Method names the request, such as a gRPC full method name or an HTTP
+	// path; empty when the transport has none.
+	Method string
+}
+
+// PickResult is a successful pick.
+type PickResult struct {
+	// SubConn carries the request. It must be one this tree created.
+	SubConn SubConn
+	// Done, when not nil, is called once when the request ends.
+	Done func(DoneInfo)
+}
+
+// DoneInfo describes how a request ended.
+type DoneInfo struct {
+	// Err is the request's error; nil on success.
+	Err error
+}
+
+// Picker chooses a SubConn for each request.
+//
+// Pick is called from many goroutines at once and must never block. It
+// returns either a READY SubConn or an error whose meaning is given by
+// [ClassifyPickError]:
+//   - [ErrNoSubConnAvailable]: the request waits for the next picker;
+//   - an error wrapping [ErrDropped]: the request fails, even if it is
+//     wait-for-ready;
+//   - any other error (normally one made with [TransientFailureError]): the
+//     request fails unless it is wait-for-ready, which waits for the next
+//     picker.
+type Picker interface {
+	Pick(PickInfo) (PickResult, error)
+}
+
+// Timer is a timer made by [Scheduler.AfterFunc].
+type Timer interface {
+	// Stop cancels the timer. Called from inside the tree's serialized
+	// calls, it guarantees the callback will not run afterwards, even if
+	// the clock already fired. It returns false if the callback already
+	// ran or the timer was already stopped.
+	Stop() bool
+}
+
+// Scheduler runs work serialized with every other call into one balancer
+// tree. [*Serializer] is the implementation.
+type Scheduler interface {
+	// Schedule runs f later, serialized with the tree's other calls. It
+	// never blocks and never runs f before returning. It returns false if
+	// the scheduler is closed and f will never run.
+	Schedule(f func()) bool
+	// AfterFunc runs f, serialized, once d has passed on the scheduler's
+	// clock. See [Timer] for Stop's guarantee.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// BuildOptions carries what a balancer needs besides its ClientConn. A parent
+// passes its own BuildOptions to the children it builds, so one tree shares
+// one clock, logger, random source and scheduler.
+type BuildOptions struct {
+	// Clock is the tree's clock, for reading the time. Nil means the real
+	// clock. It must be the clock the Scheduler's timers run on.
+	Clock clock.Clock
+	// Logger receives the policy's logs. Nil means discard.
+	Logger *slog.Logger
+	// Rand is the tree's source of randomness (shuffles, jitter, random
+	// starts). It is not safe for concurrent use: use it only inside the
+	// tree's serialized calls. Nil means a source seeded at random.
+	Rand *rand.Rand
+	// Scheduler runs picker hops and timer callbacks serialized with the
+	// tree. Nil means a new [Serializer] on Clock; code that then calls
+	// Balancer methods itself must do so through that scheduler.
+	Scheduler Scheduler
+	// Target is the channel's dial target, for logs.
+	Target string
+}
+
+// WithDefaults returns o with every nil field set to its documented
+// default. Builders call it first thing in Build.
+func (o BuildOptions) WithDefaults() BuildOptions {
+	if o.Clock == nil {
+		o.Clock = clock.New()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if o.Scheduler == nil {
+		o.Scheduler = NewSerializer(o.Clock)
+	}
+	return o
+}

@@ -1,0 +1,250 @@
+package lb
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ConfigError is a configuration error at a JSON path, such as
+// `loadBalancingConfig[0].priority_experimental.children["p1"].config:
+// empty policy list`.
+type ConfigError struct {
+	// Path locates the offending value from the root of the parsed
+	// document; empty means the root itself.
+	Path string
+	// Err is the reason.
+	Err error
+}
+
+// Error returns "path: reason".
+func (e *ConfigError) Error() string {
+	if e.Path == "" {
+		return e.Err.Error()
+	}
+	return e.Path + ": " + e.Err.Error()
+}
+
+// Unwrap returns the reason.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// ConfigErrorf returns a [*ConfigError] at path with a formatted reason.
+func ConfigErrorf(path, format string, args ...any) error {
+	return &ConfigError{Path: path, Err: fmt.Errorf(format, args...)}
+}
+
+// PrefixConfigError returns err with prefix put in front of its path: a
+// parent's parser uses it on a child's error. A field name is joined with a
+// dot, an index or map key ("[0]", `["p1"]`) without. A nil err stays nil;
+// an error that is not a *ConfigError gets prefix as its path.
+func PrefixConfigError(prefix string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		return &ConfigError{Path: prefix, Err: err}
+	}
+	return &ConfigError{Path: JoinPath(prefix, ce.Path), Err: ce.Err}
+}
+
+// JoinPath joins two JSON path fragments: "a" and "b" give "a.b"; "a" and
+// "[0]" give "a[0]"; an empty side gives the other.
+func JoinPath(prefix, rest string) string {
+	switch {
+	case prefix == "":
+		return rest
+	case rest == "":
+		return prefix
+	case strings.HasPrefix(rest, "["):
+		return prefix + rest
+	default:
+		return prefix + "." + rest
+	}
+}
+
+// KeyPath returns the path fragment for a map key, such as `["p1"]`.
+func KeyPath(key string) string { return "[" + strconv.Quote(key) + "]" }
+
+// ParsedPolicy is the policy chosen from a loadBalancingConfig list.
+type ParsedPolicy struct {
+	// Name is the chosen policy's name.
+	Name string
+	// Builder builds the chosen policy.
+	Builder Builder
+	// Config is its parsed config; nil if the builder has no
+	// [ConfigParser].
+	Config Config
+}
+
+var errEmptyList = errors.New("empty policy list")
+
+// ParseLoadBalancingConfig parses a service config's loadBalancingConfig
+// value with [ParsePolicyList]; error paths start at "loadBalancingConfig".
+func ParseLoadBalancingConfig(raw json.RawMessage) (*ParsedPolicy, error) {
+	p, err := ParsePolicyList(raw)
+	if err != nil {
+		return nil, PrefixConfigError("loadBalancingConfig", err)
+	}
+	return p, nil
+}
+
+// ParsePolicyList parses a list of policies in gRPC's loadBalancingConfig
+// form, [{"name": {config}}, ...], as used at the top of a service config and
+// for child policies. The rules:
+//   - the list must be a non-empty JSON array;
+//   - entries are tried in order; an entry must be an object with exactly
+//     one key, the policy name;
+//   - entries naming an unregistered policy are skipped;
+//   - the first registered policy wins and its config is parsed by its
+//     builder; if that config is invalid the whole list is invalid (no
+//     fallback to a later entry);
+//   - entries after the winner are not examined;
+//   - a list with no registered policy is an error.
+//
+// Errors are [*ConfigError]s whose path is relative to the list, such as
+// `[0].priority_experimental.children["p1"].config`.
+func ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, &ConfigError{Err: errEmptyList}
+	}
+	var entries []json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return nil, ConfigErrorf("", "want a JSON array of policies, got %s", jsonKind(raw))
+	}
+	if len(entries) == 0 {
+		return nil, &ConfigError{Err: errEmptyList}
+	}
+	var skipped []string
+	for i, entry := range entries {
+		at := "[" + strconv.Itoa(i) + "]"
+		obj, err := decodeObject(entry)
+		if err != nil {
+			return nil, ConfigErrorf(at, "want an object with one policy name, got %s", jsonKind(entry))
+		}
+		if len(obj) != 1 {
+			return nil, ConfigErrorf(at, "want exactly one policy name in an entry, got %d keys", len(obj))
+		}
+		for name, cfg := range obj {
+			b := Get(name)
+			if b == nil {
+				skipped = append(skipped, strconv.Quote(name))
+				continue
+			}
+			p := &ParsedPolicy{Name: name, Builder: b}
+			if cp, ok := b.(ConfigParser); ok {
+				c, err := cp.ParseConfig(cfg)
+				if err != nil {
+					return nil, PrefixConfigError(at+"."+name, err)
+				}
+				p.Config = c
+			}
+			return p, nil
+		}
+	}
+	return nil, ConfigErrorf("", "no registered policy in list (unregistered: %s)", strings.Join(skipped, ", "))
+}
+
+// decodeObject decodes a JSON object into its raw fields. Duplicate keys
+// keep the last value, as encoding/json does.
+func decodeObject(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, errors.New("not an object")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// jsonKind names the JSON type of raw for error messages.
+func jsonKind(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	if !json.Valid(raw) {
+		return "invalid JSON"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+// ConfigObject is a policy's JSON config object, decoded field by field with
+// case-sensitive names (as proto3 JSON requires) so that every error names
+// its field. Unknown fields are ignored.
+type ConfigObject struct {
+	fields map[string]json.RawMessage
+}
+
+// ParseConfigObject decodes raw as a JSON object. An empty raw or null is
+// the empty object, as when a policy is named with no config.
+func ParseConfigObject(raw json.RawMessage) (ConfigObject, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return ConfigObject{}, nil
+	}
+	obj, err := decodeObject(trimmed)
+	if err != nil {
+		return ConfigObject{}, ConfigErrorf("", "want a JSON object, got %s", jsonKind(trimmed))
+	}
+	return ConfigObject{fields: obj}, nil
+}
+
+// Has reports whether the object has a field with one of names.
+func (o ConfigObject) Has(names ...string) bool {
+	for _, n := range names {
+		if _, ok := o.fields[n]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Raw returns the raw value of the first present field among names (for
+// example a lowerCamelCase name and its snake_case twin), the name found,
+// and whether one was present.
+func (o ConfigObject) Raw(names ...string) (json.RawMessage, string, bool) {
+	for _, n := range names {
+		if v, ok := o.fields[n]; ok {
+			return v, n, true
+		}
+	}
+	return nil, "", false
+}
+
+// Decode decodes the first present field among names into dst, leaving dst
+// unchanged when none is present or the value is null. A value of the
+// wrong type is a [*ConfigError] at the field's name.
+func (o ConfigObject) Decode(dst any, names ...string) error {
+	v, name, ok := o.Raw(names...)
+	if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		return nil
+	}
+	if err := json.Unmarshal(v, dst); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return ConfigErrorf(JoinPath(name, te.Field), "want %s, got %s", te.Type, te.Value)
+		}
+		return ConfigErrorf(name, "%v", err)
+	}
+	return nil
+}

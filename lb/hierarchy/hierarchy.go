@@ -1,0 +1,123 @@
+// Package hierarchy attaches the hierarchical path of gRFC A56 ("Hierarchical
+// Addresses", https://github.com/grpc/proposal/blob/master/A56-priority-lb-policy.md)
+// to resolver addresses, and splits a flat address list among the children of
+// a multi-child policy.
+//
+// # Paths
+//
+// A path is a list of child names, one per level of the policy tree, such as
+// ["p0", "localityA"]. A multi-child policy ([Group]) sends each address to
+// the child named by the first element and strips that element; when the last
+// element is stripped the path attribute is removed, so a leaf policy sees a
+// plain address.
+//
+// # Concurrency
+//
+// Every function is pure: safe for concurrent use, and none changes its
+// arguments.
+package hierarchy
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/lbkit/lbkit/lb/attributes"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// encodedPath is the attribute value: the elements, each preceded by its
+// length as a uvarint. A string keeps the attribute comparable.
+type encodedPath struct{ enc string }
+
+var pathKey = attributes.NewKey[encodedPath]("lbkit/hierarchy.path")
+
+// Set returns a copy of addr whose path is path. An empty path removes the
+// attribute. addr is unchanged.
+func Set(addr resolver.Address, path []string) resolver.Address {
+	if len(path) == 0 {
+		addr.Attributes = attributes.Without(addr.Attributes, pathKey)
+		return addr
+	}
+	var buf []byte
+	for _, p := range path {
+		buf = binary.AppendUvarint(buf, uint64(len(p)))
+		buf = append(buf, p...)
+	}
+	addr.Attributes = attributes.With(addr.Attributes, pathKey, encodedPath{enc: string(buf)})
+	return addr
+}
+
+// Get returns addr's path, and whether it has one. The returned slice is
+// new; changing it does not change addr.
+func Get(addr resolver.Address) ([]string, bool) {
+	v, ok := attributes.Get(addr.Attributes, pathKey)
+	if !ok {
+		return nil, false
+	}
+	path, err := decode(v.enc)
+	if err != nil {
+		// Only Set writes this attribute, so this cannot happen; report
+		// the address as having no path rather than a wrong one.
+		return nil, false
+	}
+	return path, true
+}
+
+var errCorrupt = errors.New("hierarchy: corrupt path attribute")
+
+func decode(enc string) ([]string, error) {
+	var path []string
+	b := []byte(enc)
+	for len(b) > 0 {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || n > uint64(len(b)-w) {
+			return nil, errCorrupt
+		}
+		path = append(path, string(b[w:w+int(n)]))
+		b = b[w+int(n):]
+	}
+	return path, nil
+}
+
+// Groups is a flat address list split by the first path element.
+type Groups struct {
+	// Children maps a child name to its addresses, in their original
+	// order, with the first path element stripped.
+	Children map[string][]resolver.Address
+	// Order lists the child names in order of first appearance.
+	Order []string
+	// Dropped counts the addresses that had no path and so went to no
+	// child.
+	Dropped int
+}
+
+// Group splits addrs by the first element of each address's path, stripping
+// it, and keeps the order of addrs within each child. Addresses without a
+// path go to no child and are counted in Dropped: callers log the count (see
+// [Groups.Err]) rather than lose them silently.
+func Group(addrs []resolver.Address) Groups {
+	g := Groups{Children: make(map[string][]resolver.Address)}
+	for _, a := range addrs {
+		path, ok := Get(a)
+		if !ok {
+			g.Dropped++
+			continue
+		}
+		name := path[0]
+		if _, seen := g.Children[name]; !seen {
+			g.Order = append(g.Order, name)
+		}
+		g.Children[name] = append(g.Children[name], Set(a, path[1:]))
+	}
+	return g
+}
+
+// Err returns nil when no address was dropped, else an error saying how many
+// addresses had no hierarchy path, for the caller's log.
+func (g Groups) Err() error {
+	if g.Dropped == 0 {
+		return nil
+	}
+	return fmt.Errorf("hierarchy: %d address(es) without a hierarchy path were dropped", g.Dropped)
+}

@@ -1,0 +1,254 @@
+package lbtest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// Harness runs one balancer under test: it owns a mock clock, the
+// [lb.Serializer] of the tree, and the fake [ClientConn] the balancer
+// reports to. Create it with [New]; it is closed at the end of the test.
+//
+// Its methods must be called from the test's goroutine.
+type Harness struct {
+	tb TB
+
+	// Clock is the mock clock every timer of the tree runs on. Advance it
+	// with [Harness.Advance], not Clock.Add, so the harness can wait for
+	// the timers' callbacks.
+	Clock *clock.Mock
+	// Serializer runs the tree's calls and timer callbacks.
+	Serializer *lb.Serializer
+	// CC is the fake ClientConn the balancer reports to.
+	CC *ClientConn
+	// Balancer is the balancer built by [Harness.Build].
+	Balancer lb.Balancer
+
+	opts   lb.BuildOptions
+	closed bool
+}
+
+// Option configures a [Harness].
+type Option interface{ apply(*harnessConfig) }
+
+type harnessConfig struct {
+	seed   uint64
+	logger *slog.Logger
+	target string
+}
+
+type optionFunc func(*harnessConfig)
+
+func (f optionFunc) apply(c *harnessConfig) { f(c) }
+
+// WithSeed seeds the tree's random source. If this option is not supplied,
+// the seed is 1, so runs are reproducible.
+func WithSeed(seed uint64) Option {
+	return optionFunc(func(c *harnessConfig) { c.seed = seed })
+}
+
+// WithLogger sets the tree's logger. If this option is not supplied, logs are
+// discarded.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *harnessConfig) { c.logger = l })
+}
+
+// WithTarget sets the channel target the fake ClientConn reports. If this
+// option is not supplied, it is "lbtest:///target".
+func WithTarget(target string) Option {
+	return optionFunc(func(c *harnessConfig) { c.target = target })
+}
+
+// New returns a harness whose mock clock starts at the Unix epoch. The
+// balancer and serializer are closed when the test ends.
+func New(tb TB, options ...Option) *Harness {
+	cfg := harnessConfig{seed: 1, logger: slog.New(slog.DiscardHandler), target: "lbtest:///target"}
+	for _, o := range options {
+		o.apply(&cfg)
+	}
+	mock := clock.NewMock()
+	s := lb.NewSerializer(mock)
+	h := &Harness{
+		tb:         tb,
+		Clock:      mock,
+		Serializer: s,
+		CC:         NewClientConn(tb, s, cfg.target),
+	}
+	h.opts = lb.BuildOptions{
+		Clock:     mock,
+		Logger:    cfg.logger,
+		Rand:      rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15)),
+		Scheduler: s,
+		Target:    cfg.target,
+	}
+	tb.Cleanup(h.Close)
+	return h
+}
+
+// BuildOptions returns the options the harness builds balancers with: its
+// mock clock, logger, seeded random source and serializer.
+func (h *Harness) BuildOptions() lb.BuildOptions { return h.opts }
+
+// Build builds the balancer under test from b, inside the serializer, and
+// stores it in h.Balancer.
+func (h *Harness) Build(b lb.Builder) lb.Balancer {
+	h.tb.Helper()
+	h.Do(func() { h.Balancer = b.Build(h.CC, h.opts) })
+	return h.Balancer
+}
+
+// BuildPolicy builds the registered policy named name, parsing configJSON
+// with its builder (empty means no config), and returns the balancer and
+// the parsed config to pass in [lb.ClientConnState].
+func (h *Harness) BuildPolicy(name, configJSON string) (lb.Balancer, lb.Config) {
+	h.tb.Helper()
+	b := lb.Get(name)
+	if b == nil {
+		h.tb.Fatalf("lbtest: no policy registered as %q", name)
+	}
+	var cfg lb.Config
+	if cp, ok := b.(lb.ConfigParser); ok {
+		c, err := cp.ParseConfig([]byte(configJSON))
+		if err != nil {
+			h.tb.Fatalf("lbtest: parsing %s config: %v", name, err)
+		}
+		cfg = c
+	}
+	return h.Build(b), cfg
+}
+
+// Do runs f inside the serializer and waits until f and everything it
+// scheduled have finished. A hang fails the test.
+func (h *Harness) Do(f func()) {
+	h.tb.Helper()
+	if err := runAndSettle(h.Serializer, f); err != nil {
+		h.tb.Fatalf("lbtest: serialized call: %v", err)
+	}
+}
+
+// UpdateClientConnState calls the balancer's UpdateClientConnState and
+// returns its error.
+func (h *Harness) UpdateClientConnState(s lb.ClientConnState) error {
+	h.tb.Helper()
+	var err error
+	h.Do(func() { err = h.Balancer.UpdateClientConnState(s) })
+	return err
+}
+
+// UpdateAddresses calls UpdateClientConnState with addrs and cfg, and returns
+// its error.
+func (h *Harness) UpdateAddresses(cfg lb.Config, addrs ...resolver.Address) error {
+	h.tb.Helper()
+	return h.UpdateClientConnState(lb.ClientConnState{
+		ResolverState:  resolver.State{Addresses: addrs},
+		BalancerConfig: cfg,
+	})
+}
+
+// ResolverError calls the balancer's ResolverError.
+func (h *Harness) ResolverError(err error) {
+	h.tb.Helper()
+	h.Do(func() { h.Balancer.ResolverError(err) })
+}
+
+// ExitIdle calls the balancer's ExitIdle.
+func (h *Harness) ExitIdle() {
+	h.tb.Helper()
+	h.Do(func() { h.Balancer.ExitIdle() })
+}
+
+// Settle waits until everything scheduled on the serializer (for example by
+// a picker) has run, without moving the clock.
+func (h *Harness) Settle() {
+	h.tb.Helper()
+	h.Do(func() {})
+}
+
+// Advance moves the mock clock forward by d, one timer deadline at a time.
+// At each deadline it waits until every timer due then has run its callback
+// and the serializer is idle, so a timer set by a callback is measured from
+// the instant its parent fired, exactly as with a real clock. When Advance
+// returns, the clock reads now+d and every consequence has been recorded.
+func (h *Harness) Advance(d time.Duration) {
+	h.tb.Helper()
+	if d < 0 {
+		h.tb.Fatalf("lbtest: Advance(%v): negative duration", d)
+	}
+	target := h.Clock.Now().Add(d)
+	for {
+		next, ok := h.Serializer.NextDeadline()
+		if !ok || next.After(target) {
+			break
+		}
+		h.moveTo(next)
+	}
+	h.moveTo(target)
+}
+
+// AdvanceToNextDeadline moves the clock to the earliest pending timer's
+// deadline and waits as Advance does. It returns how far the clock moved,
+// and false (moving nothing) when no timer is pending.
+func (h *Harness) AdvanceToNextDeadline() (time.Duration, bool) {
+	h.tb.Helper()
+	next, ok := h.Serializer.NextDeadline()
+	if !ok {
+		return 0, false
+	}
+	d := max(next.Sub(h.Clock.Now()), 0)
+	h.moveTo(next)
+	return d, true
+}
+
+func (h *Harness) moveTo(t time.Time) {
+	h.tb.Helper()
+	if d := t.Sub(h.Clock.Now()); d > 0 {
+		h.Clock.Add(d)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	if err := h.Serializer.WaitIdle(ctx, h.Clock.Now()); err != nil {
+		h.tb.Fatalf("lbtest: waiting for timers due at %v: %v", t, err)
+	}
+}
+
+// Close closes the balancer (inside the serializer) and then the
+// serializer. It is called when the test ends; calling it again does
+// nothing.
+func (h *Harness) Close() {
+	if h.closed {
+		return
+	}
+	h.closed = true
+	if h.Balancer != nil {
+		if err := runAndSettle(h.Serializer, h.Balancer.Close); err != nil {
+			h.tb.Errorf("lbtest: closing balancer: %v", err)
+		}
+	}
+	h.Serializer.Close()
+}
+
+// CountPicks calls p.Pick n times and counts the SubConns returned. It stops
+// at the first error and returns it with the counts so far.
+func CountPicks(p lb.Picker, n int) (map[lb.SubConn]int, error) {
+	counts := make(map[lb.SubConn]int)
+	info := lb.PickInfo{Ctx: context.Background()}
+	for i := range n {
+		r, err := p.Pick(info)
+		if err != nil {
+			return counts, fmt.Errorf("lbtest: pick %d of %d: %w", i+1, n, err)
+		}
+		if r.Done != nil {
+			r.Done(lb.DoneInfo{})
+		}
+		counts[r.SubConn]++
+	}
+	return counts, nil
+}

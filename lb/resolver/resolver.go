@@ -1,0 +1,142 @@
+// Package resolver holds the resolver side of lbkit's L9-style API: the
+// [Address] a balancer connects to, the [State] a resolver publishes, the
+// parsed [Target], and the [Builder]/[Resolver]/[ClientConn] interfaces with
+// a scheme registry.
+//
+// It follows gRFC L9, "Resolver and balancer API changes"
+// (https://github.com/grpc/proposal/blob/master/L9-go-resolver-balancer-API.md):
+// resolvers publish the full address list and the service config on every
+// update, never a delta.
+//
+// This package must not import the balancer package (lb); lb imports it.
+package resolver
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/lbkit/lbkit/lb/attributes"
+)
+
+// Address is one server a balancer may connect to.
+//
+// Addresses are comparable with ==: two addresses are equal exactly when
+// Addr, ServerName and Attributes are all equal, so an Address can be a map
+// key. Attributes carry typed metadata such as the hierarchy path
+// (package hierarchy) or the endpoint weight (package weight).
+type Address struct {
+	// Addr is the network address a connection is made to, such as
+	// "10.0.0.1:443" or "/run/app.sock".
+	Addr string
+	// ServerName is the name used to authenticate the server; empty means
+	// the channel's authority.
+	ServerName string
+	// Attributes is metadata for the load-balancing policies.
+	Attributes attributes.Attributes
+}
+
+// Equal reports whether a and b are the same address: equal Addr,
+// ServerName and Attributes.
+func (a Address) Equal(b Address) bool { return a == b }
+
+// String returns a readable form of a, for logs and test failures.
+func (a Address) String() string {
+	var b strings.Builder
+	b.WriteString(a.Addr)
+	if a.ServerName != "" {
+		fmt.Fprintf(&b, " (server name %q)", a.ServerName)
+	}
+	if a.Attributes.Len() > 0 {
+		b.WriteByte(' ')
+		b.WriteString(a.Attributes.String())
+	}
+	return b.String()
+}
+
+// State is one complete resolver update: every address and the service
+// config. A later State replaces an earlier one whole.
+type State struct {
+	// Addresses is the full list of resolved addresses, in the resolver's
+	// order.
+	Addresses []Address
+	// ServiceConfig is the service config as JSON, for example
+	// {"loadBalancingConfig": [{"pick_first": {}}]}. Nil means the resolver
+	// has none; the channel then uses its default.
+	ServiceConfig json.RawMessage
+	// Attributes is metadata about the whole update, for the balancer.
+	Attributes attributes.Attributes
+}
+
+// Target is a parsed dial target, "scheme://authority/endpoint" as in gRPC's
+// naming document (https://github.com/grpc/grpc/blob/master/doc/naming.md).
+type Target struct {
+	// Scheme selects the resolver, such as "dns" or "passthrough".
+	Scheme string
+	// Authority is the optional authority, such as a DNS server to ask.
+	Authority string
+	// Endpoint is what the resolver resolves, such as "example.com:443".
+	Endpoint string
+}
+
+// String returns the target in scheme://authority/endpoint form.
+func (t Target) String() string {
+	return t.Scheme + "://" + t.Authority + "/" + t.Endpoint
+}
+
+// ClientConn is what a resolver reports to. The channel implements it.
+//
+// Both methods may be called from any goroutine; the channel serializes the
+// updates with every other call into its balancer tree.
+type ClientConn interface {
+	// UpdateState publishes a complete update. A non-nil error means the
+	// channel rejected it (for example the balancer returned
+	// ErrBadResolverState); the resolver should resolve again with backoff.
+	UpdateState(State) error
+	// ReportError reports that resolution failed. The channel passes the
+	// error to its balancer; the last good State stays in force.
+	ReportError(error)
+}
+
+// BuildOptions carries what a resolver may need besides its target.
+type BuildOptions struct {
+	// Clock drives every timer of the resolver (re-resolution, polling,
+	// backoff). Nil means the real clock.
+	Clock clock.Clock
+	// Logger receives the resolver's logs. Nil means discard.
+	Logger *slog.Logger
+}
+
+// WithDefaults returns o with every nil field set to its documented default.
+func (o BuildOptions) WithDefaults() BuildOptions {
+	if o.Clock == nil {
+		o.Clock = clock.New()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Builder creates resolvers for one scheme.
+type Builder interface {
+	// Build starts resolving target and reports to cc. An error means the
+	// target cannot be resolved by this scheme at all (for example it is
+	// malformed); the channel fails to start with it.
+	Build(target Target, cc ClientConn, opts BuildOptions) (Resolver, error)
+	// Scheme returns the scheme this builder resolves, in lower case.
+	Scheme() string
+}
+
+// Resolver watches one target and reports every change to its ClientConn.
+type Resolver interface {
+	// ResolveNow asks for a resolution soon. It is a hint: a resolver may
+	// rate-limit it. It must not block.
+	ResolveNow()
+	// Close stops the resolver. No call to the ClientConn happens after
+	// Close returns, and every goroutine the resolver started has ended.
+	Close()
+}

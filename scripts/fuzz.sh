@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs every fuzz target in the repository for a fixed time each.
+# Usage: scripts/fuzz.sh [fuzztime]   (default 3s)
+set -euo pipefail
+fuzztime=${1:-3s}
+cd "$(dirname "$0")/.."
+found=0
+while IFS= read -r file; do
+  dir=$(dirname "$file")
+  # The module that holds this package: the nearest go.mod above it.
+  mod=$dir
+  while [ ! -f "$mod/go.mod" ]; do mod=$(dirname "$mod"); done
+  rel=./${dir#"$mod"}; rel=${rel/#.\/\//.\/}
+  for target in $(grep -oE '^func (Fuzz[A-Za-z0-9_]+)\(' "$file" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/'); do
+    found=$((found + 1))
+    echo "== fuzz $target ($dir, $fuzztime)"
+    (cd "$mod" && go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$rel")
+  done
+done < <(git ls-files --cached --others --exclude-standard '*_test.go' | sort)
+echo "fuzz: $found target(s) run"

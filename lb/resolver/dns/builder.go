@@ -1,0 +1,334 @@
+package dns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// Scheme is the scheme this package resolves.
+const Scheme = "dns"
+
+// Defaults of the [Builder] options.
+const (
+	// DefaultPort is the port of a target that names none.
+	DefaultPort = 443
+	// DefaultMinResolutionInterval is the least time between the starts of
+	// two resolutions triggered by ResolveNow.
+	DefaultMinResolutionInterval = 30 * time.Second
+	// DefaultLookupTimeout bounds each lookup.
+	DefaultLookupTimeout = 30 * time.Second
+)
+
+// defaultServerPort is the port of a DNS server named by an authority
+// without one.
+const defaultServerPort = "53"
+
+// ErrNoAddresses is wrapped by the error reported when a lookup succeeds
+// with no A or AAAA record.
+var ErrNoAddresses = errors.New("dns: lookup returned no addresses")
+
+func init() { resolver.Register(&Builder{}) }
+
+// LookupFunc returns the IP addresses of host. It must return when ctx is
+// done. The addresses are published in the order returned; IPv4-mapped IPv6
+// addresses are unmapped.
+type LookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
+
+// Backoff is the retry schedule after failed resolutions: the n-th
+// consecutive failure (from 0) waits min(BaseDelay × Multiplierⁿ, MaxDelay),
+// then scaled by a random factor in [1-Jitter, 1+Jitter].
+type Backoff struct {
+	// BaseDelay is the wait after the first failure. It must be positive.
+	BaseDelay time.Duration
+	// Multiplier scales the wait after each further failure. It must be at
+	// least 1.
+	Multiplier float64
+	// Jitter is the relative random spread of each wait, from 0 (none) to
+	// 1. The random factor comes from math/rand/v2's global source.
+	Jitter float64
+	// MaxDelay caps the wait before jitter. It must be at least BaseDelay.
+	MaxDelay time.Duration
+}
+
+// DefaultBackoff returns the schedule used without [WithBackoff], gRPC's
+// connection backoff: 1 s, ×1.6, ±20 %, at most 120 s.
+func DefaultBackoff() Backoff {
+	return Backoff{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 120 * time.Second}
+}
+
+func (b Backoff) validate() error {
+	switch {
+	case b.BaseDelay <= 0:
+		return fmt.Errorf("BaseDelay %v is not positive", b.BaseDelay)
+	case !(b.Multiplier >= 1):
+		return fmt.Errorf("Multiplier %v is less than 1", b.Multiplier)
+	case !(b.Jitter >= 0 && b.Jitter <= 1):
+		return fmt.Errorf("Jitter %v is not in [0, 1]", b.Jitter)
+	case b.MaxDelay < b.BaseDelay:
+		return fmt.Errorf("MaxDelay %v is less than BaseDelay %v", b.MaxDelay, b.BaseDelay)
+	}
+	return nil
+}
+
+// config is what the options set. It is read-only once NewBuilder returns.
+type config struct {
+	port          string
+	minInterval   time.Duration
+	lookupTimeout time.Duration
+	backoff       Backoff
+	lookup        LookupFunc
+}
+
+// Option configures a [Builder]. An out-of-range value makes [NewBuilder]
+// return an error naming the option.
+type Option interface{ apply(*config) error }
+
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+// WithDefaultPort sets the port of a target that names none. The default is
+// [DefaultPort], 443. port must not be 0.
+func WithDefaultPort(port uint16) Option {
+	return optionFunc(func(c *config) error {
+		if port == 0 {
+			return errors.New("WithDefaultPort(0)")
+		}
+		c.port = strconv.Itoa(int(port))
+		return nil
+	})
+}
+
+// WithMinResolutionInterval sets the least time between the starts of two
+// resolutions when the second is triggered by ResolveNow. The default is
+// [DefaultMinResolutionInterval], 30 s; 0 means no rate limit. d must not be
+// negative.
+func WithMinResolutionInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("WithMinResolutionInterval(%v): negative", d)
+		}
+		c.minInterval = d
+		return nil
+	})
+}
+
+// WithLookupTimeout bounds each lookup, on the resolver's clock. The
+// default is [DefaultLookupTimeout], 30 s; 0 means no bound (the lookup
+// still ends on Close). d must not be negative.
+func WithLookupTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("WithLookupTimeout(%v): negative", d)
+		}
+		c.lookupTimeout = d
+		return nil
+	})
+}
+
+// WithBackoff sets the retry schedule after failed resolutions. The default
+// is [DefaultBackoff]. b must satisfy the rules on [Backoff]'s fields.
+func WithBackoff(b Backoff) Option {
+	return optionFunc(func(c *config) error {
+		if err := b.validate(); err != nil {
+			return fmt.Errorf("WithBackoff: %w", err)
+		}
+		c.backoff = b
+		return nil
+	})
+}
+
+// WithLookup replaces the lookup of host names, for tests and for users with
+// their own discovery. The target's authority is then ignored. The default,
+// or nil, is [net.Resolver.LookupNetIP] with network "ip" on
+// [net.DefaultResolver], or on a resolver that asks the DNS server the
+// authority names.
+func WithLookup(f LookupFunc) Option {
+	return optionFunc(func(c *config) error {
+		c.lookup = f
+		return nil
+	})
+}
+
+// Builder builds dns resolvers. Create it with [NewBuilder]; the zero value
+// behaves as NewBuilder(). A Builder is immutable and safe for concurrent
+// use.
+type Builder struct {
+	cfg config // port == "" only in the zero value
+}
+
+// config returns b's settings, the defaults for the zero Builder.
+func (b *Builder) config() config {
+	if b.cfg.port == "" {
+		return defaultConfig()
+	}
+	return b.cfg
+}
+
+func defaultConfig() config {
+	return config{
+		port:          strconv.Itoa(DefaultPort),
+		minInterval:   DefaultMinResolutionInterval,
+		lookupTimeout: DefaultLookupTimeout,
+		backoff:       DefaultBackoff(),
+	}
+}
+
+var (
+	_ resolver.Builder         = (*Builder)(nil)
+	_ resolver.TargetValidator = (*Builder)(nil)
+)
+
+// NewBuilder returns a builder with the given options applied in order, or
+// an error naming the first option whose value is out of range.
+func NewBuilder(opts ...Option) (*Builder, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o.apply(&cfg); err != nil {
+			return nil, fmt.Errorf("dns: NewBuilder: %w", err)
+		}
+	}
+	return &Builder{cfg: cfg}, nil
+}
+
+// Scheme returns [Scheme].
+func (b *Builder) Scheme() string { return Scheme }
+
+// ValidateTarget checks target's endpoint (host[:port]) and authority
+// (DNS server host[:port]) as the package documentation describes.
+func (b *Builder) ValidateTarget(target resolver.Target) error {
+	_, _, _, err := b.parse(target)
+	return err
+}
+
+// parse returns the host and port to resolve and the DNS server to ask
+// ("" for the system's).
+func (b *Builder) parse(target resolver.Target) (host, port, server string, err error) {
+	host, port, err = splitHostPort(target.Endpoint, b.config().port)
+	if err != nil {
+		return "", "", "", fmt.Errorf("dns: endpoint %q: %w", target.Endpoint, err)
+	}
+	if target.Authority != "" {
+		h, p, err := splitHostPort(target.Authority, defaultServerPort)
+		if err != nil {
+			return "", "", "", fmt.Errorf("dns: authority (DNS server) %q: %w", target.Authority, err)
+		}
+		server = net.JoinHostPort(h, p)
+	}
+	return host, port, server, nil
+}
+
+// splitHostPort splits "host[:port]", using defaultPort when there is no
+// port. The port is returned in canonical decimal form.
+func splitHostPort(s, defaultPort string) (host, port string, err error) {
+	if s == "" {
+		return "", "", errors.New("empty; want host[:port]")
+	}
+	if _, err := netip.ParseAddr(s); err == nil {
+		return s, defaultPort, nil // a bare IP literal, IPv6 included
+	}
+	host, port, err = net.SplitHostPort(s)
+	if err != nil {
+		var ae *net.AddrError
+		if !errors.As(err, &ae) || ae.Err != "missing port in address" {
+			return "", "", errors.New(strings.TrimSuffix(addrErrText(err), " in address"))
+		}
+		// No port: s is a host, possibly a bracketed IPv6 literal.
+		host, port, err = net.SplitHostPort(s + ":" + defaultPort)
+		if err != nil {
+			return "", "", errors.New(strings.TrimSuffix(addrErrText(err), " in address"))
+		}
+	} else {
+		if port == "" {
+			return "", "", errors.New("missing port after ':'")
+		}
+		n, perr := strconv.ParseUint(port, 10, 16)
+		if perr != nil || n == 0 {
+			return "", "", fmt.Errorf("invalid port %q: want a number from 1 to 65535", port)
+		}
+		port = strconv.FormatUint(n, 10)
+	}
+	if host == "" {
+		host = "localhost"
+	}
+	if strings.ContainsFunc(host, unicode.IsSpace) {
+		return "", "", fmt.Errorf("host %q contains white space", host)
+	}
+	return host, port, nil
+}
+
+// addrErrText returns the reason of a *net.AddrError without the address,
+// which the caller names already.
+func addrErrText(err error) string {
+	var ae *net.AddrError
+	if errors.As(err, &ae) {
+		return ae.Err
+	}
+	return err.Error()
+}
+
+// Build starts resolving target and reports to cc. It fails when
+// [Builder.ValidateTarget] does. An IP literal is published once before
+// Build returns; a host name is resolved on a goroutine that Close stops.
+func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts resolver.BuildOptions) (resolver.Resolver, error) {
+	host, port, server, err := b.parse(target)
+	if err != nil {
+		return nil, err
+	}
+	opts = opts.WithDefaults()
+	logger := opts.Logger.With("resolver", Scheme, "target", target.String())
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addr := net.JoinHostPort(ip.Unmap().String(), port)
+		if err := cc.UpdateState(resolver.State{Addresses: []resolver.Address{{Addr: addr}}}); err != nil {
+			logger.Warn("dns: channel rejected the IP literal", "address", addr, "error", err)
+		}
+		return nopResolver{}, nil
+	}
+	cfg := b.config()
+	lookup := cfg.lookup
+	if lookup == nil {
+		r := net.DefaultResolver
+		if server != "" {
+			r = serverResolver(server)
+		}
+		lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return r.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	return start(resolverConfig{
+		host:   host,
+		port:   port,
+		cfg:    cfg,
+		lookup: lookup,
+		cc:     cc,
+		clock:  opts.Clock,
+		logger: logger,
+	}), nil
+}
+
+// serverResolver returns a pure-Go resolver that sends every query to
+// server, whatever its configuration names.
+func serverResolver(server string) *net.Resolver {
+	return &net.Resolver{
+		PreferGo: true,
+		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, server)
+		},
+	}
+}
+
+// nopResolver is the resolver of an IP literal, which never changes.
+type nopResolver struct{}
+
+func (nopResolver) ResolveNow() {}
+func (nopResolver) Close()      {}

@@ -1,0 +1,569 @@
+package dns_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"go.uber.org/goleak"
+
+	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/resolver/dns"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// hangGuard bounds every wait; tests never sleep to let time pass.
+const hangGuard = 10 * time.Second
+
+// event is one call a resolver made on its ClientConn.
+type event struct {
+	state resolver.State // UpdateState
+	err   error          // ReportError, when non-nil
+}
+
+func (e event) String() string {
+	if e.err != nil {
+		return fmt.Sprintf("ReportError(%v)", e.err)
+	}
+	return fmt.Sprintf("UpdateState(%v)", e.state.Addresses)
+}
+
+// fakeCC is a fake resolver.ClientConn: it records every call in order and
+// never drops one.
+type fakeCC struct {
+	mu         sync.Mutex
+	events     []event
+	read       int
+	signal     chan struct{} // closed and cleared on each push
+	updateErrs []error       // returned by successive UpdateState calls, then nil
+}
+
+func (c *fakeCC) push(e event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, e)
+	if c.signal != nil {
+		close(c.signal)
+		c.signal = nil
+	}
+}
+
+func (c *fakeCC) UpdateState(s resolver.State) error {
+	c.push(event{state: s})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.updateErrs) == 0 {
+		return nil
+	}
+	err := c.updateErrs[0]
+	c.updateErrs = c.updateErrs[1:]
+	return err
+}
+
+func (c *fakeCC) ReportError(err error) { c.push(event{err: err}) }
+
+// next returns the oldest event not yet returned, waiting for it.
+func (c *fakeCC) next(t *testing.T) event {
+	t.Helper()
+	timeout := time.NewTimer(hangGuard)
+	defer timeout.Stop()
+	for {
+		c.mu.Lock()
+		if c.read < len(c.events) {
+			e := c.events[c.read]
+			c.read++
+			c.mu.Unlock()
+			return e
+		}
+		if c.signal == nil {
+			c.signal = make(chan struct{})
+		}
+		ch := c.signal
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timeout.C:
+			t.Fatalf("no ClientConn call within %v", hangGuard)
+		}
+	}
+}
+
+func (c *fakeCC) nextState(t *testing.T) resolver.State {
+	t.Helper()
+	e := c.next(t)
+	if e.err != nil {
+		t.Fatalf("got %v, want UpdateState", e)
+	}
+	return e.state
+}
+
+func (c *fakeCC) nextError(t *testing.T) error {
+	t.Helper()
+	e := c.next(t)
+	if e.err == nil {
+		t.Fatalf("got %v, want ReportError", e)
+	}
+	return e.err
+}
+
+// pending returns the events not yet returned by next.
+func (c *fakeCC) pending() []event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.events[c.read:])
+}
+
+// stubLookup is a LookupFunc that records the host and the clock's time of
+// each call and answers with respond.
+type stubLookup struct {
+	clock   clock.Clock
+	respond func(ctx context.Context, call int) ([]netip.Addr, error)
+
+	mu    sync.Mutex
+	hosts []string
+	times []time.Duration // since the Unix epoch, where clock.NewMock starts
+}
+
+func (s *stubLookup) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
+	s.mu.Lock()
+	call := len(s.hosts)
+	s.hosts = append(s.hosts, host)
+	s.times = append(s.times, s.clock.Now().Sub(time.Unix(0, 0)))
+	respond := s.respond
+	s.mu.Unlock()
+	return respond(ctx, call)
+}
+
+func (s *stubLookup) setRespond(f func(context.Context, int) ([]netip.Addr, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.respond = f
+}
+
+func (s *stubLookup) calls() (hosts []string, times []time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.hosts), slices.Clone(s.times)
+}
+
+func answer(addrs ...string) func(context.Context, int) ([]netip.Addr, error) {
+	return func(context.Context, int) ([]netip.Addr, error) {
+		out := make([]netip.Addr, len(addrs))
+		for i, a := range addrs {
+			out[i] = netip.MustParseAddr(a)
+		}
+		return out, nil
+	}
+}
+
+func addrs(ss ...string) []resolver.Address {
+	out := make([]resolver.Address, len(ss))
+	for i, s := range ss {
+		out[i] = resolver.Address{Addr: s}
+	}
+	return out
+}
+
+// build parses target and builds it with b; the resolver is closed when the
+// test ends.
+func build(t *testing.T, b *dns.Builder, target string, cc resolver.ClientConn, clk clock.Clock) resolver.Resolver {
+	t.Helper()
+	tg, err := resolver.ParseTarget(target, dns.Scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.Build(tg, cc, resolver.BuildOptions{Clock: clk})
+	if err != nil {
+		t.Fatalf("Build(%v): %v", tg, err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+func TestRegistered(t *testing.T) {
+	if b := resolver.Get(dns.Scheme); b == nil || b.Scheme() != "dns" {
+		t.Fatalf("resolver.Get(%q) = %v, want the dns builder", dns.Scheme, b)
+	}
+}
+
+func TestIPLiteralIsPublishedWithoutLookup(t *testing.T) {
+	tests := []struct {
+		target string
+		opts   []dns.Option
+		want   string
+	}{
+		{"dns:///10.0.0.1", nil, "10.0.0.1:443"},
+		{"dns:///10.0.0.1:80", nil, "10.0.0.1:80"},
+		{"dns:///[::1]:8080", nil, "[::1]:8080"},
+		{"dns:::1", nil, "[::1]:443"},
+		{"dns:[::1]", nil, "[::1]:443"},
+		{"dns:///[fe80::1%25eth0]:1", nil, "[fe80::1%eth0]:1"},
+		{"dns:///::ffff:10.0.0.1", nil, "10.0.0.1:443"},
+		{"dns:///10.0.0.1", []dns.Option{dns.WithDefaultPort(8080)}, "10.0.0.1:8080"},
+		{"10.0.0.1:0080", nil, "10.0.0.1:80"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.target, func(t *testing.T) {
+			lookup := func(context.Context, string) ([]netip.Addr, error) {
+				t.Error("lookup called for an IP literal")
+				return nil, errors.New("unexpected")
+			}
+			cc := &fakeCC{}
+			r := build(t, mustBuilder(t, append(tc.opts, dns.WithLookup(lookup))...), tc.target, cc, clock.NewMock())
+			r.ResolveNow()
+			r.Close()
+			if got := cc.pending(); len(got) != 1 || !slices.Equal(got[0].state.Addresses, addrs(tc.want)) {
+				t.Errorf("published %v, want exactly UpdateState([%s])", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStubbedLookupIsPublished(t *testing.T) {
+	tests := []struct {
+		target string
+		opts   []dns.Option
+		want   []resolver.Address
+	}{
+		{"a.test:8080", nil, addrs("10.0.0.1:8080", "10.0.0.2:8080", "[2001:db8::1]:8080")},
+		{"dns:a.test", nil, addrs("10.0.0.1:443", "10.0.0.2:443", "[2001:db8::1]:443")},
+		{"dns://9.9.9.9/a.test", []dns.Option{dns.WithDefaultPort(80)}, addrs("10.0.0.1:80", "10.0.0.2:80", "[2001:db8::1]:80")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.target, func(t *testing.T) {
+			clk := clock.NewMock()
+			stub := &stubLookup{clock: clk, respond: answer("10.0.0.1", "::ffff:10.0.0.2", "2001:db8::1")}
+			cc := &fakeCC{}
+			build(t, mustBuilder(t, append(tc.opts, dns.WithLookup(stub.lookup))...), tc.target, cc, clk)
+			st := cc.nextState(t)
+			if !slices.Equal(st.Addresses, tc.want) || st.ServiceConfig != nil {
+				t.Errorf("published %v (service config %s), want %v and none", st.Addresses, st.ServiceConfig, tc.want)
+			}
+			if hosts, _ := stub.calls(); !slices.Equal(hosts, []string{"a.test"}) {
+				t.Errorf("looked up %q, want [a.test]", hosts)
+			}
+		})
+	}
+}
+
+// advanceExactly moves clk to d after the epoch in two steps, d-1ns and d, so
+// a timer due at d fires only on the second.
+func advanceExactly(clk *clock.Mock, d time.Duration) {
+	now := clk.Now().Sub(time.Unix(0, 0))
+	clk.Add(d - now - time.Nanosecond)
+	clk.Add(time.Nanosecond)
+}
+
+func TestResolveNowIsCoalescedAndRateLimited(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		opts     []dns.Option
+		interval time.Duration
+	}{
+		{"default", nil, 30 * time.Second},
+		{"WithMinResolutionInterval", []dns.Option{dns.WithMinResolutionInterval(5 * time.Second)}, 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewMock()
+			stub := &stubLookup{clock: clk, respond: answer("10.0.0.1")}
+			cc := &fakeCC{}
+			r := build(t, mustBuilder(t, append(tc.opts, dns.WithLookup(stub.lookup))...), "a.test", cc, clk)
+			cc.nextState(t) // the first resolution, at 0
+
+			r.ResolveNow()
+			r.ResolveNow()
+			r.ResolveNow()
+			clk.Add(tc.interval - time.Nanosecond)
+			if _, times := stub.calls(); len(times) != 1 || len(cc.pending()) != 0 {
+				t.Fatalf("lookups at %v and events %v before the interval ended, want one lookup and none", times, cc.pending())
+			}
+			clk.Add(time.Nanosecond)
+			cc.nextState(t) // three requests, one resolution, at the interval
+
+			// Well past the interval, one request resolves at once.
+			clk.Add(3 * tc.interval)
+			r.ResolveNow()
+			cc.nextState(t)
+			_, times := stub.calls()
+			if want := []time.Duration{0, tc.interval, 4 * tc.interval}; !slices.Equal(times, want) {
+				t.Errorf("lookups at %v, want %v", times, want)
+			}
+		})
+	}
+}
+
+func TestResolveNowDuringLookupIsNotLost(t *testing.T) {
+	clk := clock.NewMock()
+	inLookup, release := make(chan struct{}), make(chan struct{})
+	stub := &stubLookup{clock: clk, respond: func(ctx context.Context, call int) ([]netip.Addr, error) {
+		if call == 0 {
+			close(inLookup)
+			<-release
+		}
+		return []netip.Addr{netip.MustParseAddr("10.0.0.1")}, nil
+	}}
+	cc := &fakeCC{}
+	r := build(t, mustBuilder(t, dns.WithLookup(stub.lookup)), "a.test", cc, clk)
+	<-inLookup
+	r.ResolveNow() // made after the first resolution started
+	close(release)
+	cc.nextState(t)
+	advanceExactly(clk, 30*time.Second)
+	cc.nextState(t)
+	if _, times := stub.calls(); !slices.Equal(times, []time.Duration{0, 30 * time.Second}) {
+		t.Errorf("lookups at %v, want [0s 30s]", times)
+	}
+}
+
+func TestFailuresAreReportedAndRetriedWithBackoff(t *testing.T) {
+	clk := clock.NewMock()
+	failure := errors.New("SERVFAIL")
+	stub := &stubLookup{clock: clk, respond: func(_ context.Context, call int) ([]netip.Addr, error) {
+		if call < 4 {
+			return nil, failure
+		}
+		return []netip.Addr{netip.MustParseAddr("10.0.0.1")}, nil
+	}}
+	cc := &fakeCC{}
+	b := mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithBackoff(dns.Backoff{
+		BaseDelay: time.Second, Multiplier: 2, MaxDelay: 5 * time.Second,
+	}))
+	r := build(t, b, "a.test", cc, clk)
+	// Failures at 0, 1, 3 and 7 s wait 1, 2, 4 and 5 (capped) s.
+	wantTimes := []time.Duration{0, time.Second, 3 * time.Second, 7 * time.Second, 12 * time.Second}
+	for i, at := range wantTimes {
+		if i > 0 {
+			r.ResolveNow() // no effect on a retry's schedule
+			advanceExactly(clk, at)
+		}
+		if i < 4 {
+			if err := cc.nextError(t); !errors.Is(err, failure) || !strings.Contains(err.Error(), `dns: resolving "a.test"`) {
+				t.Errorf("failure %d reported as %v, want it wrapped with the host", i, err)
+			}
+			continue
+		}
+		if st := cc.nextState(t); !slices.Equal(st.Addresses, addrs("10.0.0.1:443")) {
+			t.Errorf("published %v after recovery", st.Addresses)
+		}
+	}
+	if _, times := stub.calls(); !slices.Equal(times, wantTimes) {
+		t.Errorf("lookups at %v, want %v", times, wantTimes)
+	}
+	// A success resets the backoff: the next failure waits BaseDelay again.
+	stub.setRespond(func(context.Context, int) ([]netip.Addr, error) { return nil, failure })
+	advanceExactly(clk, 42*time.Second)
+	r.ResolveNow()
+	cc.nextError(t)
+	advanceExactly(clk, 43*time.Second)
+	cc.nextError(t)
+	if _, times := stub.calls(); !slices.Equal(times[5:], []time.Duration{42 * time.Second, 43 * time.Second}) {
+		t.Errorf("lookups after the reset at %v, want [42s 43s]", times[5:])
+	}
+}
+
+func TestJitterStaysInBounds(t *testing.T) {
+	clk := clock.NewMock()
+	stub := &stubLookup{clock: clk, respond: func(context.Context, int) ([]netip.Addr, error) {
+		return nil, errors.New("fail")
+	}}
+	cc := &fakeCC{}
+	build(t, mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithBackoff(dns.Backoff{
+		BaseDelay: 10 * time.Second, Multiplier: 1, Jitter: 0.5, MaxDelay: 10 * time.Second,
+	})), "a.test", cc, clk)
+	cc.nextError(t)
+	clk.Add(5*time.Second - time.Nanosecond)
+	if _, times := stub.calls(); len(times) != 1 {
+		t.Fatalf("retried at %v, before the earliest jittered delay 5s", times[1:])
+	}
+	clk.Add(10*time.Second + time.Nanosecond)
+	cc.nextError(t)
+	if _, times := stub.calls(); times[1] < 5*time.Second || times[1] > 15*time.Second {
+		t.Errorf("retried at %v, want within [5s, 15s]", times[1])
+	}
+}
+
+func TestRejectedUpdateIsRetriedWithBackoff(t *testing.T) {
+	clk := clock.NewMock()
+	stub := &stubLookup{clock: clk, respond: answer("10.0.0.1")}
+	cc := &fakeCC{updateErrs: []error{errors.New("bad resolver state")}}
+	build(t, mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithBackoff(dns.Backoff{
+		BaseDelay: time.Second, Multiplier: 1.6, MaxDelay: time.Minute,
+	})), "a.test", cc, clk)
+	cc.nextState(t) // rejected
+	advanceExactly(clk, time.Second)
+	cc.nextState(t) // accepted
+	if _, times := stub.calls(); !slices.Equal(times, []time.Duration{0, time.Second}) {
+		t.Errorf("lookups at %v, want [0s 1s]", times)
+	}
+}
+
+func TestEmptyAnswerIsAnError(t *testing.T) {
+	clk := clock.NewMock()
+	stub := &stubLookup{clock: clk, respond: answer()}
+	cc := &fakeCC{}
+	build(t, mustBuilder(t, dns.WithLookup(stub.lookup)), "a.test", cc, clk)
+	if err := cc.nextError(t); !errors.Is(err, dns.ErrNoAddresses) {
+		t.Errorf("reported %v, want ErrNoAddresses", err)
+	}
+}
+
+// blockingLookup blocks until its context ends, then returns the context's
+// error on returned.
+func blockingLookup(clk clock.Clock) (stub *stubLookup, started <-chan struct{}, returned <-chan error) {
+	start, ret := make(chan struct{}, 10), make(chan error, 10)
+	stub = &stubLookup{clock: clk, respond: func(ctx context.Context, _ int) ([]netip.Addr, error) {
+		start <- struct{}{}
+		<-ctx.Done()
+		ret <- ctx.Err()
+		return nil, ctx.Err()
+	}}
+	return stub, start, ret
+}
+
+func TestCloseCancelsLookupInFlight(t *testing.T) {
+	clk := clock.NewMock()
+	stub, started, returned := blockingLookup(clk)
+	cc := &fakeCC{}
+	tg := resolver.Target{Scheme: dns.Scheme, Endpoint: "a.test"}
+	r, err := mustBuilder(t, dns.WithLookup(stub.lookup)).Build(tg, cc, resolver.BuildOptions{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	r.Close()
+	select {
+	case err := <-returned:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("lookup ended with %v, want context.Canceled", err)
+		}
+	default:
+		t.Fatal("Close returned while the lookup was still running")
+	}
+	r.Close() // idempotent
+	r.ResolveNow()
+	if got := cc.pending(); len(got) != 0 {
+		t.Errorf("ClientConn calls %v for a resolver closed mid-lookup, want none", got)
+	}
+	goleak.VerifyNone(t)
+}
+
+func TestCloseWhileWaiting(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		respond func(context.Context, int) ([]netip.Addr, error)
+		wait    func(*testing.T, *fakeCC, resolver.Resolver)
+	}{
+		{"for ResolveNow", answer("10.0.0.1"), func(t *testing.T, cc *fakeCC, _ resolver.Resolver) { cc.nextState(t) }},
+		{"for the interval", answer("10.0.0.1"), func(t *testing.T, cc *fakeCC, r resolver.Resolver) { cc.nextState(t); r.ResolveNow() }},
+		{"for the backoff", func(context.Context, int) ([]netip.Addr, error) { return nil, errors.New("x") },
+			func(t *testing.T, cc *fakeCC, _ resolver.Resolver) { cc.nextError(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewMock()
+			stub := &stubLookup{clock: clk, respond: tc.respond}
+			cc := &fakeCC{}
+			tg := resolver.Target{Scheme: dns.Scheme, Endpoint: "a.test"}
+			r, err := mustBuilder(t, dns.WithLookup(stub.lookup)).Build(tg, cc, resolver.BuildOptions{Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.wait(t, cc, r)
+			r.Close() // must not wait for the clock
+			clk.Add(time.Hour)
+			if got := cc.pending(); len(got) != 0 {
+				t.Errorf("ClientConn calls %v after Close", got)
+			}
+			goleak.VerifyNone(t)
+		})
+	}
+}
+
+func TestLookupTimeout(t *testing.T) {
+	clk := clock.NewMock()
+	stub, started, returned := blockingLookup(clk)
+	cc := &fakeCC{}
+	build(t, mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithLookupTimeout(10*time.Second)), "a.test", cc, clk)
+	<-started
+	clk.Add(10 * time.Second)
+	if err := cc.nextError(t); !strings.Contains(err.Error(), "lookup timed out after 10s") {
+		t.Errorf("reported %v, want a timeout", err)
+	}
+	<-returned
+}
+
+func TestBuildRejectsBadTargets(t *testing.T) {
+	b := mustBuilder(t)
+	for _, tc := range []struct {
+		target resolver.Target
+		want   string
+	}{
+		{resolver.Target{}, `dns: endpoint "": empty`},
+		{resolver.Target{Endpoint: "a.test:"}, "missing port after ':'"},
+		{resolver.Target{Endpoint: "a.test:99999"}, `invalid port "99999"`},
+		{resolver.Target{Endpoint: "a.test:https"}, `invalid port "https"`},
+		{resolver.Target{Authority: "1.2.3.4:0", Endpoint: "a.test"}, `dns: authority (DNS server) "1.2.3.4:0": invalid port "0"`},
+		{resolver.Target{Authority: "::1:53:x", Endpoint: "a.test"}, "too many colons"},
+	} {
+		tc.target.Scheme = dns.Scheme
+		cc := &fakeCC{}
+		r, err := b.Build(tc.target, cc, resolver.BuildOptions{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Build(%#v) = %v, %v; want an error containing %q", tc.target, r, err, tc.want)
+		}
+		if verr := b.ValidateTarget(tc.target); verr == nil || err == nil || verr.Error() != err.Error() {
+			t.Errorf("ValidateTarget(%#v) = %v, want Build's error %v", tc.target, verr, err)
+		}
+	}
+}
+
+func TestNewBuilderPanicsOnBadOptions(t *testing.T) {
+	for _, o := range []dns.Option{
+		dns.WithDefaultPort(0),
+		dns.WithMinResolutionInterval(-1),
+		dns.WithLookupTimeout(-1),
+		dns.WithBackoff(dns.Backoff{}),
+		dns.WithBackoff(dns.Backoff{BaseDelay: time.Second, Multiplier: 0.5, MaxDelay: time.Second}),
+		dns.WithBackoff(dns.Backoff{BaseDelay: time.Second, Multiplier: 2, Jitter: 2, MaxDelay: time.Second}),
+		dns.WithBackoff(dns.Backoff{BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Millisecond}),
+	} {
+		func() {
+			if _, err := dns.NewBuilder(o); err == nil || !strings.HasPrefix(err.Error(), "dns: NewBuilder: ") {
+				t.Errorf("NewBuilder error = %v, want a dns: NewBuilder: message", err)
+			}
+		}()
+	}
+}
+
+func TestDefaultBackoff(t *testing.T) {
+	want := dns.Backoff{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 120 * time.Second}
+	if got := dns.DefaultBackoff(); got != want {
+		t.Errorf("DefaultBackoff() = %+v, want %+v", got, want)
+	}
+}
+
+func TestZeroBuilderUsesDefaults(t *testing.T) {
+	cc := &fakeCC{}
+	r := build(t, &dns.Builder{}, "10.0.0.1", cc, clock.NewMock())
+	r.Close()
+	if got := cc.pending(); len(got) != 1 || !slices.Equal(got[0].state.Addresses, addrs("10.0.0.1:443")) {
+		t.Errorf("zero Builder published %v, want 10.0.0.1:443", got)
+	}
+}
+
+// mustBuilder returns dns.NewBuilder(opts...) or fails the test.
+func mustBuilder(t testing.TB, opts ...dns.Option) *dns.Builder {
+	t.Helper()
+	b, err := dns.NewBuilder(opts...)
+	if err != nil {
+		t.Fatalf("NewBuilder: %v", err)
+	}
+	return b
+}

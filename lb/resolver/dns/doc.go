@@ -1,0 +1,70 @@
+// Package dns is the resolver for "dns:[//authority/]host[:port]" targets,
+// the default scheme of gRPC's naming document. It looks up the host's A and
+// AAAA records and publishes one address per IP, each joined with the port
+// by [net.JoinHostPort].
+//
+// # Targets
+//
+//   - The port defaults to 443 ([DefaultPort], see [WithDefaultPort]); when
+//     given it must be a decimal number from 1 to 65535. "host:" (a colon
+//     with no port) is an error.
+//   - An IPv6 literal is written in brackets when a port follows
+//     ("dns:[::1]:8080"); a bare literal ("dns:::1") takes the default port.
+//   - An empty host (":8080") means "localhost", as in net.Dial and grpc-go.
+//   - An IP literal host is published at once, without a lookup, and never
+//     changes.
+//   - The authority, if any, names the DNS server to ask, "host[:port]"
+//     with port 53 by default: "dns://127.0.0.1:5353/example.com:443". The
+//     lookup then uses a pure-Go [net.Resolver] (PreferGo) whose every query
+//     is sent to that server. Without an authority the lookup uses
+//     [net.DefaultResolver].
+//
+// # Timing
+//
+// All timers run on [resolver.BuildOptions].Clock.
+//
+//   - The first resolution starts as soon as Build returns.
+//   - After a successful resolution the resolver waits for ResolveNow; it
+//     does not poll. A resolution starts at least the minimum interval
+//     ([DefaultMinResolutionInterval], 30 s, see [WithMinResolutionInterval])
+//     after the start of the previous one. ResolveNow calls made while a
+//     resolution is pending or waiting for that interval coalesce into the
+//     one resolution that follows; ResolveNow never blocks.
+//   - A failed resolution (a lookup error, a timeout, no addresses, or the
+//     channel rejecting the update) is retried with exponential backoff
+//     ([DefaultBackoff]: 1 s, ×1.6 per failure, at most 120 s, ±20 %
+//     jitter; see [WithBackoff]) without waiting for ResolveNow. Retries
+//     after a failure are not held to the minimum interval. A success
+//     resets the backoff.
+//   - Each lookup is cancelled after [DefaultLookupTimeout] (30 s, see
+//     [WithLookupTimeout]).
+//
+// # Errors
+//
+// A lookup failure or an empty answer ([ErrNoAddresses]) is reported with
+// the ClientConn's ReportError, never as an empty update; the channel keeps
+// the last good addresses. The target itself is checked by
+// [Builder.ValidateTarget], which [resolver.ParseTarget] calls.
+//
+// # Lifecycle and concurrency
+//
+// A resolver of a host name runs one goroutine. Close cancels the lookup in
+// flight (through its context), stops every timer and waits for that
+// goroutine to end, so no call to the ClientConn happens after Close
+// returns. Close must therefore not be called from inside the ClientConn's
+// UpdateState or ReportError. ResolveNow and Close are safe for concurrent
+// use; Close may be called more than once.
+//
+// # Not supported
+//
+// Service config from TXT records (gRPC's "grpc_config"), SRV records for
+// grpclb, and honouring record TTLs are out of scope: published states
+// carry addresses only, with a nil ServiceConfig.
+//
+// # Registration
+//
+// Importing the package registers the zero Builder (the defaults) for [Scheme] with
+// [resolver.Register]; that is its only side effect. Build a [Builder] with
+// options ([NewBuilder]) to use other settings or a stubbed lookup
+// ([WithLookup]).
+package dns

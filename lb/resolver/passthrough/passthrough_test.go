@@ -1,0 +1,92 @@
+package passthrough_test
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/resolver/passthrough"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder is a fake resolver.ClientConn that keeps every call.
+type recorder struct {
+	mu        sync.Mutex
+	states    []resolver.State
+	errs      []error
+	updateErr error // returned by UpdateState
+}
+
+func (r *recorder) UpdateState(s resolver.State) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.states = append(r.states, s)
+	return r.updateErr
+}
+
+func (r *recorder) ReportError(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, err)
+}
+
+func TestRegistered(t *testing.T) {
+	if b := resolver.Get(passthrough.Scheme); b == nil || b.Scheme() != "passthrough" {
+		t.Fatalf("resolver.Get(%q) = %v, want the passthrough builder", passthrough.Scheme, b)
+	}
+}
+
+func TestBuildPublishesEndpointOnce(t *testing.T) {
+	for _, target := range []string{"passthrough:///10.0.0.1:80", "passthrough://ignored/10.0.0.1:80", "passthrough:10.0.0.1:80"} {
+		t.Run(target, func(t *testing.T) {
+			tg, err := resolver.ParseTarget(target, "dns")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cc := &recorder{}
+			r, err := resolver.Get(tg.Scheme).Build(tg, cc, resolver.BuildOptions{})
+			if err != nil {
+				t.Fatalf("Build(%v): %v", tg, err)
+			}
+			r.ResolveNow()
+			r.Close()
+			want := []resolver.State{{Addresses: []resolver.Address{{Addr: "10.0.0.1:80"}}}}
+			if !reflect.DeepEqual(cc.states, want) || len(cc.errs) != 0 {
+				t.Errorf("published %v and errors %v, want %v and none", cc.states, cc.errs, want)
+			}
+		})
+	}
+}
+
+func TestBuildEmptyEndpointFails(t *testing.T) {
+	cc := &recorder{}
+	r, err := passthrough.Builder{}.Build(resolver.Target{Scheme: passthrough.Scheme}, cc, resolver.BuildOptions{})
+	if err == nil || !strings.Contains(err.Error(), "passthrough: empty endpoint") {
+		t.Fatalf("Build with an empty endpoint = %v, %v; want an error naming the empty endpoint", r, err)
+	}
+	if len(cc.states) != 0 {
+		t.Errorf("published %v after a failed Build", cc.states)
+	}
+}
+
+func TestRejectedUpdateIsLogged(t *testing.T) {
+	var buf bytes.Buffer
+	cc := &recorder{updateErr: errors.New("bad state")}
+	opts := resolver.BuildOptions{Logger: slog.New(slog.NewTextHandler(&buf, nil))}
+	r, err := passthrough.Builder{}.Build(resolver.Target{Scheme: passthrough.Scheme, Endpoint: "a:1"}, cc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !strings.Contains(buf.String(), "bad state") {
+		t.Errorf("log %q does not mention the rejection", buf.String())
+	}
+}

@@ -70,14 +70,29 @@ type TargetValidator interface {
 // unix nor unix-abstract, the endpoint holds no '%' or control character,
 // and the authority holds none of those and no '/'.
 func ParseTarget(target, defaultScheme string) (Target, error) {
-	t, err := parseTarget(target, defaultScheme)
+	return ParseTargetWith(target, defaultScheme)
+}
+
+// ParseTargetWith is [ParseTarget] with extra builders that count as
+// registered, ahead of the process-wide registry: a channel given its own
+// resolver builder parses its targets with it.
+func ParseTargetWith(target, defaultScheme string, extra ...Builder) (Target, error) {
+	lookup := func(scheme string) Builder {
+		for _, b := range extra {
+			if b != nil && strings.EqualFold(b.Scheme(), scheme) {
+				return b
+			}
+		}
+		return Get(scheme)
+	}
+	t, err := parseTarget(target, defaultScheme, lookup)
 	if err != nil {
 		return Target{}, fmt.Errorf("resolver: target %q: %w", target, err)
 	}
 	return t, nil
 }
 
-func parseTarget(target, defaultScheme string) (Target, error) {
+func parseTarget(target, defaultScheme string, lookup func(string) Builder) (Target, error) {
 	if target == "" {
 		return Target{}, errors.New("empty target")
 	}
@@ -87,7 +102,7 @@ func parseTarget(target, defaultScheme string) (Target, error) {
 	scheme, rest, hasScheme := splitScheme(target)
 	if hasScheme {
 		scheme = strings.ToLower(scheme)
-		if b := Get(scheme); b != nil {
+		if b := lookup(scheme); b != nil {
 			t, err := parseWithScheme(scheme, rest)
 			if err != nil {
 				return Target{}, err
@@ -110,7 +125,7 @@ func parseTarget(target, defaultScheme string) (Target, error) {
 	endpoint, err := unescape("endpoint", target)
 	if err == nil {
 		t := Target{Scheme: defaultScheme, Endpoint: endpoint}
-		if err = validate(Get(defaultScheme), t); err == nil {
+		if err = validate(lookup(defaultScheme), t); err == nil {
 			return t, nil
 		}
 	}

@@ -1,0 +1,151 @@
+package edf
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// shareError rebuilds the scheduler every k picks with rebuild, for picks
+// picks in total, and returns the largest relative error of an entry's
+// share: max over i of |count_i/picks - w_i/W| / (w_i/W).
+func shareError(w []uint32, k, picks int, rebuild func(prev *Scheduler[int], e []Entry[int]) *Scheduler[int]) (worst float64, starved int) {
+	items := make([]int, len(w))
+	for i := range items {
+		items[i] = i
+	}
+	entries := entriesOf(items, w)
+	var total float64
+	for _, x := range w {
+		total += float64(x)
+	}
+	s := rebuild(nil, entries)
+	counts := make([]int, len(w))
+	for n := 0; n < picks; n++ {
+		if n > 0 && n%k == 0 {
+			s = rebuild(s, entries)
+		}
+		counts[s.Pick()]++
+	}
+	for i, c := range counts {
+		want := float64(w[i]) / total
+		worst = max(worst, math.Abs(float64(c)/float64(picks)-want)/want)
+		if c == 0 {
+			starved++
+		}
+	}
+	return worst, starved
+}
+
+var rebuildKs = []int{1, 2, 3, 5, 10, 17, 100, 1000}
+
+// carriedOver rebuilds with NewFrom.
+func carriedOver(prev *Scheduler[int], e []Entry[int]) *Scheduler[int] {
+	s, err := NewFrom(prev, e)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// naive rebuilds from scratch, as a policy without carry-over would.
+func naive(_ *Scheduler[int], e []Entry[int]) *Scheduler[int] {
+	s, err := New(e)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func fairnessWeights() [][]uint32 {
+	r := rand.New(rand.NewPCG(7, 7))
+	random := make([]uint32, 10)
+	for i := range random {
+		random[i] = 1 + r.Uint32N(100) // 1..100, fixed seed
+	}
+	return [][]uint32{
+		{100, 50, 20, 10, 5, 3, 1, 1},
+		{1, 1, 1, 1, 2},
+		random,
+	}
+}
+
+// TestRebuildKeepsShares checks that rebuilding with NewFrom after every k
+// picks (weights unchanged) keeps every entry's long-run share within 1%
+// (relative) of weight/W. With unchanged entries NewFrom continues the
+// schedule exactly, so over whole periods the error is 0.
+func TestRebuildKeepsShares(t *testing.T) {
+	for _, w := range fairnessWeights() {
+		for _, k := range rebuildKs {
+			t.Run(fmt.Sprintf("w=%v/k=%d", w, k), func(t *testing.T) {
+				s, _ := New(entriesOf(make([]int, len(w)), w))
+				picks := int(s.Period()) * 20
+				if e, _ := shareError(w, k, picks, carriedOver); e > 0.01 {
+					t.Errorf("relative share error %.4f, want <= 0.01", e)
+				}
+			})
+		}
+	}
+}
+
+// TestRebuildShuffledKeepsShares is TestRebuildKeepsShares with the entry
+// list in a new random order at every rebuild: ties at the carried-over
+// point are then decided by the new order, and the shares still hold.
+func TestRebuildShuffledKeepsShares(t *testing.T) {
+	for _, w := range fairnessWeights() {
+		for _, k := range rebuildKs {
+			t.Run(fmt.Sprintf("w=%v/k=%d", w, k), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(k), 3))
+				shuffled := func(prev *Scheduler[int], e []Entry[int]) *Scheduler[int] {
+					e = append([]Entry[int](nil), e...)
+					r.Shuffle(len(e), func(i, j int) { e[i], e[j] = e[j], e[i] })
+					return carriedOver(prev, e)
+				}
+				s, _ := New(entriesOf(make([]int, len(w)), w))
+				picks := int(s.Period()) * 20
+				if e, _ := shareError(w, k, picks, shuffled); e > 0.01 {
+					t.Errorf("relative share error %.4f, want <= 0.01", e)
+				}
+			})
+		}
+	}
+}
+
+// TestNaiveRebuildIsUnfair shows why NewFrom exists: rebuilding from scratch
+// every k picks restarts the schedule, whose first picks favour heavy
+// entries, and light entries starve. Measured for weights
+// {100 50 20 10 5 3 1 1} over 20 periods (3800 picks); the relative share
+// error is max over i of |share_i - w_i/W| / (w_i/W), 1.00 meaning some
+// entry got nothing:
+//
+//	k     error  entries never picked
+//	1     1.00   7 of 8 (only weight 100)
+//	2     1.00   7 of 8
+//	3     1.00   6 of 8
+//	5     1.00   6 of 8
+//	10    1.00   5 of 8
+//	17    1.00   5 of 8
+//	100   1.00   2 of 8
+//	1000  0.05   0 of 8
+//
+// With NewFrom the error is 0.00 for every k (TestRebuildKeepsShares).
+func TestNaiveRebuildIsUnfair(t *testing.T) {
+	w := fairnessWeights()[0]
+	for _, k := range rebuildKs {
+		s, _ := New(entriesOf(make([]int, len(w)), w))
+		picks := int(s.Period()) * 20
+		e, starved := shareError(w, k, picks, naive)
+		t.Logf("k=%d: relative share error %.2f, %d of %d entries never picked", k, e, starved, len(w))
+		if k <= 100 && e <= 0.01 {
+			t.Errorf("k=%d: naive rebuild has relative share error %.4f, expected it to exceed 0.01", k, e)
+		}
+	}
+	// k = 1: every pick is the first pick of a fresh schedule.
+	s := naive(nil, entriesOf([]int{0, 1, 2}, []uint32{1, 5, 2}))
+	for range 100 {
+		if got := naive(s, entriesOf([]int{0, 1, 2}, []uint32{1, 5, 2})).Pick(); got != 1 {
+			t.Fatalf("naive rebuild picked %d, want the heaviest entry 1", got)
+		}
+	}
+}

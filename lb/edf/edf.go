@@ -1,0 +1,472 @@
+package edf
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync/atomic"
+)
+
+// Entry is one item to schedule and its weight.
+type Entry[T comparable] struct {
+	// Item is returned by [Scheduler.Pick]. Items need not be distinct;
+	// [NewFrom] matches entries of the previous scheduler by item equality.
+	Item T
+	// Weight must be at least 1. An entry is picked Weight times in every
+	// run of sum-of-weights consecutive picks.
+	Weight uint32
+}
+
+// Errors returned by [New] and [NewFrom]. Errors about one entry are wrapped
+// in an [*EntryError] naming the entry's index; use [errors.Is] to test the
+// reason.
+var (
+	// ErrNoEntries is returned for an empty entry list.
+	ErrNoEntries = errors.New("edf: no entries")
+	// ErrTooManyEntries is returned for more than [MaxEntries] entries.
+	ErrTooManyEntries = errors.New("edf: too many entries")
+	// ErrZeroWeight is the reason for an entry whose Weight is 0.
+	ErrZeroWeight = errors.New("weight is 0")
+	// ErrIncomparableItem is the reason for an item whose dynamic type
+	// cannot be compared with == (only possible when T is an interface
+	// type). Only [NewFrom] compares items.
+	ErrIncomparableItem = errors.New("item is not comparable")
+)
+
+// MaxEntries is the largest number of entries a [Scheduler] accepts.
+const MaxEntries = 1<<31 - 1
+
+// EntryError reports an invalid entry.
+type EntryError struct {
+	Index int   // index of the entry in the list given to New or NewFrom
+	Err   error // the reason, e.g. ErrZeroWeight
+}
+
+// Error returns "edf: entry <index>: <reason>".
+func (e *EntryError) Error() string { return fmt.Sprintf("edf: entry %d: %v", e.Index, e.Err) }
+
+// Unwrap returns the reason.
+func (e *EntryError) Unwrap() error { return e.Err }
+
+// Option configures [New] and [NewFrom].
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type mode uint8
+
+const (
+	modeAuto  mode = iota // a table if the period is small enough, else a heap
+	modeTable             // always a table (tests only)
+	modeHeap              // always a heap (tests only)
+)
+
+type config struct {
+	randomStart bool
+	rnd         *rand.Rand
+	mode        mode
+}
+
+// WithRandomStart makes [New] start the schedule at a position drawn
+// uniformly from the [Scheduler.Period] positions of its period, so that the
+// first pick returns entry i with probability Weight_i / sum of weights. The
+// order of picks from there on is unchanged. r supplies the randomness; if r
+// is nil the global generator of math/rand/v2 is used. r is used only during
+// the call, never by the returned scheduler.
+//
+// If this option is not supplied, the schedule starts at the beginning of
+// its period, as the EDF specification says: every deadline is 1/weight, so
+// the first pick is the heaviest entry (the first one among equals).
+// [NewFrom] with a non-empty previous scheduler ignores this option: the
+// position is carried over instead.
+func WithRandomStart(r *rand.Rand) Option {
+	return optionFunc(func(c *config) { c.randomStart, c.rnd = true, r })
+}
+
+// withMode forces the implementation; tests use it to cover both.
+func withMode(m mode) Option { return optionFunc(func(c *config) { c.mode = m }) }
+
+// Scheduler is an earliest-deadline-first scheduler over a fixed list of
+// weighted entries. It is created by [New] or [NewFrom] and is immutable
+// except for its position in the schedule.
+//
+// Concurrency: [Scheduler.Pick] and [Scheduler.Skip] may be called by any
+// number of goroutines at once, together with every other method, and never
+// block for long (see below). Concurrent calls are linearizable: they behave
+// as if they ran one at a time in some order consistent with real time, so
+// every run of [Scheduler.Period] consecutive picks (in that order) returns
+// each entry exactly its reduced weight times, however many goroutines took
+// part. [NewFrom] reads prev's position once; picks made on prev afterwards
+// are not carried over.
+//
+// When the period (the sum of weights divided by their greatest common
+// divisor) is at most max(2^17, 64*n) for n entries, Pick is lock-free: one
+// atomic add plus a load from a table of the whole period. Beyond that
+// bound the table would be too large, and Pick takes a mutex around a
+// 4-ary heap with exact integer deadlines (O(log n)). Pick never allocates.
+//
+// The zero Scheduler has no entries: Pick returns the zero T and Skip does
+// nothing.
+type Scheduler[T comparable] struct {
+	// Set at construction and never written again.
+	items   []T
+	weights []uint32 // weights divided by gcd
+	gcd     uint32
+	maxW    uint32 // largest reduced weight
+	period  uint64 // sum of reduced weights
+	tab16   []uint16
+	tab32   []uint32
+	last    uint64     // period-1 when a table is used: positions below it need no wrap
+	heap    *heapState // nil unless the heap implementation is used
+
+	// The position, kept away from the read-only fields above so that the
+	// cache line every Pick writes is not the one every Pick reads.
+	_    [64]byte
+	next atomic.Uint64 // table mode: count of picks and skips, reduced mod period now and then
+	_    [56]byte
+}
+
+// New returns a scheduler for entries, ordered by the entries' index in the
+// slice (the EDF order offset). It returns an [*EntryError] wrapping
+// [ErrZeroWeight] for a weight of 0, [ErrNoEntries] for an empty list and
+// [ErrTooManyEntries] for more than [MaxEntries] entries; it never panics.
+// The cost is O(n log n) for n entries (O(n log n + period) when the period
+// fits the table, which bounds the period by max(2^17, 64n)).
+func New[T comparable](entries []Entry[T], opts ...Option) (*Scheduler[T], error) {
+	return NewFrom(nil, entries, opts...)
+}
+
+// NewFrom returns a scheduler for entries that continues the schedule of
+// prev: entries whose items were in prev keep their place, changed weights
+// apply from the next pick, and new entries join at the current point. If
+// prev is nil or has no entries, NewFrom is [New]. prev is not modified and
+// may still be used, but picks made on it after NewFrom read its position
+// are not seen by the new scheduler. Items are matched with ==.
+//
+// Order. Entries whose item was in prev keep prev's order among themselves
+// (by the item's first occurrence in prev), whatever their order in entries;
+// new items follow, in the order given. This order is the new scheduler's
+// tie-break order (its order offsets), so reordering the list does not
+// reorder the schedule.
+//
+// Position. Measure virtual time in periods: the deadlines of entry i lie on
+// the grid j/w_i, with w_i its weight divided by the gcd of all weights. Let
+// V in (0, 1] be the deadline of prev's most recent pick, taken modulo the
+// period (V = 1 if prev has not picked yet or is exactly at the end of a
+// period), and A the items prev picked at exactly V. Let p be the last
+// position, in the new order, of an entry whose item is in A (p = -1 if
+// none). The new scheduler starts after every grid point (j/w'_k, k) with
+// j/w'_k < V, or with j/w'_k = V and k <= p: each entry's next deadline is
+// its first grid point after V on its own new grid, a point exactly at V
+// counting as passed for entries up to p. So if entries has the same items
+// and weights as prev, in any order, the new scheduler continues exactly
+// where prev stands; an entry whose weight changed gets its next pick
+// within 1/w' of V; a new entry is treated as if it had always been there.
+//
+// Cost: O((n+m) log(n+m)) for n entries and m entries in prev, plus building
+// as for New. NewFrom returns the same errors as New, and an error wrapping
+// [ErrIncomparableItem] if an item cannot be compared (only possible if T is
+// an interface type); for an item in entries it is an [*EntryError].
+func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Option) (*Scheduler[T], error) {
+	var cfg config
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	if err := validate(entries); err != nil {
+		return nil, err
+	}
+	if prev == nil || len(prev.items) == 0 {
+		s := build(entries, cfg.mode)
+		if cfg.randomStart && s.period > 1 {
+			var pos uint64
+			if cfg.rnd != nil {
+				pos = cfg.rnd.Uint64N(s.period)
+			} else {
+				pos = rand.Uint64N(s.period)
+			}
+			s.place(pos)
+		}
+		return s, nil
+	}
+	entries, err := carryOrder(prev.items, entries)
+	if err != nil {
+		return nil, err
+	}
+	s := build(entries, cfg.mode)
+	a, b, consumed := prev.phase()
+	p := -1
+	for k, e := range entries {
+		if _, ok := consumed[e.Item]; ok {
+			p = k
+		}
+	}
+	pos := positionAt(s.weights, a, b, p)
+	if pos == s.period {
+		pos = 0
+	}
+	s.place(pos)
+	return s, nil
+}
+
+// validate reports the first problem with entries.
+func validate[T comparable](entries []Entry[T]) error {
+	if len(entries) == 0 {
+		return ErrNoEntries
+	}
+	if len(entries) > MaxEntries {
+		return ErrTooManyEntries
+	}
+	for i, e := range entries {
+		if e.Weight == 0 {
+			return &EntryError{Index: i, Err: ErrZeroWeight}
+		}
+	}
+	return nil
+}
+
+// carryOrder returns entries in the order NewFrom uses: items of prev in
+// prev's order, then new items. It hashes every item of prev and entries, so
+// later map operations on them cannot panic.
+func carryOrder[T comparable](prev []T, entries []Entry[T]) (out []Entry[T], err error) {
+	k := -1
+	defer func() {
+		if recover() == nil {
+			return
+		}
+		if k < 0 {
+			err = fmt.Errorf("edf: previous scheduler: %w", ErrIncomparableItem)
+		} else {
+			err = &EntryError{Index: k, Err: ErrIncomparableItem}
+		}
+	}()
+	old := make(map[T]int, len(prev))
+	for i := len(prev) - 1; i >= 0; i-- {
+		old[prev[i]] = i // the first occurrence wins
+	}
+	type keyed struct{ key, k int }
+	order := make([]keyed, len(entries))
+	for k = range entries {
+		key, ok := old[entries[k].Item]
+		if !ok {
+			key = len(prev)
+		}
+		order[k] = keyed{key, k}
+	}
+	slices.SortStableFunc(order, func(x, y keyed) int { return cmp.Compare(x.key, y.key) })
+	out = make([]Entry[T], len(entries))
+	for i, o := range order {
+		out[i] = entries[o.k]
+	}
+	return out, nil
+}
+
+// build returns a scheduler for valid entries at position 0.
+func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
+	n := len(entries)
+	var g uint32
+	for _, e := range entries {
+		if g != 1 {
+			g = gcd(g, e.Weight)
+		}
+	}
+	s := &Scheduler[T]{
+		items:   make([]T, n),
+		weights: make([]uint32, n),
+		gcd:     g,
+	}
+	for i, e := range entries {
+		s.items[i] = e.Item
+		w := e.Weight / g
+		s.weights[i] = w
+		s.period += uint64(w)
+		s.maxW = max(s.maxW, w)
+	}
+	if n == 1 {
+		return s // Pick returns the only item; no state at all
+	}
+	useTable := s.period <= max(1<<17, 64*uint64(n))
+	switch m {
+	case modeTable:
+		useTable = s.period < 1<<32
+	case modeHeap:
+		useTable = false
+	}
+	switch {
+	case useTable && n <= 1<<16:
+		s.tab16 = buildTable[uint16](s.weights, s.period)
+		s.last = s.period - 1
+	case useTable:
+		s.tab32 = buildTable[uint32](s.weights, s.period)
+		s.last = s.period - 1
+	default:
+		s.heap = newHeapState(s.weights, s.period)
+	}
+	return s
+}
+
+// Pick returns the item of the entry with the earliest deadline, the lower
+// index winning a tie, and advances that entry's deadline by 1/weight. It is
+// safe for concurrent use, never allocates, and is lock-free unless the
+// period is too large for a table (see [Scheduler]).
+func (s *Scheduler[T]) Pick() T {
+	if t := s.tab16; t != nil {
+		p := s.next.Add(1) - 1
+		if p < s.last {
+			return s.items[t[p]]
+		}
+		return s.items[t[s.wrap(p)]]
+	}
+	if t := s.tab32; t != nil {
+		p := s.next.Add(1) - 1
+		if p < s.last {
+			return s.items[t[p]]
+		}
+		return s.items[t[s.wrap(p)]]
+	}
+	return s.pickSlow()
+}
+
+// wrap maps a counter value p >= period-1 to its position in the period.
+//
+// The counter is kept below period*(1+number of in-flight calls) without a
+// compare-and-swap loop: every call whose own add carries the counter across
+// a multiple of the period subtracts one period afterwards. Each add is
+// smaller than the period, so it crosses at most one multiple, and
+// floor(counter/period) always equals the number of subtractions still
+// owed. Subtracting a period does not change any position modulo the
+// period, so picks stay exact; the fast path in Pick needs no division.
+func (s *Scheduler[T]) wrap(p uint64) uint64 {
+	w := s.period
+	r := p
+	if p >= w {
+		r = p % w
+	}
+	if r == w-1 { // this pick's add carried the counter to a multiple of w
+		s.next.Add(-w)
+	}
+	return r
+}
+
+func (s *Scheduler[T]) pickSlow() T {
+	if s.heap != nil {
+		return s.items[s.heap.pick()]
+	}
+	if len(s.items) == 1 {
+		return s.items[0]
+	}
+	var zero T
+	return zero
+}
+
+// Skip advances the schedule by n picks without returning them, as if Pick
+// had been called n times. It costs O(1) when Pick is lock-free and
+// O(n log maxweight) for the heap implementation (independent of n). It is
+// safe for concurrent use with Pick; n may be any value, e.g. to move past
+// 2^64 picks in two calls.
+func (s *Scheduler[T]) Skip(n uint64) {
+	switch {
+	case s.tab16 != nil || s.tab32 != nil:
+		k := n % s.period
+		if k == 0 {
+			return
+		}
+		after := s.next.Add(k)
+		if before := after - k; after/s.period != before/s.period {
+			s.next.Add(-s.period) // see wrap
+		}
+	case s.heap != nil:
+		s.heap.skip(n, s.weights, s.maxW)
+	}
+}
+
+// place moves a scheduler that nobody else uses yet to position pos.
+func (s *Scheduler[T]) place(pos uint64) {
+	switch {
+	case s.tab16 != nil || s.tab32 != nil:
+		s.next.Store(pos)
+	case s.heap != nil:
+		s.heap.mu.Lock()
+		s.heap.seek(pos, s.weights, s.maxW)
+		s.heap.mu.Unlock()
+	}
+}
+
+// position returns the number of picks made in the current period, in
+// [0, period).
+func (s *Scheduler[T]) position() uint64 {
+	switch {
+	case s.tab16 != nil || s.tab32 != nil:
+		return s.next.Load() % s.period
+	case s.heap != nil:
+		s.heap.mu.Lock()
+		defer s.heap.mu.Unlock()
+		return s.heap.pos
+	}
+	return 0
+}
+
+// phase returns the virtual time V = a/b in (0, 1] of the most recent pick
+// (in periods) and the set of items picked at exactly V. See [NewFrom].
+func (s *Scheduler[T]) phase() (a, b uint64, consumed map[T]struct{}) {
+	pos := s.position()
+	a, b, last := uint64(1), uint64(1), len(s.items)-1
+	if pos != 0 {
+		a, b, last = seek(s.weights, s.maxW, pos, nil)
+	}
+	consumed = make(map[T]struct{})
+	for i := 0; i <= last; i++ {
+		if a*uint64(s.weights[i])%b == 0 {
+			consumed[s.items[i]] = struct{}{}
+		}
+	}
+	return a, b, consumed
+}
+
+// Len returns the number of entries.
+func (s *Scheduler[T]) Len() int { return len(s.items) }
+
+// Period returns the number of picks after which the schedule repeats: the
+// sum of the weights divided by their greatest common divisor. In every run
+// of Period consecutive picks, entry i is picked exactly Weight_i/gcd times.
+func (s *Scheduler[T]) Period() uint64 { return s.period }
+
+// String describes the scheduler for debugging, e.g.
+// "edf(n=3 period=6 pos=2 table)[a:3 b:2 c:1]"; the list shows at most 16
+// entries with their weights as given.
+func (s *Scheduler[T]) String() string {
+	impl := "single"
+	switch {
+	case s.tab16 != nil || s.tab32 != nil:
+		impl = "table"
+	case s.heap != nil:
+		impl = "heap"
+	case len(s.items) == 0:
+		impl = "empty"
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "edf(n=%d period=%d pos=%d %s)[", len(s.items), s.period, s.position(), impl)
+	for i, it := range s.items {
+		if i == 16 {
+			sb.WriteString(" …")
+			break
+		}
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		fmt.Fprintf(&sb, "%v:%d", it, uint64(s.weights[i])*uint64(s.gcd))
+	}
+	sb.WriteByte(']')
+	return sb.String()
+}
+
+func gcd(a, b uint32) uint32 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}

@@ -1,0 +1,419 @@
+package childmanager_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/childmanager"
+	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeBuilder builds fakes that log into rec. Tests build ParsedPolicy
+// values by hand, so nothing is registered.
+type fakeBuilder struct {
+	name string
+	rec  *recorder
+}
+
+func (b fakeBuilder) Name() string { return b.name }
+
+func (b fakeBuilder) Build(cc lb.ClientConn, _ lb.BuildOptions) lb.Balancer {
+	f := &fake{name: b.name, cc: cc}
+	b.rec.built = append(b.rec.built, f)
+	return f
+}
+
+type recorder struct{ built []*fake }
+
+func (r *recorder) last() *fake { return r.built[len(r.built)-1] }
+
+// fakeConfig tells a fake what to publish inline from
+// UpdateClientConnState, if anything.
+type fakeConfig struct{ inline *lb.ConnectivityState }
+
+// fake creates one SubConn per address on its first update, and publishes
+// only when told (inline by its config, or by the test through cc).
+type fake struct {
+	name         string
+	cc           lb.ClientConn
+	updates      []lb.ClientConnState
+	subConns     []lb.SubConn
+	scStates     []lb.ConnectivityState
+	resolverErrs []error
+	exitIdles    int
+	closed       bool
+}
+
+func (f *fake) UpdateClientConnState(s lb.ClientConnState) error {
+	f.updates = append(f.updates, s)
+	if len(f.subConns) == 0 {
+		for _, a := range s.ResolverState.Addresses {
+			i := len(f.subConns)
+			sc, err := f.cc.NewSubConn([]resolver.Address{a}, lb.NewSubConnOptions{
+				StateListener: func(st lb.SubConnState) { f.scStates[i] = st.ConnectivityState },
+			})
+			if err != nil {
+				return err
+			}
+			f.subConns = append(f.subConns, sc)
+			f.scStates = append(f.scStates, lb.Idle)
+		}
+	}
+	if cfg, ok := s.BalancerConfig.(fakeConfig); ok && cfg.inline != nil {
+		f.cc.UpdateState(lb.State{ConnectivityState: *cfg.inline, Picker: &namedPicker{name: f.name}})
+	}
+	return nil
+}
+
+func (f *fake) ResolverError(err error) { f.resolverErrs = append(f.resolverErrs, err) }
+func (f *fake) ExitIdle()               { f.exitIdles++ }
+func (f *fake) Close() {
+	f.closed = true
+	for _, sc := range f.subConns {
+		sc.Shutdown()
+	}
+}
+
+type namedPicker struct{ name string }
+
+func (*namedPicker) Pick(lb.PickInfo) (lb.PickResult, error) {
+	return lb.PickResult{}, lb.ErrNoSubConnAvailable
+}
+
+// owner is the test's stand-in for a policy using the manager.
+type owner struct {
+	m       *childmanager.Manager[int]
+	changes []string // "name:STATE" per StateChanged
+	removed []string
+}
+
+func newOwner(t *testing.T, h *lbtest.Harness, options ...childmanager.Option) *owner {
+	t.Helper()
+	o := &owner{}
+	h.Do(func() {
+		o.m = childmanager.New(h.CC, h.BuildOptions(), childmanager.Hooks[int]{
+			StateChanged: func(c *childmanager.Child[int]) {
+				o.changes = append(o.changes, c.Name()+":"+c.State().ConnectivityState.String())
+			},
+			Removed: func(c *childmanager.Child[int]) { o.removed = append(o.removed, c.Name()) },
+		}, options...)
+	})
+	t.Cleanup(func() { h.Do(o.m.Close) })
+	return o
+}
+
+func policy(b fakeBuilder, cfg fakeConfig) *lb.ParsedPolicy {
+	return &lb.ParsedPolicy{Name: b.name, Builder: b, Config: cfg}
+}
+
+func addrs(as ...string) resolver.State {
+	var s resolver.State
+	for _, a := range as {
+		s.Addresses = append(s.Addresses, resolver.Address{Addr: a})
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestChildIsBuiltLazilyByFirstUpdate(t *testing.T) {
+	h := lbtest.New(t)
+	o := newOwner(t, h)
+	rec := &recorder{}
+	b := fakeBuilder{name: "fake_a", rec: rec}
+
+	var c *childmanager.Child[int]
+	h.Do(func() { c = o.m.Add("c0"); c.Data = 7 })
+	if len(rec.built) != 0 {
+		t.Fatalf("Add built %d balancers, want 0", len(rec.built))
+	}
+	if got := c.State().ConnectivityState; got != lb.Connecting {
+		t.Errorf("initial state = %v, want CONNECTING", got)
+	}
+	if _, err := c.State().Picker.Pick(lb.PickInfo{}); !errors.Is(err, lb.ErrNoSubConnAvailable) {
+		t.Errorf("initial picker: Pick error = %v, want ErrNoSubConnAvailable", err)
+	}
+	if c.Policy() != "" {
+		t.Errorf("Policy() before Update = %q, want empty", c.Policy())
+	}
+
+	var err error
+	h.Do(func() { err = c.Update(policy(b, fakeConfig{}), addrs("a:1")) })
+	if err != nil || len(rec.built) != 1 || c.Policy() != "fake_a" {
+		t.Fatalf("first Update: err %v, %d built, policy %q; want nil, 1, fake_a", err, len(rec.built), c.Policy())
+	}
+	h.Do(func() { err = c.Update(policy(b, fakeConfig{}), addrs("a:1", "a:2")) })
+	if err != nil || len(rec.built) != 1 {
+		t.Fatalf("second Update: err %v, %d built; want nil, 1", err, len(rec.built))
+	}
+	if n := len(rec.last().updates); n != 2 {
+		t.Errorf("balancer got %d updates, want 2", n)
+	}
+	if c.Data != 7 {
+		t.Errorf("Data = %d, want 7 (the manager must not touch it)", c.Data)
+	}
+	if got := o.m.Get("c0"); got != c || o.m.Len() != 1 {
+		t.Errorf("Get/Len = %v/%d, want the child/1", got, o.m.Len())
+	}
+	var again *childmanager.Child[int]
+	h.Do(func() { again = o.m.Add("c0") })
+	if again != c {
+		t.Errorf("Add of an existing name returned a new child")
+	}
+}
+
+func TestInlineStateReachesHookBeforeUpdateReturns(t *testing.T) {
+	h := lbtest.New(t)
+	o := newOwner(t, h)
+	b := fakeBuilder{name: "fake_a", rec: &recorder{}}
+	h.Do(func() {
+		c := o.m.Add("c0")
+		if err := c.Update(policy(b, fakeConfig{inline: ptr(lb.Ready)}), addrs("a:1")); err != nil {
+			t.Errorf("Update: %v", err)
+		}
+		if !slices.Equal(o.changes, []string{"c0:READY"}) {
+			t.Errorf("changes during Update = %v, want [c0:READY]", o.changes)
+		}
+		if c.State().ConnectivityState != lb.Ready {
+			t.Errorf("State() = %v, want READY", c.State().ConnectivityState)
+		}
+	})
+	if _, ok := h.CC.LastState(); ok {
+		t.Errorf("the manager published to the parent; only the owner may")
+	}
+}
+
+func TestSubConnsGoThroughParentUnchanged(t *testing.T) {
+	h := lbtest.New(t)
+	o := newOwner(t, h)
+	rec := &recorder{}
+	b := fakeBuilder{name: "fake_a", rec: rec}
+	h.Do(func() { _ = o.m.Add("c0").Update(policy(b, fakeConfig{}), addrs("a:1")) })
+	scs := h.CC.SubConns()
+	if len(scs) != 1 || scs[0].Addresses()[0].Addr != "a:1" {
+		t.Fatalf("SubConns = %v, want one for a:1", scs)
+	}
+	scs[0].Ready()
+	if got := rec.last().scStates[0]; got != lb.Ready {
+		t.Errorf("child's listener saw %v, want READY", got)
+	}
+}
+
+func TestResolveNowCanBeIgnored(t *testing.T) {
+	h := lbtest.New(t)
+	o := newOwner(t, h)
+	rec := &recorder{}
+	b := fakeBuilder{name: "fake_a", rec: rec}
+	var c *childmanager.Child[int]
+	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(b, fakeConfig{}), addrs("a:1")) })
+
+	h.Do(func() { rec.last().cc.ResolveNow() })
+	if n := h.CC.ResolveNows.Pending(); n != 1 {
+		t.Fatalf("ResolveNow reached the parent %d times, want 1", n)
+	}
+	h.Do(func() { c.SetIgnoreResolveNow(true); rec.last().cc.ResolveNow() })
+	if n := h.CC.ResolveNows.Pending(); n != 1 || !c.IgnoresResolveNow() {
+		t.Fatalf("ignored ResolveNow: parent count %d, want still 1", n)
+	}
+	h.Do(func() { c.SetIgnoreResolveNow(false); rec.last().cc.ResolveNow() })
+	if n := h.CC.ResolveNows.Pending(); n != 2 {
+		t.Fatalf("ResolveNow after clearing the flag: parent count %d, want 2", n)
+	}
+	if got := rec.last().cc.Target(); got != h.CC.Target() {
+		t.Errorf("Target() = %q, want the parent's %q", got, h.CC.Target())
+	}
+}
+
+func TestPolicyChangeReplacesBalancer(t *testing.T) {
+	h := lbtest.New(t)
+	o := newOwner(t, h)
+	rec := &recorder{}
+	a := fakeBuilder{name: "fake_a", rec: rec}
+	b := fakeBuilder{name: "fake_b", rec: rec}
+	var c *childmanager.Child[int]
+	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(a, fakeConfig{inline: ptr(lb.Ready)}), addrs("a:1")) })
+	old := rec.last()
+	oldSC := h.CC.SubConns()[0]
+
+	o.changes = nil
+	h.Do(func() { _ = c.Update(policy(b, fakeConfig{}), addrs("a:1")) })
+	if !old.closed || !oldSC.IsShutdown() {
+		t.Fatalf("old balancer closed %v, old SubConn shut down %v; want both", old.closed, oldSC.IsShutdown())
+	}
+	if len(rec.built) != 2 || c.Policy() != "fake_b" {
+		t.Fatalf("%d built, policy %q; want 2, fake_b", len(rec.built), c.Policy())
+	}
+	if !slices.Equal(o.changes, []string{"c0:CONNECTING"}) || c.State().ConnectivityState != lb.Connecting {
+		t.Errorf("changes = %v, state %v; want the reset to [c0:CONNECTING]", o.changes, c.State().ConnectivityState)
+	}
+	// The old balancer's ClientConn is dead.
+	h.Do(func() {
+		old.cc.UpdateState(lb.State{ConnectivityState: lb.Ready, Picker: &namedPicker{}})
+		old.cc.ResolveNow()
+		if _, err := old.cc.NewSubConn([]resolver.Address{{Addr: "x"}}, lb.NewSubConnOptions{StateListener: func(lb.SubConnState) {}}); err == nil {
+			t.Errorf("NewSubConn through a closed balancer's ClientConn succeeded")
+		}
+	})
+	if c.State().ConnectivityState != lb.Connecting || len(o.changes) != 1 || h.CC.ResolveNows.Pending() != 0 {
+		t.Errorf("a replaced balancer's calls were not ignored: state %v, changes %v", c.State().ConnectivityState, o.changes)
+	}
+}
+
+func TestDeactivationTimer(t *testing.T) {
+	h := lbtest.New(t)
+	o := newOwner(t, h)
+	rec := &recorder{}
+	b := fakeBuilder{name: "fake_a", rec: rec}
+	var c *childmanager.Child[int]
+	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(b, fakeConfig{}), addrs("a:1")) })
+	sc := h.CC.SubConns()[0]
+
+	h.Do(c.Deactivate)
+	if c.Active() {
+		t.Fatalf("Active() after Deactivate = true")
+	}
+	h.Advance(10 * time.Minute)
+	h.Do(c.Deactivate) // must not restart the timer
+	h.Advance(5*time.Minute - time.Nanosecond)
+	if c.Removed() || sc.IsShutdown() {
+		t.Fatalf("child removed before 15 min")
+	}
+	h.Advance(time.Nanosecond)
+	if !c.Removed() || !sc.IsShutdown() || !rec.last().closed {
+		t.Fatalf("at 15 min: removed %v, SubConn shut down %v; want both", c.Removed(), sc.IsShutdown())
+	}
+	if o.m.Get("c0") != nil || !slices.Equal(o.removed, []string{"c0"}) {
+		t.Errorf("Get after removal = %v, Removed hooks %v", o.m.Get("c0"), o.removed)
+	}
+	var err error
+	h.Do(func() { err = c.Update(policy(b, fakeConfig{}), addrs("a:1")) })
+	if err == nil {
+		t.Errorf("Update of a removed child succeeded")
+	}
+}
+
+func TestReactivateKeepsChild(t *testing.T) {
+	h := lbtest.New(t)
+	o := newOwner(t, h, childmanager.WithDeactivationDelay(time.Minute))
+	rec := &recorder{}
+	b := fakeBuilder{name: "fake_a", rec: rec}
+	var c *childmanager.Child[int]
+	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(b, fakeConfig{inline: ptr(lb.Ready)}), addrs("a:1")) })
+	h.Do(c.Deactivate)
+	h.Advance(time.Minute - time.Nanosecond)
+	h.Do(c.Reactivate)
+	if !c.Active() {
+		t.Fatalf("Active() after Reactivate = false")
+	}
+	h.Advance(time.Hour)
+	if c.Removed() || len(rec.built) != 1 || h.CC.SubConns()[0].IsShutdown() {
+		t.Fatalf("reactivated child was removed or rebuilt")
+	}
+	if c.State().ConnectivityState != lb.Ready {
+		t.Errorf("reactivated child's state = %v, want its last, READY", c.State().ConnectivityState)
+	}
+	if _, ok := h.Serializer.NextDeadline(); ok {
+		t.Errorf("a timer is still pending after Reactivate")
+	}
+	// With the option, the delay is one minute.
+	h.Do(c.Deactivate)
+	h.Advance(time.Minute)
+	if !c.Removed() {
+		t.Errorf("child not removed after WithDeactivationDelay(1m)")
+	}
+}
+
+func TestRemoveAndClose(t *testing.T) {
+	h := lbtest.New(t)
+	o := newOwner(t, h)
+	rec := &recorder{}
+	b := fakeBuilder{name: "fake_a", rec: rec}
+	var c0, c1, c2 *childmanager.Child[int]
+	h.Do(func() {
+		c0, c1, c2 = o.m.Add("c0"), o.m.Add("c1"), o.m.Add("c2")
+		_ = c0.Update(policy(b, fakeConfig{}), addrs("a:0"))
+		_ = c1.Update(policy(b, fakeConfig{}), addrs("a:1"))
+		c1.Deactivate()
+	})
+	h.Do(c0.Remove)
+	if !c0.Removed() || !h.CC.SubConns()[0].IsShutdown() || o.m.Len() != 2 {
+		t.Fatalf("Remove: removed %v, len %d", c0.Removed(), o.m.Len())
+	}
+	h.Do(c0.Remove) // twice is harmless
+	h.Do(o.m.Close)
+	if !slices.Equal(o.removed, []string{"c0", "c1", "c2"}) {
+		t.Errorf("Removed hooks = %v, want [c0 c1 c2]", o.removed)
+	}
+	if !c1.Removed() || !c2.Removed() || !h.CC.SubConns()[1].IsShutdown() || o.m.Len() != 0 {
+		t.Errorf("Close left children behind")
+	}
+	if _, ok := h.Serializer.NextDeadline(); ok {
+		t.Errorf("Close left a timer pending")
+	}
+	h.Do(func() {
+		if c := o.m.Add("c3"); !c.Removed() || c.Update(policy(b, fakeConfig{}), addrs("a:3")) == nil {
+			t.Errorf("Add after Close gave a live child")
+		}
+	})
+}
+
+func TestResolverErrorAndExitIdleReachBuiltChildren(t *testing.T) {
+	h := lbtest.New(t)
+	o := newOwner(t, h)
+	rec := &recorder{}
+	b := fakeBuilder{name: "fake_a", rec: rec}
+	var c0 *childmanager.Child[int]
+	h.Do(func() {
+		c0 = o.m.Add("c0")
+		o.m.Add("c1") // never built
+		_ = c0.Update(policy(b, fakeConfig{}), addrs("a:0"))
+	})
+	boom := errors.New("boom")
+	h.Do(func() { o.m.ResolverError(boom); c0.ExitIdle(); o.m.Get("c1").ExitIdle() })
+	f := rec.last()
+	if len(f.resolverErrs) != 1 || !errors.Is(f.resolverErrs[0], boom) || f.exitIdles != 1 {
+		t.Errorf("child got errors %v and %d ExitIdle; want [boom] and 1", f.resolverErrs, f.exitIdles)
+	}
+}
+
+func TestNilPickerIsReplaced(t *testing.T) {
+	h := lbtest.New(t)
+	o := newOwner(t, h)
+	rec := &recorder{}
+	b := fakeBuilder{name: "fake_a", rec: rec}
+	var c *childmanager.Child[int]
+	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(b, fakeConfig{}), addrs("a:0")) })
+	h.Do(func() { rec.last().cc.UpdateState(lb.State{ConnectivityState: lb.Ready}) })
+	p := c.State().Picker
+	if p == nil {
+		t.Fatalf("nil picker kept")
+	}
+	if _, err := p.Pick(lb.PickInfo{}); !errors.Is(err, lb.ErrTransientFailure) {
+		t.Errorf("replacement picker error = %v, want a transient failure", err)
+	}
+}
+
+func TestChildrenSortedByName(t *testing.T) {
+	h := lbtest.New(t)
+	o := newOwner(t, h)
+	var names []string
+	h.Do(func() {
+		for _, n := range []string{"b", "c", "a"} {
+			o.m.Add(n)
+		}
+		for _, c := range o.m.Children() {
+			names = append(names, c.Name())
+		}
+	})
+	if !slices.Equal(names, []string{"a", "b", "c"}) {
+		t.Errorf("Children() names = %v, want [a b c]", names)
+	}
+}

@@ -1,0 +1,261 @@
+package priority
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/childmanager"
+	"github.com/lbkit/lbkit/lb/hierarchy"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// childData is what the policy keeps per child, beside what the child
+// manager keeps (gRFC A56, "Child Connectivity State Tracking").
+type childData struct {
+	// state and picker are the child's most recent state and picker as
+	// the choice sees them: what it published, or TRANSIENT_FAILURE (with
+	// its last picker) after its failover timer fired.
+	state  lb.ConnectivityState
+	picker lb.Picker
+	// gen counts changes of state or picker, so the policy can tell
+	// whether what it last published is still current.
+	gen uint64
+	// failover is the pending failover timer, nil when none is.
+	failover lb.Timer
+	// seenReadyOrIdleSinceTF is set by READY and IDLE and cleared by
+	// TRANSIENT_FAILURE (reported, or the failover timer firing): a
+	// CONNECTING report starts the failover timer only while it is set.
+	seenReadyOrIdleSinceTF bool
+}
+
+type child = childmanager.Child[childData]
+
+// published identifies what the policy last sent to its parent: a child's
+// state at some generation, or one of the policy's own states.
+type published struct {
+	child *child
+	gen   uint64
+	own   ownState
+}
+
+type ownState int
+
+const (
+	ownNone ownState = iota
+	ownEmptyPriorities
+	ownResolverError
+)
+
+// priorityBalancer is the priority_experimental policy.
+//
+// Every method, child hook and timer callback runs inside the tree's
+// serialized calls, so nothing is locked. Children may call back
+// re-entrantly (a child publishing inline from UpdateClientConnState): the
+// updating and choosing flags keep such calls from running the choice in
+// the middle of an update or of another choice.
+type priorityBalancer struct {
+	cc     lb.ClientConn
+	opts   lb.BuildOptions
+	logger *slog.Logger
+	bopts  options
+
+	children *childmanager.Manager[childData]
+
+	// config is the latest config; nil before the first update.
+	config *Config
+	// resolverState is the latest update's resolver state (its
+	// ServiceConfig and Attributes reach every child); addrs holds its
+	// addresses grouped by child name, kept for children created later.
+	resolverState resolver.State
+	addrs         map[string][]resolver.Address
+
+	// updating is set while a parent update (config or resolver error)
+	// reaches the children; choosing is set while the choice runs.
+	updating bool
+	choosing bool
+	// updateErrs collects the children's UpdateClientConnState errors
+	// while updating or while the choice forced by an update runs.
+	updateErrs *[]error
+
+	// current is the child in use, nil when none is.
+	current   *child
+	published published
+	closed    bool
+}
+
+func newBalancer(cc lb.ClientConn, opts lb.BuildOptions, bopts options) *priorityBalancer {
+	b := &priorityBalancer{
+		cc:     cc,
+		opts:   opts,
+		logger: opts.Logger.With("policy", Name),
+		bopts:  bopts,
+	}
+	b.children = childmanager.New(cc, opts, childmanager.Hooks[childData]{
+		StateChanged: b.childStateChanged,
+		Removed:      b.childRemoved,
+	}, childmanager.WithDeactivationDelay(bopts.deactivationDelay))
+	return b
+}
+
+// UpdateClientConnState applies a config and addresses (gRFC A56,
+// "Configuration Updates"): every existing child is updated, or deactivated
+// if the config no longer names it, before the priority is chosen once;
+// the chosen child's picker is then published even if unchanged. The
+// children's errors are returned joined, each naming its child, so that
+// [lb.ErrBadResolverState] from a child reaches the channel.
+func (b *priorityBalancer) UpdateClientConnState(s lb.ClientConnState) error {
+	if b.closed {
+		return nil
+	}
+	cfg, ok := s.BalancerConfig.(*Config)
+	if !ok || cfg == nil {
+		return fmt.Errorf("priority: got config %T, want a non-nil *priority.Config", s.BalancerConfig)
+	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	groups := hierarchy.Group(s.ResolverState.Addresses)
+	if err := groups.Err(); err != nil {
+		b.logger.Warn("priority: addresses dropped", "err", err)
+	}
+	for _, name := range groups.Order {
+		if _, ok := cfg.Children[name]; !ok {
+			b.logger.Warn("priority: addresses dropped: their path names no child in the config",
+				"child", name, "count", len(groups.Children[name]))
+		}
+	}
+	b.config, b.resolverState, b.addrs = cfg, s.ResolverState, groups.Children
+
+	var errs []error
+	b.updateErrs = &errs
+	defer func() { b.updateErrs = nil }()
+
+	b.updating = true
+	for _, c := range b.children.Children() {
+		childCfg, ok := cfg.Children[c.Name()]
+		switch {
+		case !ok && b.bopts.retainRemoved:
+			c.Deactivate()
+		case !ok:
+			c.Remove()
+		default:
+			c.SetIgnoreResolveNow(childCfg.IgnoreReresolutionRequests)
+			b.updateChild(c, childCfg)
+		}
+	}
+	b.updating = false
+
+	b.choosePriority(true)
+	return errors.Join(errs...)
+}
+
+// updateChild sends a child its config and addresses, and keeps or logs its
+// error.
+func (b *priorityBalancer) updateChild(c *child, childCfg ChildConfig) {
+	rs := resolver.State{
+		Addresses:     b.addrs[c.Name()],
+		ServiceConfig: b.resolverState.ServiceConfig,
+		Attributes:    b.resolverState.Attributes,
+	}
+	err := c.Update(childCfg.Policy, rs)
+	if err == nil {
+		return
+	}
+	err = fmt.Errorf("priority: child %q: %w", c.Name(), err)
+	if b.updateErrs != nil {
+		*b.updateErrs = append(*b.updateErrs, err)
+		return
+	}
+	// A child created by failover, outside a parent update: nobody to
+	// return the error to. Its own state (normally TRANSIENT_FAILURE)
+	// drives the choice, and it can ask for re-resolution itself.
+	b.logger.Warn("priority: child rejected its update", "child", c.Name(), "err", err)
+}
+
+// ResolverError passes err to every existing child, then runs the choice
+// once. With no child, the policy reports TRANSIENT_FAILURE with err, each
+// time (each error may say something new).
+func (b *priorityBalancer) ResolverError(err error) {
+	if b.closed {
+		return
+	}
+	if b.children.Len() == 0 {
+		b.current = nil
+		b.publish(published{own: ownResolverError}, lb.State{
+			ConnectivityState: lb.TransientFailure,
+			Picker:            lb.NewErrPicker(lb.TransientFailureError(err)),
+		}, true)
+		return
+	}
+	b.updating = true
+	b.children.ResolverError(err)
+	b.updating = false
+	if b.config != nil {
+		b.choosePriority(false)
+	}
+}
+
+// ExitIdle passes the request to the child in use only: children below it
+// are deactivated or not created, and waking them would open connections
+// that the choice does not want; children above it are CONNECTING or
+// TRANSIENT_FAILURE, never IDLE (an IDLE child would have been chosen).
+func (b *priorityBalancer) ExitIdle() {
+	if b.closed || b.current == nil {
+		return
+	}
+	b.current.ExitIdle()
+}
+
+// Close destroys every child and stops every timer.
+func (b *priorityBalancer) Close() {
+	if b.closed {
+		return
+	}
+	b.closed = true
+	b.children.Close()
+	b.current = nil
+}
+
+// childStateChanged is the child manager's StateChanged hook: it records
+// the child's state, runs the failover timer rules, and runs the choice
+// unless an update or a choice is in progress.
+func (b *priorityBalancer) childStateChanged(c *child) {
+	s := c.State()
+	d := &c.Data
+	d.state, d.picker = s.ConnectivityState, s.Picker
+	d.gen++
+	switch s.ConnectivityState {
+	case lb.Ready, lb.Idle:
+		d.seenReadyOrIdleSinceTF = true
+		b.stopFailoverTimer(c)
+	case lb.TransientFailure:
+		d.seenReadyOrIdleSinceTF = false
+		b.stopFailoverTimer(c)
+	case lb.Connecting:
+		if d.seenReadyOrIdleSinceTF && d.failover == nil {
+			b.startFailoverTimer(c)
+		}
+	}
+	b.logger.Debug("priority: child state", "child", c.Name(), "state", s.ConnectivityState)
+	b.maybeChoosePriority()
+}
+
+// childRemoved is the child manager's Removed hook.
+func (b *priorityBalancer) childRemoved(c *child) {
+	b.stopFailoverTimer(c)
+	if b.current == c {
+		b.current = nil
+	}
+}
+
+// maybeChoosePriority runs the choice for an event from a child, unless a
+// parent update or a choice is in progress: that one will look at the
+// child's new state when it gets to it (gRFC A56, "Configuration Updates").
+func (b *priorityBalancer) maybeChoosePriority() {
+	if b.closed || b.updating || b.choosing || b.config == nil {
+		return
+	}
+	b.choosePriority(false)
+}

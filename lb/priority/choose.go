@@ -1,0 +1,132 @@
+package priority
+
+import (
+	"errors"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// errEmptyPriorities is the error of the picker published when the config
+// lists no priority; its message is gRFC A56's.
+var errEmptyPriorities = errors.New("priority policy has empty priority list")
+
+// choosePriority is gRFC A56's ChoosePriority: it walks the priorities from
+// the highest, creating children as it reaches them, and uses the first
+// child that is READY or IDLE or whose failover timer is pending; failing
+// that, the first CONNECTING child; failing that, the last child.
+//
+// force publishes the chosen child's picker even if it was the last thing
+// published, as needed after a parent update; otherwise nothing is
+// published when neither the chosen child nor its state changed, so running
+// the choice again with no change reports nothing new.
+func (b *priorityBalancer) choosePriority(force bool) {
+	b.choosing = true
+	defer func() { b.choosing = false }()
+
+	priorities := b.config.Priorities
+	if len(priorities) == 0 {
+		b.current = nil
+		b.publish(published{own: ownEmptyPriorities}, lb.State{
+			ConnectivityState: lb.TransientFailure,
+			Picker:            lb.NewErrPicker(lb.TransientFailureError(errEmptyPriorities)),
+		}, force)
+		return
+	}
+	for p, name := range priorities {
+		c := b.children.Get(name)
+		if c == nil {
+			c = b.createChild(name)
+		} else {
+			c.Reactivate()
+		}
+		switch {
+		case c.Data.state == lb.Ready || c.Data.state == lb.Idle:
+			b.setCurrentPriority(p, true, force)
+			return
+		case c.Data.failover != nil:
+			b.setCurrentPriority(p, false, force)
+			return
+		}
+	}
+	// No child is READY or IDLE or has a pending failover timer: use the
+	// first CONNECTING one. Every child exists now.
+	for p, name := range priorities {
+		if b.children.Get(name).Data.state == lb.Connecting {
+			b.setCurrentPriority(p, false, force)
+			return
+		}
+	}
+	b.setCurrentPriority(len(priorities)-1, false, force)
+}
+
+// setCurrentPriority is gRFC A56's SetCurrentPriority: it makes the child at
+// priority p the current one, deactivates the existing children below it
+// if asked, and publishes the child's state and picker as they are (no
+// wrapper).
+func (b *priorityBalancer) setCurrentPriority(p int, deactivateLower, force bool) {
+	priorities := b.config.Priorities
+	if deactivateLower {
+		for _, name := range priorities[p+1:] {
+			if c := b.children.Get(name); c != nil {
+				c.Deactivate()
+			}
+		}
+	}
+	c := b.children.Get(priorities[p])
+	if b.current != c {
+		b.logger.Info("priority: switching child", "child", c.Name(), "priority", p, "state", c.Data.state)
+	}
+	b.current = c
+	b.publish(published{child: c, gen: c.Data.gen}, lb.State{ConnectivityState: c.Data.state, Picker: c.Data.picker}, force)
+}
+
+// publish sends s to the parent unless what it describes, what, is what was
+// last sent and force is false.
+func (b *priorityBalancer) publish(what published, s lb.State, force bool) {
+	if !force && what == b.published {
+		return
+	}
+	b.published = what
+	b.cc.UpdateState(s)
+}
+
+// createChild is gRFC A56's CreateChild followed by the child's first
+// update: the failover timer starts before the child is built, so a child
+// that becomes READY inline, during its first update, stops it at once.
+func (b *priorityBalancer) createChild(name string) *child {
+	c := b.children.Add(name)
+	initial := c.State()
+	c.Data = childData{state: initial.ConnectivityState, picker: initial.Picker}
+	b.startFailoverTimer(c)
+	childCfg := b.config.Children[name]
+	c.SetIgnoreResolveNow(childCfg.IgnoreReresolutionRequests)
+	b.logger.Debug("priority: creating child", "child", name, "policy", childCfg.Policy.Name)
+	b.updateChild(c, childCfg)
+	return c
+}
+
+// startFailoverTimer starts c's failover timer. When it fires, c is treated
+// as if it reported TRANSIENT_FAILURE: its state becomes TRANSIENT_FAILURE
+// (its picker stays its last one, as it published no other) and the choice
+// runs.
+func (b *priorityBalancer) startFailoverTimer(c *child) {
+	c.Data.failover = b.opts.Scheduler.AfterFunc(b.bopts.failoverTimeout, func() {
+		c.Data.failover = nil
+		if c.Removed() {
+			return
+		}
+		b.logger.Info("priority: failover timer fired", "child", c.Name(), "after", b.bopts.failoverTimeout)
+		c.Data.state = lb.TransientFailure
+		c.Data.seenReadyOrIdleSinceTF = false
+		c.Data.gen++
+		b.maybeChoosePriority()
+	})
+}
+
+// stopFailoverTimer stops c's failover timer if it is pending.
+func (b *priorityBalancer) stopFailoverTimer(c *child) {
+	if c.Data.failover != nil {
+		c.Data.failover.Stop()
+		c.Data.failover = nil
+	}
+}

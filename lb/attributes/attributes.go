@@ -29,6 +29,7 @@ import (
 // never depends on what an interface happens to hold.
 type Key[T comparable] struct {
 	name string
+	typ  string // T's name, to order keys that share a name
 }
 
 // NewKey returns the key with the given name for values of type T.
@@ -41,7 +42,7 @@ func NewKey[T comparable](name string) Key[T] {
 	if reflect.TypeFor[T]().Kind() == reflect.Interface {
 		panic(fmt.Sprintf("attributes: key %q: value type %v is an interface; use a concrete comparable type", name, reflect.TypeFor[T]()))
 	}
-	return Key[T]{name: name}
+	return Key[T]{name: name, typ: reflect.TypeFor[T]().String()}
 }
 
 // Name returns the key's name.
@@ -64,9 +65,6 @@ type Attributes struct {
 	head any // nil or entry
 }
 
-// typeName returns a stable name for T used to order keys that share a name.
-func typeName[T any]() string { return reflect.TypeFor[T]().String() }
-
 // Get returns the value stored under k in a, and whether it was present.
 func Get[T comparable](a Attributes, k Key[T]) (T, bool) {
 	var key any = k
@@ -84,7 +82,7 @@ func Get[T comparable](a Attributes, k Key[T]) (T, bool) {
 // With returns a copy of a in which k maps to v, replacing any earlier value
 // of k. a itself is unchanged.
 func With[T comparable](a Attributes, k Key[T], v T) Attributes {
-	n := entry{name: k.name, typ: typeName[T](), key: k, val: v}
+	n := entry{name: k.name, typ: k.typ, key: k, val: v}
 	return Attributes{head: insert(a.head, n)}
 }
 

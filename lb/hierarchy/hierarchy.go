@@ -68,16 +68,35 @@ var errCorrupt = errors.New("hierarchy: corrupt path attribute")
 
 func decode(enc string) ([]string, error) {
 	var path []string
-	b := []byte(enc)
-	for len(b) > 0 {
-		n, w := binary.Uvarint(b)
-		if w <= 0 || n > uint64(len(b)-w) {
-			return nil, errCorrupt
+	for enc != "" {
+		first, rest, err := splitFirst(enc)
+		if err != nil {
+			return nil, err
 		}
-		path = append(path, string(b[w:w+int(n)]))
-		b = b[w+int(n):]
+		path = append(path, first)
+		enc = rest
 	}
 	return path, nil
+}
+
+// splitFirst returns the first element of an encoded path and the encoding
+// of the rest, both substrings of enc: no allocation.
+func splitFirst(enc string) (first, rest string, err error) {
+	var n uint64
+	var w int
+	for i := 0; i < len(enc) && i < binary.MaxVarintLen64; i++ {
+		b := enc[i]
+		n |= uint64(b&0x7f) << (7 * i)
+		if b < 0x80 {
+			w = i + 1
+			break
+		}
+	}
+	if w == 0 || n > uint64(len(enc)-w) {
+		return "", "", errCorrupt
+	}
+	end := w + int(n)
+	return enc[w:end], enc[end:], nil
 }
 
 // Groups is a flat address list split by the first path element.
@@ -99,16 +118,26 @@ type Groups struct {
 func Group(addrs []resolver.Address) Groups {
 	g := Groups{Children: make(map[string][]resolver.Address)}
 	for _, a := range addrs {
-		path, ok := Get(a)
+		v, ok := attributes.Get(a.Attributes, pathKey)
 		if !ok {
 			g.Dropped++
 			continue
 		}
-		name := path[0]
-		if _, seen := g.Children[name]; !seen {
+		name, rest, err := splitFirst(v.enc)
+		if err != nil {
+			g.Dropped++ // only Set writes the attribute: cannot happen
+			continue
+		}
+		if rest == "" {
+			a.Attributes = attributes.Without(a.Attributes, pathKey)
+		} else {
+			a.Attributes = attributes.With(a.Attributes, pathKey, encodedPath{enc: rest})
+		}
+		list, seen := g.Children[name]
+		if !seen {
 			g.Order = append(g.Order, name)
 		}
-		g.Children[name] = append(g.Children[name], Set(a, path[1:]))
+		g.Children[name] = append(list, a)
 	}
 	return g
 }

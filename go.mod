@@ -2,9 +2,8 @@ module github.com/lbkit/lbkit
 
 go 1.24
 
-require github.com/benbjohnson/clock v1.3.5
-
 require (
-	go.uber.org/goleak v1.3.0 // indirect
-	pgregory.net/rapid v1.3.0 // indirect
+	github.com/benbjohnson/clock v1.3.5
+	go.uber.org/goleak v1.3.0
+	pgregory.net/rapid v1.3.0
 )

@@ -58,7 +58,9 @@ type Balancer interface {
 	// ResolverError reports that the resolver failed; the last addresses
 	// stay in force.
 	ResolverError(error)
-	// ExitIdle asks an IDLE balancer to connect.
+	// ExitIdle asks an IDLE balancer to connect. A balancer that starts
+	// connecting should report CONNECTING at once rather than wait for a
+	// SubConn to do so, so that it can never be left wedged in IDLE.
 	ExitIdle()
 	// Close shuts down every SubConn and child and stops every timer of
 	// this balancer. Calls into the ClientConn after Close are ignored by
@@ -101,7 +103,9 @@ type ClientConn interface {
 	NewSubConn(addrs []resolver.Address, opts NewSubConnOptions) (SubConn, error)
 	// UpdateState publishes the balancer's state and picker.
 	UpdateState(State)
-	// ResolveNow asks the resolver to resolve again.
+	// ResolveNow asks the resolver to resolve again. The channel never
+	// re-resolves on its own when a SubConn fails: a policy that wants
+	// fresh addresses (pick_first when its connection is lost) calls this.
 	ResolveNow()
 	// Target returns the channel's dial target.
 	Target() string

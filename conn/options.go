@@ -1,0 +1,154 @@
+package conn
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// DefaultIdleTimeout is how long a channel stays active with no pick before
+// it goes IDLE, as gRFC A62 recommends.
+const DefaultIdleTimeout = 30 * time.Minute
+
+// DefaultMinConnectTimeout is the least time one connection attempt is
+// given (MIN_CONNECT_TIMEOUT of gRPC's connection-backoff document).
+const DefaultMinConnectTimeout = 20 * time.Second
+
+// Option configures a [Channel].
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	clock                clock.Clock
+	logger               *slog.Logger
+	seed                 *[2]uint64
+	dialer               Dialer
+	defaultServiceConfig string
+	defaultScheme        string
+	resolverBuilder      resolver.Builder
+	idleTimeout          time.Duration
+	backoff              Backoff
+	minConnectTimeout    time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		defaultScheme:     "dns",
+		idleTimeout:       DefaultIdleTimeout,
+		backoff:           DefaultBackoff(),
+		minConnectTimeout: DefaultMinConnectTimeout,
+	}
+}
+
+// WithClock runs every timer of the channel and its balancer tree (backoff,
+// idleness, failover, resolver polling) on c. If this option is not
+// supplied, the real clock is used.
+func WithClock(c clock.Clock) Option {
+	return optionFunc(func(cfg *config) { cfg.clock = c })
+}
+
+// WithLogger sends the channel's and its policies' logs to l. If this option
+// is not supplied, logs are discarded.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(cfg *config) { cfg.logger = l })
+}
+
+// WithRandSeed seeds every random choice of the channel and its policies
+// (backoff jitter, shuffles, random starts), making them reproducible. If
+// this option is not supplied, the source is seeded at random.
+func WithRandSeed(seed1, seed2 uint64) Option {
+	return optionFunc(func(cfg *config) { cfg.seed = &[2]uint64{seed1, seed2} })
+}
+
+// WithDialer makes d open every connection. If this option is not supplied,
+// [TCPDialer] is used.
+func WithDialer(d Dialer) Option {
+	return optionFunc(func(cfg *config) { cfg.dialer = d })
+}
+
+// WithDefaultServiceConfig sets the service config (JSON, such as
+// {"loadBalancingConfig":[{"weighted_round_robin":{}}]}) used while the
+// resolver provides none. It is parsed by New; an invalid one is New's
+// error. If this option is not supplied, the default is pick_first.
+func WithDefaultServiceConfig(json string) Option {
+	return optionFunc(func(cfg *config) { cfg.defaultServiceConfig = json })
+}
+
+// WithDefaultScheme sets the scheme for targets that have none. If this
+// option is not supplied, it is "dns".
+func WithDefaultScheme(scheme string) Option {
+	return optionFunc(func(cfg *config) { cfg.defaultScheme = scheme })
+}
+
+// WithResolver resolves the target with b whatever its scheme, instead of the
+// registered builder; useful with a manual resolver. If this option is not
+// supplied, the builder registered for the target's scheme is used.
+func WithResolver(b resolver.Builder) Option {
+	return optionFunc(func(cfg *config) { cfg.resolverBuilder = b })
+}
+
+// WithIdleTimeout sets how long the channel may go without a pick before it
+// closes its balancer, resolver and connections and reports IDLE; 0
+// disables idleness. The channel checks for activity ten times per period,
+// so it goes IDLE between d and 1.1·d after the last pick. If this option is
+// not supplied, it is [DefaultIdleTimeout].
+func WithIdleTimeout(d time.Duration) Option {
+	return optionFunc(func(cfg *config) { cfg.idleTimeout = d })
+}
+
+// WithBackoff sets the connection backoff. If this option is not supplied,
+// it is [DefaultBackoff].
+func WithBackoff(b Backoff) Option {
+	return optionFunc(func(cfg *config) { cfg.backoff = b })
+}
+
+// WithMinConnectTimeout sets the least time a connection attempt is given.
+// If this option is not supplied, it is [DefaultMinConnectTimeout].
+func WithMinConnectTimeout(d time.Duration) Option {
+	return optionFunc(func(cfg *config) { cfg.minConnectTimeout = d })
+}
+
+func (c *config) validate() error {
+	var errs []error
+	if c.idleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("WithIdleTimeout: must be >= 0, got %v", c.idleTimeout))
+	}
+	if c.minConnectTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("WithMinConnectTimeout: must be positive, got %v", c.minConnectTimeout))
+	}
+	if c.defaultScheme == "" {
+		errs = append(errs, errors.New("WithDefaultScheme: must not be empty"))
+	}
+	if err := c.backoff.validate("WithBackoff"); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *config) withDefaults() {
+	if c.clock == nil {
+		c.clock = clock.New()
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if c.dialer == nil {
+		c.dialer = TCPDialer{}
+	}
+}
+
+func (c *config) newRand() *rand.Rand {
+	if c.seed != nil {
+		return rand.New(rand.NewPCG(c.seed[0], c.seed[1]))
+	}
+	return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+}

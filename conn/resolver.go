@@ -1,0 +1,178 @@
+package conn
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// resolverCC is the resolver.ClientConn of one resolver instance. Updates
+// hop onto the serializer; those from an instance the channel has since
+// replaced (after idleness) are ignored.
+type resolverCC struct{ c *Channel }
+
+// UpdateState queues s for the balancer and returns at once. It returns
+// ErrClosed once the channel is closed, else nil: the channel itself
+// re-resolves with backoff when the balancer rejects an update, so a
+// resolver need not.
+func (r *resolverCC) UpdateState(s resolver.State) error {
+	if !r.c.ser.Schedule(func() { r.c.onResolverState(r, s) }) {
+		return ErrClosed
+	}
+	return nil
+}
+
+// ReportError queues err for the balancer.
+func (r *resolverCC) ReportError(err error) {
+	r.c.ser.Schedule(func() { r.c.onResolverError(r, err) })
+}
+
+// serviceConfig is a parsed service config.
+type serviceConfig struct {
+	policy *lb.ParsedPolicy // nil: the default policy
+}
+
+// parseServiceConfig parses {"loadBalancingConfig": [...]}, or the older
+// {"loadBalancingPolicy": "name"}. Other fields are ignored.
+func parseServiceConfig(raw json.RawMessage) (*serviceConfig, error) {
+	obj, err := lb.ParseConfigObject(raw)
+	if err != nil {
+		return nil, fmt.Errorf("service config: %w", err)
+	}
+	if list, _, ok := obj.Raw("loadBalancingConfig"); ok {
+		p, err := lb.ParseLoadBalancingConfig(list)
+		if err != nil {
+			return nil, fmt.Errorf("service config: %w", err)
+		}
+		return &serviceConfig{policy: p}, nil
+	}
+	var name string
+	if err := obj.Decode(&name, "loadBalancingPolicy"); err != nil {
+		return nil, fmt.Errorf("service config: %w", err)
+	}
+	if name == "" {
+		return &serviceConfig{}, nil
+	}
+	b := lb.Get(name)
+	if b == nil {
+		return nil, fmt.Errorf("service config: loadBalancingPolicy: no registered policy %q", name)
+	}
+	p := &lb.ParsedPolicy{Name: name, Builder: b}
+	if cp, ok := b.(lb.ConfigParser); ok {
+		cfg, err := cp.ParseConfig(nil)
+		if err != nil {
+			return nil, fmt.Errorf("service config: loadBalancingPolicy %q: %w", name, err)
+		}
+		p.Config = cfg
+	}
+	return &serviceConfig{policy: p}, nil
+}
+
+// DefaultPolicy is the policy used when no service config names one.
+const DefaultPolicy = "pick_first"
+
+var errNoDefaultPolicy = errors.New("no policy registered as " + DefaultPolicy + " (import github.com/lbkit/lbkit/lb/pickfirst)")
+
+// policyFor returns the policy the channel should run now: the resolver's
+// service config, else the last valid one, else the default service
+// config, else pick_first.
+func (c *Channel) policyFor() (*lb.ParsedPolicy, error) {
+	for _, sc := range []*serviceConfig{c.lastSC, c.defSC} {
+		if sc != nil && sc.policy != nil {
+			return sc.policy, nil
+		}
+	}
+	b := lb.Get(DefaultPolicy)
+	if b == nil {
+		return nil, errNoDefaultPolicy
+	}
+	p := &lb.ParsedPolicy{Name: DefaultPolicy, Builder: b}
+	if cp, ok := b.(lb.ConfigParser); ok {
+		cfg, err := cp.ParseConfig(nil)
+		if err != nil {
+			return nil, fmt.Errorf("default policy %s: %w", DefaultPolicy, err)
+		}
+		p.Config = cfg
+	}
+	return p, nil
+}
+
+// onResolverState applies a resolver update. Runs serialized.
+func (c *Channel) onResolverState(r *resolverCC, s resolver.State) {
+	if c.closed || r != c.resCC {
+		return
+	}
+	if s.ServiceConfig != nil {
+		sc, err := parseServiceConfig(s.ServiceConfig)
+		switch {
+		case err != nil && c.lastSC == nil && c.current == nil:
+			c.logger.Warn("invalid service config and no valid one yet", "error", err)
+			c.publishFailure(fmt.Errorf("conn: %w", err))
+			c.reResolveWithBackoff()
+			return
+		case err != nil:
+			c.logger.Warn("invalid service config; keeping the last valid one", "error", err)
+		default:
+			c.lastSC = sc
+		}
+	}
+	p, err := c.policyFor()
+	if err != nil {
+		c.publishFailure(fmt.Errorf("conn: %w", err))
+		return
+	}
+	w := c.switchTo(p)
+	err = w.b.UpdateClientConnState(lb.ClientConnState{ResolverState: s, BalancerConfig: p.Config})
+	if errors.Is(err, lb.ErrBadResolverState) {
+		c.reResolveWithBackoff()
+		return
+	}
+	if err != nil {
+		c.logger.Warn("balancer rejected the resolver update", "policy", p.Name, "error", err)
+	}
+	c.resolveRetries = 0
+	if c.resolveTimer != nil {
+		c.resolveTimer.Stop()
+		c.resolveTimer = nil
+	}
+}
+
+// onResolverError passes a resolver error to the balancer, or fails the
+// channel if there is no balancer yet. Runs serialized.
+func (c *Channel) onResolverError(r *resolverCC, err error) {
+	if c.closed || r != c.resCC {
+		return
+	}
+	c.logger.Warn("resolver error", "error", err)
+	if w := c.latest(); w != nil {
+		w.b.ResolverError(err)
+		return
+	}
+	c.publishFailure(fmt.Errorf("conn: resolving %q: %w", c.target, err))
+}
+
+// reResolveWithBackoff asks the resolver again after the connection
+// backoff's next delay, unless a request is already pending.
+func (c *Channel) reResolveWithBackoff() {
+	if c.resolveTimer != nil {
+		return
+	}
+	d := c.cfg.backoff.Delay(c.resolveRetries, c.rand)
+	c.resolveRetries++
+	c.resolveTimer = c.ser.AfterFunc(d, func() {
+		c.resolveTimer = nil
+		if c.res != nil {
+			c.res.ResolveNow()
+		}
+	})
+}
+
+// resolveNow passes a balancer's re-resolution request to the resolver.
+func (c *Channel) resolveNow() {
+	if c.res != nil {
+		c.res.ResolveNow()
+	}
+}

@@ -1,0 +1,288 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// SubConn is a balancer's handle on a connection, returned by
+// lb.ClientConn.NewSubConn and by [Channel.Pick]. Handles of different
+// balancers for the same address (during a balancer switch) share one
+// connection.
+//
+// Connect and Shutdown are called by the balancer from inside the channel's
+// serialized calls. Address and ReportError are safe from any goroutine.
+type SubConn struct {
+	c        *Channel
+	w        *balancerWrapper
+	ac       *addrConn
+	listener func(lb.SubConnState)
+
+	// Owned by the serializer.
+	connected bool // Connect was called: the handle follows ac's state
+	shutdown  bool
+	state     lb.ConnectivityState
+}
+
+// connKey identifies a connection: the balancing attributes of an address
+// do not change where it connects.
+type connKey struct {
+	addr, serverName string
+	multi            *addrConn // set for multi-address SubConns, never shared
+}
+
+var errConnectTimeout = errors.New("connect timeout")
+
+// addrConn is one connection (with its backoff) shared by SubConn handles.
+type addrConn struct {
+	c     *Channel
+	key   connKey
+	addrs []resolver.Address
+
+	readyState atomic.Int32                     // lb.ConnectivityState, for Pick
+	addr       atomic.Pointer[resolver.Address] // the connected address
+
+	// Owned by the serializer.
+	state   lb.ConnectivityState
+	err     error
+	handles map[*SubConn]struct{}
+	attempt int // identifies the current dial or connection
+	cancel  context.CancelFunc
+	conn    Conn
+	retries int
+	backoff lb.Timer
+	closed  bool
+}
+
+func (c *Channel) newSubConn(w *balancerWrapper, addrs []resolver.Address, listener func(lb.SubConnState)) *SubConn {
+	key := connKey{addr: addrs[0].Addr, serverName: addrs[0].ServerName}
+	ac := c.addrConns[key]
+	if len(addrs) > 1 || ac == nil {
+		ac = &addrConn{c: c, addrs: append([]resolver.Address(nil), addrs...), handles: make(map[*SubConn]struct{})}
+		if len(addrs) > 1 {
+			key.multi = ac
+		}
+		ac.key = key
+		ac.addr.Store(&ac.addrs[0])
+		c.addrConns[key] = ac
+	}
+	sc := &SubConn{c: c, w: w, ac: ac, listener: listener}
+	ac.handles[sc] = struct{}{}
+	return sc
+}
+
+// Connect starts connecting if the connection is IDLE; if it is already
+// connecting or connected (for another handle), the handle reports that
+// state.
+func (sc *SubConn) Connect() {
+	if sc.shutdown {
+		return
+	}
+	sc.connected = true
+	if sc.ac.state == lb.Idle {
+		sc.ac.connect()
+		return
+	}
+	sc.setState(sc.ac.state, sc.ac.err)
+}
+
+// Shutdown releases the handle; the connection closes when no handle uses
+// it. The listener receives SHUTDOWN last.
+func (sc *SubConn) Shutdown() {
+	if sc.shutdown {
+		return
+	}
+	sc.shutdown = true
+	delete(sc.w.subs, sc)
+	ac := sc.ac
+	delete(ac.handles, sc)
+	sc.deliver(lb.SubConnState{ConnectivityState: lb.Shutdown})
+	if len(ac.handles) == 0 {
+		ac.close()
+	}
+}
+
+// Address returns the address the SubConn is connected to (for a SubConn
+// of several addresses, the one that answered), or its first address.
+func (sc *SubConn) Address() resolver.Address { return *sc.ac.addr.Load() }
+
+// ReportError tells the channel a request on this connection failed to
+// reach the server (for example the dial was refused): the channel treats
+// the connection as lost, so the policy reconnects or moves on. Safe from
+// any goroutine.
+func (sc *SubConn) ReportError(err error) {
+	ac := sc.ac
+	sc.c.ser.Schedule(func() {
+		if ac.closed || ac.state != lb.Ready {
+			return
+		}
+		sc.c.logger.Info("request failed on a READY connection; reconnecting", "addr", ac.addr.Load().Addr, "error", err)
+		ac.onLost(ac.attempt)
+	})
+}
+
+// String returns "SubConn(addr)".
+func (sc *SubConn) String() string { return fmt.Sprintf("SubConn(%s)", sc.ac.addrs[0].Addr) }
+
+// ready reports whether the connection is READY. Safe from any goroutine.
+func (sc *SubConn) ready() bool { return lb.ConnectivityState(sc.ac.readyState.Load()) == lb.Ready }
+
+// setState delivers a state change to a connected handle's listener.
+func (sc *SubConn) setState(s lb.ConnectivityState, err error) {
+	if sc.shutdown || !sc.connected || (sc.state == s && s != lb.TransientFailure) {
+		return
+	}
+	sc.state = s
+	sc.deliver(lb.SubConnState{ConnectivityState: s, ConnectionError: err})
+}
+
+// deliver calls the listener after the current serialized call, so a
+// balancer never hears of a state change re-entrantly.
+func (sc *SubConn) deliver(s lb.SubConnState) {
+	sc.c.ser.Schedule(func() {
+		if sc.shutdown && s.ConnectivityState != lb.Shutdown {
+			return
+		}
+		sc.listener(s)
+	})
+}
+
+func (ac *addrConn) setState(s lb.ConnectivityState, err error) {
+	ac.state, ac.err = s, err
+	ac.readyState.Store(int32(s))
+	for sc := range ac.handles {
+		sc.setState(s, err)
+	}
+}
+
+// connect dials the addresses in order on a new goroutine.
+func (ac *addrConn) connect() {
+	c := ac.c
+	ac.attempt++
+	attempt := ac.attempt
+	ctx, cancel := context.WithCancel(c.ctx)
+	ac.cancel = cancel
+	timeout := max(c.cfg.minConnectTimeout, c.cfg.backoff.Delay(ac.retries, nil))
+	ac.setState(lb.Connecting, nil)
+	addrs := ac.addrs
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		var lastErr error
+		for _, a := range addrs {
+			// The timeout runs on the channel's clock. It cancels the
+			// context rather than setting a deadline, because a mock
+			// clock's deadline means nothing to the network stack.
+			dctx, dcancel := context.WithCancelCause(ctx)
+			timer := c.clock.AfterFunc(timeout, func() { dcancel(errConnectTimeout) })
+			conn, err := c.cfg.dialer.Dial(dctx, a)
+			timer.Stop()
+			if cause := context.Cause(dctx); err != nil && errors.Is(cause, errConnectTimeout) {
+				err = fmt.Errorf("%w after %v: %w", errConnectTimeout, timeout, err)
+			}
+			dcancel(nil)
+			if err == nil {
+				if !c.ser.Schedule(func() { ac.onConnected(attempt, a, conn, ctx) }) {
+					_ = conn.Close()
+				}
+				return
+			}
+			if ctx.Err() != nil {
+				return // shut down
+			}
+			lastErr = fmt.Errorf("conn: dial %s: %w", a.Addr, err)
+		}
+		c.ser.Schedule(func() { ac.onFailed(attempt, lastErr) })
+	}()
+}
+
+func (ac *addrConn) onConnected(attempt int, a resolver.Address, conn Conn, ctx context.Context) {
+	c := ac.c
+	if ac.closed || attempt != ac.attempt {
+		_ = conn.Close()
+		return
+	}
+	ac.conn = conn
+	ac.retries = 0
+	ac.addr.Store(&a)
+	c.logger.Debug("connected", "addr", a.Addr)
+	ac.setState(lb.Ready, nil)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		select {
+		case <-conn.Lost():
+			c.ser.Schedule(func() { ac.onLost(attempt) })
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// onLost handles a lost READY connection: close it and go IDLE.
+func (ac *addrConn) onLost(attempt int) {
+	if ac.closed || attempt != ac.attempt || ac.conn == nil {
+		return
+	}
+	ac.c.logger.Info("connection lost", "addr", ac.addr.Load().Addr)
+	ac.dropConn()
+	ac.setState(lb.Idle, nil)
+}
+
+// onFailed handles a failed attempt: TRANSIENT_FAILURE for the backoff
+// delay, then IDLE.
+func (ac *addrConn) onFailed(attempt int, err error) {
+	c := ac.c
+	if ac.closed || attempt != ac.attempt {
+		return
+	}
+	if err == nil {
+		err = errors.New("conn: no address to dial")
+	}
+	delay := c.cfg.backoff.Delay(ac.retries, c.rand)
+	ac.retries++
+	c.logger.Debug("connection attempt failed", "addr", ac.addrs[0].Addr, "error", err, "backoff", delay)
+	ac.setState(lb.TransientFailure, err)
+	ac.backoff = c.ser.AfterFunc(delay, func() {
+		ac.backoff = nil
+		if !ac.closed && ac.state == lb.TransientFailure {
+			ac.setState(lb.Idle, nil)
+		}
+	})
+}
+
+// dropConn closes the connection and ends its watcher.
+func (ac *addrConn) dropConn() {
+	ac.attempt++ // the watcher's and any dial's results are now stale
+	if ac.cancel != nil {
+		ac.cancel()
+		ac.cancel = nil
+	}
+	if ac.conn != nil {
+		_ = ac.conn.Close()
+		ac.conn = nil
+	}
+}
+
+// close shuts the connection down for good.
+func (ac *addrConn) close() {
+	if ac.closed {
+		return
+	}
+	ac.closed = true
+	ac.dropConn()
+	if ac.backoff != nil {
+		ac.backoff.Stop()
+		ac.backoff = nil
+	}
+	ac.state = lb.Shutdown
+	ac.readyState.Store(int32(lb.Shutdown))
+	delete(ac.c.addrConns, ac.key)
+	for sc := range ac.handles {
+		sc.Shutdown()
+	}
+}

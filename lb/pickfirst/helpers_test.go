@@ -1,0 +1,161 @@
+package pickfirst_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/pickfirst"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// addrs returns one address per name, in order.
+func addrs(names ...string) []resolver.Address {
+	out := make([]resolver.Address, len(names))
+	for i, n := range names {
+		out[i] = resolver.Address{Addr: n}
+	}
+	return out
+}
+
+// env is a pick_first balancer on the lbtest harness, with a cursor into the
+// recorded events so each step can assert exactly what it caused.
+type env struct {
+	t    testing.TB
+	h    *lbtest.Harness
+	seen int
+}
+
+func newEnv(t testing.TB, opts ...lbtest.Option) *env {
+	t.Helper()
+	h := lbtest.New(t, opts...)
+	h.Build(pickfirst.Builder{})
+	return &env{t: t, h: h}
+}
+
+// update sends names as the address list with cfg, and returns the error.
+func (e *env) update(cfg lb.Config, names ...string) error {
+	e.t.Helper()
+	return e.h.UpdateAddresses(cfg, addrs(names...)...)
+}
+
+// mustUpdate is update that must succeed.
+func (e *env) mustUpdate(names ...string) {
+	e.t.Helper()
+	if err := e.update(nil, names...); err != nil {
+		e.t.Fatalf("UpdateClientConnState(%v) = %v, want nil", names, err)
+	}
+}
+
+// events returns the events recorded since the last call, as strings.
+func (e *env) events() []string {
+	all := e.h.CC.Events()
+	out := make([]string, 0, len(all)-e.seen)
+	for _, ev := range all[e.seen:] {
+		out = append(out, ev.String())
+	}
+	e.seen = len(all)
+	return out
+}
+
+// want asserts the exact events recorded since the last check.
+func (e *env) want(want ...string) {
+	e.t.Helper()
+	got := e.events()
+	if !slices.Equal(got, want) {
+		e.t.Fatalf("events:\n  got  %s\n  want %s", fmtEvents(got), fmtEvents(want))
+	}
+}
+
+func fmtEvents(ev []string) string {
+	if len(ev) == 0 {
+		return "(none)"
+	}
+	return strings.Join(ev, ", ")
+}
+
+// sc returns the i-th SubConn created.
+func (e *env) sc(i int) *lbtest.SubConn {
+	e.t.Helper()
+	scs := e.h.CC.SubConns()
+	if i >= len(scs) {
+		e.t.Fatalf("SubConn %d does not exist; %d created", i, len(scs))
+	}
+	return scs[i]
+}
+
+// state returns the last published state.
+func (e *env) state() lb.State {
+	e.t.Helper()
+	s, ok := e.h.CC.LastState()
+	if !ok {
+		e.t.Fatalf("no state published")
+	}
+	return s
+}
+
+// wantPick asserts that the last picker returns sc.
+func (e *env) wantPick(sc *lbtest.SubConn) {
+	e.t.Helper()
+	s := e.state()
+	if s.ConnectivityState != lb.Ready {
+		e.t.Fatalf("state %v, want READY", s.ConnectivityState)
+	}
+	counts, err := lbtest.CountPicks(s.Picker, 10)
+	if err != nil || counts[sc] != 10 {
+		e.t.Fatalf("picks = %v, %v; want 10 on %v", counts, err, sc)
+	}
+}
+
+// pickErr returns the last picker's error, failing if it picks a SubConn.
+// Do not use it on an IDLE picker unless leaving IDLE is intended.
+func (e *env) pickErr() error {
+	e.t.Helper()
+	r, err := e.state().Picker.Pick(lb.PickInfo{Ctx: context.Background()})
+	if err == nil {
+		e.t.Fatalf("Pick returned %v, want an error", r.SubConn)
+	}
+	return err
+}
+
+// wantTF asserts that the last state is TRANSIENT_FAILURE and that its
+// picker's error matches every target with errors.Is.
+func (e *env) wantTF(targets ...error) {
+	e.t.Helper()
+	if s := e.state(); s.ConnectivityState != lb.TransientFailure {
+		e.t.Fatalf("state %v, want TRANSIENT_FAILURE", s.ConnectivityState)
+	}
+	err := e.pickErr()
+	for _, target := range append(targets, lb.ErrTransientFailure) {
+		if !errors.Is(err, target) {
+			e.t.Fatalf("pick error %q does not match %q", err, target)
+		}
+	}
+}
+
+// wantQueue asserts that the last picker queues requests.
+func (e *env) wantQueue() {
+	e.t.Helper()
+	if err := e.pickErr(); !errors.Is(err, lb.ErrNoSubConnAvailable) {
+		e.t.Fatalf("pick error %v, want ErrNoSubConnAvailable", err)
+	}
+}
+
+// Event strings, as lbtest.Event.String prints them.
+func newSC(id int, addr string) string   { return fmt.Sprintf("NewSubConn(SubConn(%d: [%s]))", id, addr) }
+func connect(id int, addr string) string { return fmt.Sprintf("Connect(SubConn(%d: [%s]))", id, addr) }
+func shutdown(id int, addr string) string {
+	return fmt.Sprintf("Shutdown(SubConn(%d: [%s]))", id, addr)
+}
+func state(s lb.ConnectivityState) string { return fmt.Sprintf("UpdateState(%v)", s) }
+
+const resolveNow = "ResolveNow"

@@ -30,3 +30,10 @@ func Get(addr resolver.Address) (uint32, bool) {
 	w, ok := attributes.Get(addr.Attributes, key)
 	return uint32(w), ok
 }
+
+// Clear returns a copy of addr without a weight, so that two addresses that
+// differ only in weight compare equal. addr is unchanged.
+func Clear(addr resolver.Address) resolver.Address {
+	addr.Attributes = attributes.Without(addr.Attributes, key)
+	return addr
+}

@@ -1,0 +1,285 @@
+package weightedtarget
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/childmanager"
+	"github.com/lbkit/lbkit/lb/edf"
+	"github.com/lbkit/lbkit/lb/hierarchy"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// targetData is what the policy keeps per target, beside what the child
+// manager keeps (the child's balancer and last published state).
+type targetData struct {
+	// weight is the target's weight in the latest config.
+	weight uint32
+	// slot is the target's index in the pickers of a weightedPicker and
+	// its item in the EDF scheduler: stable for the target's lifetime, so
+	// the scheduler's carry-over (edf.NewFrom) recognizes it across
+	// pickers. Freed slots are reused by later targets.
+	slot int
+	// reported is the state the child last published.
+	reported lb.ConnectivityState
+	// aggState is the state the target counts as in the aggregate: the
+	// reported state, except that TRANSIENT_FAILURE sticks until READY.
+	aggState lb.ConnectivityState
+	// gen counts the child's reports, so the policy can tell whether a
+	// picker it published is still current.
+	gen uint64
+	// failErr is the error of the child's last TRANSIENT_FAILURE picker
+	// (see failureOf), kept while the failure is sticky; failSeq orders
+	// failures across targets (the latest has the largest).
+	failErr error
+	failSeq uint64
+	// exitIdlePending is set while an ExitIdle for an IDLE report is
+	// scheduled.
+	exitIdlePending bool
+}
+
+type child = childmanager.Child[targetData]
+
+// wtBalancer is the weighted_target_experimental policy.
+//
+// Every method, child hook and scheduled callback runs inside the tree's
+// serialized calls, so nothing is locked. Children may publish
+// re-entrantly, from inside the calls the policy makes into them; the
+// updating flag keeps such reports from publishing in the middle of a
+// parent update (or a ResolverError or ExitIdle sweep), which publishes once
+// at its end.
+type wtBalancer struct {
+	cc     lb.ClientConn
+	opts   lb.BuildOptions
+	logger *slog.Logger
+
+	children *childmanager.Manager[targetData]
+
+	// config is the latest config; nil before the first update.
+	config *Config
+
+	// updating is set while a parent call reaches the children.
+	updating bool
+	closed   bool
+
+	// Slot allocation: slots below nextSlot not in freeSlots are in use.
+	freeSlots []int
+	nextSlot  int
+	// failSeq counts children's TRANSIENT_FAILURE reports.
+	failSeq uint64
+
+	// sched is the scheduler of the latest READY picker, the base of the
+	// next one's carry-over; nil until the first.
+	sched *edf.Scheduler[int]
+	// last describes what was last published and lastState is it;
+	// published is false until something was.
+	last      pubKey
+	lastState lb.State
+	published bool
+}
+
+func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *wtBalancer {
+	b := &wtBalancer{
+		cc:     cc,
+		opts:   opts,
+		logger: opts.Logger.With("policy", Name),
+	}
+	b.children = childmanager.New(cc, opts, childmanager.Hooks[targetData]{
+		StateChanged: b.childStateChanged,
+		Removed:      b.childRemoved,
+	})
+	return b
+}
+
+// UpdateClientConnState applies a config and addresses: targets the config
+// no longer names are removed at once (their SubConns shut down), every
+// other target is created if new and sent its config and its addresses,
+// and then the policy publishes its aggregate state once, even if nothing
+// changed. The children's errors are returned joined, each naming its
+// target, so that [lb.ErrBadResolverState] from a child reaches the
+// channel.
+func (b *wtBalancer) UpdateClientConnState(s lb.ClientConnState) error {
+	if b.closed {
+		return nil
+	}
+	cfg, ok := s.BalancerConfig.(*Config)
+	if !ok || cfg == nil {
+		return fmt.Errorf("weightedtarget: got config %T, want a non-nil *weightedtarget.Config", s.BalancerConfig)
+	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	groups := hierarchy.Group(s.ResolverState.Addresses)
+	if err := groups.Err(); err != nil {
+		b.logger.Warn("weightedtarget: addresses dropped", "err", err)
+	}
+	for _, name := range groups.Order {
+		if _, ok := cfg.Targets[name]; !ok {
+			b.logger.Warn("weightedtarget: addresses dropped: their path names no target in the config",
+				"target", name, "count", len(groups.Children[name]))
+		}
+	}
+	b.config = cfg
+
+	var errs []error
+	b.updating = true
+	for _, c := range b.children.Children() {
+		if _, ok := cfg.Targets[c.Name()]; !ok {
+			b.logger.Info("weightedtarget: removing target", "target", c.Name())
+			c.Remove()
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Targets)) {
+		t := cfg.Targets[name]
+		c := b.children.Get(name)
+		if c == nil {
+			c = b.addChild(name)
+		}
+		if c.Data.weight != t.Weight {
+			b.logger.Debug("weightedtarget: target weight", "target", name, "weight", t.Weight)
+			c.Data.weight = t.Weight
+		}
+		if p := c.Policy(); p != "" && p != t.ChildPolicy.Name {
+			// The child manager replaces the balancer: the new one has
+			// not failed, so the failure no longer sticks.
+			c.Data.aggState, c.Data.failErr = lb.Connecting, nil
+		}
+		rs := resolver.State{
+			Addresses:     groups.Children[name],
+			ServiceConfig: s.ResolverState.ServiceConfig,
+			Attributes:    s.ResolverState.Attributes,
+		}
+		if err := c.Update(t.ChildPolicy, rs); err != nil {
+			errs = append(errs, fmt.Errorf("weightedtarget: target %q: %w", name, err))
+		}
+	}
+	b.updating = false
+
+	b.publish(true)
+	return errors.Join(errs...)
+}
+
+// addChild creates the target called name, in the child manager's initial
+// state (CONNECTING), with a free slot.
+func (b *wtBalancer) addChild(name string) *child {
+	c := b.children.Add(name)
+	slot := b.nextSlot
+	if n := len(b.freeSlots); n > 0 {
+		slot, b.freeSlots = b.freeSlots[n-1], b.freeSlots[:n-1]
+	} else {
+		b.nextSlot++
+	}
+	initial := c.State().ConnectivityState
+	c.Data = targetData{slot: slot, reported: initial, aggState: initial}
+	b.logger.Debug("weightedtarget: adding target", "target", name)
+	return c
+}
+
+// ResolverError passes err to every target, then publishes if the
+// aggregate changed. With no target, the policy reports TRANSIENT_FAILURE
+// with err, each time (each error may say something new).
+func (b *wtBalancer) ResolverError(err error) {
+	if b.closed {
+		return
+	}
+	if b.children.Len() == 0 {
+		b.setState(pubKey{state: lb.TransientFailure, own: ownResolverError}, lb.State{
+			ConnectivityState: lb.TransientFailure,
+			Picker:            lb.NewErrPicker(lb.TransientFailureError(fmt.Errorf("weightedtarget: resolver error: %w", err))),
+		})
+		return
+	}
+	b.updating = true
+	b.children.ResolverError(err)
+	b.updating = false
+	b.publish(false)
+}
+
+// ExitIdle passes the request to every target, then publishes once if the
+// aggregate changed. Unlike priority, which uses one child at a time,
+// weighted_target spreads requests over all of its targets, so every IDLE
+// target must connect for the weights to hold; children that are not IDLE
+// ignore the call.
+func (b *wtBalancer) ExitIdle() {
+	if b.closed {
+		return
+	}
+	b.updating = true
+	for _, c := range b.children.Children() {
+		c.ExitIdle()
+	}
+	b.updating = false
+	b.publish(false)
+}
+
+// Close removes every target; their SubConns shut down. Later calls do
+// nothing.
+func (b *wtBalancer) Close() {
+	if b.closed {
+		return
+	}
+	b.closed = true
+	b.children.Close()
+}
+
+// childStateChanged is the child manager's StateChanged hook: it records the
+// child's state, applies sticky TRANSIENT_FAILURE, asks a child that just
+// became IDLE to leave IDLE, and publishes unless a parent call is in
+// progress (which publishes when it is done).
+func (b *wtBalancer) childStateChanged(c *child) {
+	s := c.State()
+	d := &c.Data
+	prev := d.reported
+	d.reported = s.ConnectivityState
+	d.gen++
+	switch s.ConnectivityState {
+	case lb.Ready:
+		d.aggState, d.failErr = lb.Ready, nil
+	case lb.TransientFailure:
+		d.aggState = lb.TransientFailure
+		d.failErr = failureOf(s.Picker)
+		b.failSeq++
+		d.failSeq = b.failSeq
+	default:
+		if d.aggState != lb.TransientFailure {
+			d.aggState = s.ConnectivityState
+		}
+	}
+	b.logger.Debug("weightedtarget: target state", "target", c.Name(),
+		"state", s.ConnectivityState, "counts_as", d.aggState)
+	if s.ConnectivityState == lb.Idle && prev != lb.Idle {
+		b.scheduleExitIdle(c)
+	}
+	if !b.updating && !b.closed {
+		b.publish(false)
+	}
+}
+
+// scheduleExitIdle asks c to leave IDLE, from a scheduled callback rather
+// than inline: c is in the middle of publishing, and its balancer must not
+// be re-entered. A target that stays IDLE would get no requests, since only
+// READY targets are picked, and its share would be lost (C-core does the
+// same, inline).
+func (b *wtBalancer) scheduleExitIdle(c *child) {
+	if c.Data.exitIdlePending {
+		return
+	}
+	c.Data.exitIdlePending = true
+	b.opts.Scheduler.Schedule(func() {
+		c.Data.exitIdlePending = false
+		if b.closed || c.Removed() || c.State().ConnectivityState != lb.Idle {
+			return
+		}
+		c.ExitIdle()
+	})
+}
+
+// childRemoved is the child manager's Removed hook: the target's slot is
+// freed for a later target.
+func (b *wtBalancer) childRemoved(c *child) {
+	b.freeSlots = append(b.freeSlots, c.Data.slot)
+}

@@ -1,0 +1,187 @@
+package weightedtarget
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// Config is the parsed config of a weighted_target_experimental balancer,
+// gRFC A28's WeightedTargetConfig:
+//
+//	{
+//	  "targets": {
+//	    "localityA": {"weight": 1, "childPolicy": [{"round_robin": {}}]},
+//	    "localityB": {"weight": 3, "childPolicy": [{"pick_first": {}}]}
+//	  }
+//	}
+//
+// Field names are case-sensitive; "child_policy" is accepted for
+// "childPolicy", as proto3 JSON allows (if both are present, "childPolicy"
+// wins). A weight may be a JSON number or a string holding one, as proto3
+// JSON allows for integers; a number written with a fraction or an exponent
+// is accepted when its value is whole (3.0, 1e2). Unknown fields are
+// ignored, and a missing or null "targets" is empty. The parser rejects,
+// naming the JSON path:
+//
+//   - a weight that is missing, 0 or negative
+//     (targets["a"].weight: must be >= 1, got 0), above 2^32-1, not whole,
+//     or not a number;
+//   - a child policy list that is missing, empty or names no registered
+//     policy, or whose first registered policy's config is invalid
+//     (targets["a"].childPolicy: empty policy list);
+//   - a target that is not a JSON object.
+//
+// A Config is immutable once parsed; balancers never change it.
+type Config struct {
+	// Targets maps a target's name, the first element of the
+	// hierarchical path of its addresses, to its config.
+	Targets map[string]Target
+}
+
+// Target is the config of one target.
+type Target struct {
+	// Weight is the target's share of the requests: while it is READY it
+	// gets Weight picks in every run of sum-of-READY-weights picks. At
+	// least 1.
+	Weight uint32
+	// ChildPolicy is the target's policy, the first registered entry of
+	// its "childPolicy" list.
+	ChildPolicy *lb.ParsedPolicy
+}
+
+func parseConfig(raw json.RawMessage) (*Config, error) {
+	obj, err := lb.ParseConfigObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	var targets map[string]json.RawMessage
+	if err := obj.Decode(&targets, "targets"); err != nil {
+		return nil, err
+	}
+	cfg := &Config{Targets: make(map[string]Target, len(targets))}
+	// Sorted, so that the error reported for a config with several bad
+	// targets is always the same one.
+	for _, name := range slices.Sorted(maps.Keys(targets)) {
+		t, err := parseTarget(targets[name])
+		if err != nil {
+			return nil, lb.PrefixConfigError(lb.JoinPath("targets", lb.KeyPath(name)), err)
+		}
+		cfg.Targets[name] = t
+	}
+	return cfg, nil
+}
+
+// parseTarget parses one target's object; error paths are relative to it.
+func parseTarget(raw json.RawMessage) (Target, error) {
+	obj, err := lb.ParseConfigObject(raw)
+	if err != nil {
+		return Target{}, err
+	}
+	wraw, _, _ := obj.Raw("weight")
+	w, err := parseWeight(wraw)
+	if err != nil {
+		return Target{}, lb.PrefixConfigError("weight", err)
+	}
+	list, field, ok := obj.Raw("childPolicy", "child_policy")
+	if !ok {
+		field = "childPolicy"
+	}
+	p, err := lb.ParsePolicyList(list)
+	if err != nil {
+		return Target{}, lb.PrefixConfigError(field, err)
+	}
+	return Target{Weight: w, ChildPolicy: p}, nil
+}
+
+// parseWeight parses a weight: a JSON number or a string holding one, whose
+// value is a whole number in 1..2^32-1. Missing or null is 0, and so
+// rejected, as proto3 JSON reads them as the default value.
+func parseWeight(raw json.RawMessage) (uint32, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return 0, lb.ConfigErrorf("", "must be >= 1, got 0")
+	}
+	text := string(raw)
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return 0, lb.ConfigErrorf("", "want an integer, got invalid JSON")
+		}
+		if !isJSONNumber(text) {
+			return 0, lb.ConfigErrorf("", "want an integer, got %q", text)
+		}
+	} else if !isJSONNumber(text) {
+		return 0, lb.ConfigErrorf("", "want an integer, got %s", jsonKind(raw))
+	}
+	if n, err := strconv.ParseUint(text, 10, 64); err == nil {
+		if n > math.MaxUint32 {
+			return 0, lb.ConfigErrorf("", "must be <= %d, got %s", uint32(math.MaxUint32), text)
+		}
+		if n == 0 {
+			return 0, lb.ConfigErrorf("", "must be >= 1, got %s", text)
+		}
+		return uint32(n), nil
+	}
+	// A fraction, an exponent, a sign or more than 64 bits: float64 holds
+	// every whole number up to 2^53 exactly, far beyond 2^32-1.
+	f, _ := strconv.ParseFloat(text, 64) // ±Inf on overflow, checked below
+	switch {
+	case f < 1:
+		return 0, lb.ConfigErrorf("", "must be >= 1, got %s", text)
+	case f > math.MaxUint32:
+		return 0, lb.ConfigErrorf("", "must be <= %d, got %s", uint32(math.MaxUint32), text)
+	case f != math.Trunc(f):
+		return 0, lb.ConfigErrorf("", "want an integer, got %s", text)
+	}
+	return uint32(f), nil
+}
+
+// isJSONNumber reports whether s is exactly one JSON number.
+func isJSONNumber(s string) bool {
+	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
+		return false
+	}
+	return json.Valid([]byte(s))
+}
+
+// jsonKind names the JSON type of a valid, trimmed raw value for error
+// messages.
+func jsonKind(raw json.RawMessage) string {
+	if !json.Valid(raw) {
+		return "invalid JSON"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// validate checks what the balancer relies on, for a Config built by hand
+// rather than parsed: every target has a weight of at least 1 and a policy.
+func (c *Config) validate() error {
+	for _, name := range slices.Sorted(maps.Keys(c.Targets)) {
+		t := c.Targets[name]
+		switch {
+		case t.Weight == 0:
+			return fmt.Errorf("weightedtarget: invalid config: target %q has weight 0", name)
+		case t.ChildPolicy == nil || t.ChildPolicy.Builder == nil:
+			return fmt.Errorf("weightedtarget: invalid config: target %q has no child policy", name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,247 @@
+package weightedtarget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/edf"
+)
+
+// Errors of the pickers the policy publishes in TRANSIENT_FAILURE; every
+// picker error is also wrapped with [lb.TransientFailureError].
+var (
+	// errNoTargets is the error when the config has no target.
+	errNoTargets = errors.New("weightedtarget: no targets in the config")
+	// errNoFailure stands for the error of a child that reported
+	// TRANSIENT_FAILURE with a picker that does not fail (it queues, or
+	// picks): the child broke the convention, so there is no error to
+	// report but the state.
+	errNoFailure = errors.New("reported TRANSIENT_FAILURE with a picker that does not fail")
+	// errNotUsable is the error when no target counts in the aggregate
+	// (every child reported SHUTDOWN, which balancers do not publish).
+	errNotUsable = errors.New("weightedtarget: no target is usable")
+	// errProbe is given to the Done callback of a pick made by failureOf,
+	// which carries no request.
+	errProbe = errors.New("weightedtarget: probe pick for a TRANSIENT_FAILURE error")
+)
+
+// pubKey describes a published state: its connectivity state, and what its
+// picker was built from. Two equal keys publish the same thing.
+type pubKey struct {
+	state lb.ConnectivityState
+	// own is set when the policy publishes a state of its own, not one
+	// built from its targets.
+	own ownState
+	// ready lists the READY targets in name order (READY only).
+	ready []readyKey
+	// failed is the target whose error the picker reports and failSeq
+	// that failure (TRANSIENT_FAILURE only).
+	failed  *child
+	failSeq uint64
+}
+
+type readyKey struct {
+	c      *child
+	gen    uint64
+	weight uint32
+}
+
+type ownState int
+
+const (
+	ownNone ownState = iota
+	ownNoTargets
+	ownResolverError
+)
+
+func (k pubKey) equal(o pubKey) bool {
+	return k.state == o.state && k.own == o.own && k.failed == o.failed &&
+		k.failSeq == o.failSeq && slices.Equal(k.ready, o.ready)
+}
+
+// publish computes the aggregate state of the targets and publishes it with
+// its picker, unless it is what was last published and force is false.
+// force republishes even an unchanged state (after a parent update, so the
+// channel never keeps a stale picker); an unchanged picker is then sent
+// again as it is, so its schedule continues exactly.
+//
+// The aggregate is [lb.StateCounter]'s over each target's aggState. The
+// picker is:
+//   - READY: a [weightedPicker] over the READY targets, or the target's own
+//     picker when only one is READY;
+//   - CONNECTING: a queueing picker;
+//   - IDLE: a queueing picker whose first pick asks every target to leave
+//     IDLE ([idlePicker]);
+//   - TRANSIENT_FAILURE: a failing picker naming the target that failed
+//     last and wrapping its error (see failureOf).
+func (b *wtBalancer) publish(force bool) {
+	if b.closed || b.config == nil {
+		return
+	}
+	key := b.aggregate()
+	if b.published && key.equal(b.last) {
+		if force {
+			if key.state == lb.Idle {
+				// The last IDLE picker may have fired already: a fresh
+				// one asks the targets to leave IDLE again.
+				b.lastState.Picker = &idlePicker{b: b}
+			}
+			b.cc.UpdateState(b.lastState)
+		}
+		return
+	}
+	b.setState(key, lb.State{ConnectivityState: key.state, Picker: b.buildPicker(key)})
+}
+
+// aggregate returns the key of what the policy should publish now.
+func (b *wtBalancer) aggregate() pubKey {
+	kids := b.children.Children()
+	if len(kids) == 0 {
+		return pubKey{state: lb.TransientFailure, own: ownNoTargets}
+	}
+	var counter lb.StateCounter
+	for _, c := range kids {
+		counter.Add(c.Data.aggState)
+	}
+	key := pubKey{state: counter.Aggregate()}
+	switch key.state {
+	case lb.Ready:
+		for _, c := range kids {
+			if c.Data.aggState == lb.Ready {
+				key.ready = append(key.ready, readyKey{c: c, gen: c.Data.gen, weight: c.Data.weight})
+			}
+		}
+	case lb.TransientFailure:
+		for _, c := range kids {
+			if c.Data.aggState == lb.TransientFailure && c.Data.failSeq >= key.failSeq {
+				key.failed, key.failSeq = c, c.Data.failSeq
+			}
+		}
+	}
+	return key
+}
+
+// setState records key and s as published and sends s to the parent.
+func (b *wtBalancer) setState(key pubKey, s lb.State) {
+	b.last, b.lastState, b.published = key, s, true
+	b.logger.Debug("weightedtarget: publishing", "state", s.ConnectivityState)
+	b.cc.UpdateState(s)
+}
+
+// buildPicker returns the picker for key (see publish).
+func (b *wtBalancer) buildPicker(key pubKey) lb.Picker {
+	switch key.state {
+	case lb.Ready:
+		return b.readyPicker(key.ready)
+	case lb.TransientFailure:
+		if key.own == ownNoTargets {
+			return lb.NewErrPicker(lb.TransientFailureError(errNoTargets))
+		}
+		if key.failed == nil {
+			return lb.NewErrPicker(lb.TransientFailureError(errNotUsable))
+		}
+		err := fmt.Errorf("weightedtarget: every target is in TRANSIENT_FAILURE; latest failure, target %q: %w",
+			key.failed.Name(), key.failed.Data.failErr)
+		return lb.NewErrPicker(lb.TransientFailureError(err))
+	case lb.Idle:
+		return &idlePicker{b: b}
+	}
+	return lb.NewQueuePicker()
+}
+
+// readyPicker builds the scheduler of the READY targets, continuing the
+// previous one's schedule (edf.NewFrom): a target that stays READY keeps its
+// place, so frequent picker changes (a child republishing, a target
+// joining) do not restart the schedule at its beginning, where the heaviest
+// targets come first, and so do not starve light targets. A scheduler with
+// nothing to continue (the first, or one after a single READY target, whose
+// schedule has no position) starts at a random point of its period, drawn
+// from the tree's random source, so that many channels started together do
+// not all send their first requests to the heaviest target.
+func (b *wtBalancer) readyPicker(ready []readyKey) lb.Picker {
+	entries := make([]edf.Entry[int], len(ready))
+	for i, r := range ready {
+		entries[i] = edf.Entry[int]{Item: r.c.Data.slot, Weight: r.weight}
+	}
+	base := b.sched
+	if base != nil && base.Len() < 2 {
+		// A schedule of one target has no position to carry: start anew,
+		// at a random point, as after no schedule at all.
+		base = nil
+	}
+	sched, err := edf.NewFrom(base, entries, edf.WithRandomStart(b.opts.Rand))
+	if err != nil {
+		// Weights are at least 1 and there is at least one entry: this
+		// cannot happen. Fail visibly rather than publish a bad picker.
+		b.logger.Error("weightedtarget: building the scheduler", "err", err)
+		return lb.NewErrPicker(lb.TransientFailureError(fmt.Errorf("weightedtarget: %w", err)))
+	}
+	b.sched = sched
+	if len(ready) == 1 {
+		return ready[0].c.State().Picker
+	}
+	p := &weightedPicker{sched: sched, pickers: make([]lb.Picker, b.nextSlot)}
+	for _, r := range ready {
+		p.pickers[r.c.Data.slot] = r.c.State().Picker
+	}
+	return p
+}
+
+// weightedPicker chooses a READY target with an EDF scheduler and delegates
+// the pick to that target's picker. It is immutable but for the
+// scheduler's position, which is safe for concurrent use.
+type weightedPicker struct {
+	sched *edf.Scheduler[int]
+	// pickers holds each READY target's picker at its slot; other slots
+	// are nil and never scheduled.
+	pickers []lb.Picker
+}
+
+// Pick chooses a target by weight and returns its picker's result, error
+// included. It allocates nothing itself and, with a small enough period
+// (see package edf), takes no lock.
+func (p *weightedPicker) Pick(info lb.PickInfo) (lb.PickResult, error) {
+	return p.pickers[p.sched.Pick()].Pick(info)
+}
+
+// idlePicker is published in IDLE. Its first Pick schedules the policy's
+// ExitIdle on the tree's scheduler; every Pick queues the request, which
+// the picker published after the targets leave IDLE then serves.
+type idlePicker struct {
+	b     *wtBalancer
+	fired atomic.Bool
+}
+
+// Pick queues the request and, the first time, asks every target to leave
+// IDLE.
+func (p *idlePicker) Pick(lb.PickInfo) (lb.PickResult, error) {
+	if !p.fired.Load() && p.fired.CompareAndSwap(false, true) {
+		p.b.opts.Scheduler.Schedule(p.b.ExitIdle)
+	}
+	return lb.PickResult{}, lb.ErrNoSubConnAvailable
+}
+
+// failureOf returns the error of a child's TRANSIENT_FAILURE picker by
+// calling its Pick once, from inside the tree's serialized calls, when the
+// child reports the state; the error is kept while the target's failure is
+// sticky and is what the policy's own picker reports. A picker that does
+// not fail (it queues, as a priority child whose failover timer fired may
+// publish, or it picks) gives errNoFailure; a pick that succeeded is ended
+// at once through its Done callback.
+func failureOf(p lb.Picker) error {
+	r, err := p.Pick(lb.PickInfo{Ctx: context.Background()})
+	switch {
+	case err == nil:
+		if r.Done != nil {
+			r.Done(lb.DoneInfo{Err: errProbe})
+		}
+		return errNoFailure
+	case errors.Is(err, lb.ErrNoSubConnAvailable):
+		return errNoFailure
+	}
+	return err
+}

@@ -1,0 +1,212 @@
+package weightedtarget
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/hierarchy"
+	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+func TestHierarchicalAddresses(t *testing.T) {
+	var logs logBuffer
+	e := newEnv(t, lbtest.WithLogger(newLogger(&logs)))
+	e.update([]resolver.Address{
+		paddr("10.0.0.1:80", "a", "deeper"),
+		paddr("10.0.0.2:80", "a"),
+		paddr("10.0.9.9:80", "stranger"),
+		{Addr: "10.9.9.9:80"},
+		paddr("10.0.1.1:80", "b"),
+	}, scriptTarget("a", 1), scriptTarget("b", 1))
+	got := e.script("a").updates[0].ResolverState.Addresses
+	if len(got) != 2 {
+		t.Fatalf("a got %v, want its 2 addresses", got)
+	}
+	if p, ok := hierarchy.Get(got[0]); !ok || !slices.Equal(p, []string{"deeper"}) {
+		t.Errorf("a's first address path = %v, %v; want [deeper]", p, ok)
+	}
+	if _, ok := hierarchy.Get(got[1]); ok || got[1].Addr != "10.0.0.2:80" {
+		t.Errorf("a's second address = %v, want 10.0.0.2:80 without a path", got[1])
+	}
+	if got := e.script("b").updates[0].ResolverState.Addresses; len(got) != 1 || got[0] != (resolver.Address{Addr: "10.0.1.1:80"}) {
+		t.Errorf("b got %v, want the plain 10.0.1.1:80", got)
+	}
+	if a := e.script("a").updates[0].ResolverState.Attributes; a.Len() != 1 {
+		t.Errorf("resolver attributes not passed to the child: %v", a)
+	}
+	out := logs.String()
+	for _, want := range []string{"1 address(es) without a hierarchy path", "target=stranger"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log does not mention %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestChildUpdateErrorsAreReturned(t *testing.T) {
+	e := newEnv(t)
+	// b has no address: test_rr returns ErrBadResolverState.
+	err := e.updateErr(mustParse(t, configJSON(leafTarget("a", 1), leafTarget("b", 1))),
+		[]resolver.Address{paddr("10.0.0.1:80", "a")})
+	if !errors.Is(err, lb.ErrBadResolverState) || !strings.Contains(err.Error(), `target "b"`) {
+		t.Fatalf("UpdateClientConnState error = %v, want b's ErrBadResolverState", err)
+	}
+	if got := e.published(); got != 1 {
+		t.Fatalf("published %d states, want 1", got)
+	}
+}
+
+func TestResolverError(t *testing.T) {
+	boom := errors.New("resolver exploded")
+	t.Run("no targets", func(t *testing.T) {
+		e := newEnv(t)
+		for _, want := range []error{boom, errConn} {
+			e.h.ResolverError(want)
+			err := pickErr(e.wantState(lb.TransientFailure).Picker)
+			if !errors.Is(err, want) || !errors.Is(err, lb.ErrTransientFailure) {
+				t.Fatalf("pick error %v, want %v as a transient failure", err, want)
+			}
+		}
+	})
+	t.Run("every target", func(t *testing.T) {
+		e := newEnv(t)
+		e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
+		e.report("a", lb.Ready, "r")
+		n := e.published()
+		e.h.ResolverError(boom)
+		for _, id := range []string{"a", "b"} {
+			if errs := e.script(id).resolverErrs; len(errs) != 1 || !errors.Is(errs[0], boom) {
+				t.Errorf("%s got resolver errors %v, want [%v]", id, errs, boom)
+			}
+		}
+		if got := e.published(); got != n {
+			t.Errorf("ResolverError published %d states though nothing changed", got-n)
+		}
+	})
+}
+
+func TestExitIdleReachesEveryTarget(t *testing.T) {
+	e := newEnv(t)
+	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1), scriptTarget("c", 1))
+	e.report("a", lb.Ready, "r")
+	e.report("b", lb.TransientFailure, "tf")
+	// Children answering inline do not publish one by one.
+	for _, id := range []string{"a", "b", "c"} {
+		s := e.script(id)
+		s.onExitIdle = func() { s.report(lb.Ready, "woken") }
+	}
+	n := e.published()
+	e.h.ExitIdle()
+	for _, id := range []string{"a", "b", "c"} {
+		if got := e.script(id).exitIdles; got != 1 {
+			t.Errorf("ExitIdle reached %s %d times, want 1", id, got)
+		}
+	}
+	if got := e.published(); got != n+1 {
+		t.Fatalf("ExitIdle published %d states, want 1", got-n)
+	}
+	checkPeriods(t, pickSeq(t, e.last().Picker, e.names("a", "b", "c"), 9), 3, map[string]int{"a": 1, "b": 1, "c": 1})
+}
+
+func TestIdleTargetIsAskedToLeaveIdle(t *testing.T) {
+	e := newEnv(t)
+	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
+	e.report("a", lb.Ready, "r")
+	e.report("b", lb.Idle, "idle")
+	if got := e.script("b").exitIdles; got != 1 {
+		t.Fatalf("IDLE target asked to leave IDLE %d times, want 1", got)
+	}
+	// A repeated IDLE report does not ask again; a new entry into IDLE
+	// does.
+	e.report("b", lb.Idle, "idle2")
+	e.report("b", lb.Connecting, "c")
+	e.report("b", lb.Idle, "idle3")
+	if got := e.script("b").exitIdles; got != 2 {
+		t.Fatalf("asked to leave IDLE %d times, want 2", got)
+	}
+	if got := e.script("a").exitIdles; got != 0 {
+		t.Errorf("READY target asked to leave IDLE %d times", got)
+	}
+}
+
+func TestIdlePickerAsksTargetsToLeaveIdle(t *testing.T) {
+	e := newEnv(t)
+	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
+	e.report("a", lb.Idle, "idle")
+	e.report("b", lb.Idle, "idle")
+	p := e.wantState(lb.Idle).Picker
+	before := e.script("a").exitIdles
+	for range 3 {
+		if err := pickErr(p); !errors.Is(err, lb.ErrNoSubConnAvailable) {
+			t.Fatalf("IDLE pick error %v, want ErrNoSubConnAvailable", err)
+		}
+	}
+	e.h.Settle()
+	if got := e.script("a").exitIdles - before; got != 1 {
+		t.Fatalf("IDLE picker asked a to leave IDLE %d times, want 1", got)
+	}
+	// The targets stayed IDLE; a parent update publishes a fresh IDLE
+	// picker, whose first pick asks again.
+	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
+	_ = pickErr(e.wantState(lb.Idle).Picker)
+	e.h.Settle()
+	if got := e.script("a").exitIdles - before; got != 2 {
+		t.Fatalf("after the update, a was asked to leave IDLE %d times in all, want 2", got)
+	}
+}
+
+func TestFailureOf(t *testing.T) {
+	boom := lb.TransientFailureError(errors.New("boom"))
+	if err := failureOf(lb.NewErrPicker(boom)); err != boom {
+		t.Errorf("failureOf(error picker) = %v, want %v", err, boom)
+	}
+	if err := failureOf(lb.NewQueuePicker()); err != errNoFailure {
+		t.Errorf("failureOf(queue picker) = %v, want errNoFailure", err)
+	}
+	var done []lb.DoneInfo
+	picking := &scriptPicker{result: lb.PickResult{Done: func(d lb.DoneInfo) { done = append(done, d) }}}
+	if err := failureOf(picking); err != errNoFailure || len(done) != 1 || done[0].Err != errProbe {
+		t.Errorf("failureOf(picking picker) = %v with Done calls %v, want errNoFailure and one Done(errProbe)", err, done)
+	}
+}
+
+func TestCloseClosesEveryTarget(t *testing.T) {
+	e := newEnv(t)
+	addrs := []resolver.Address{paddr("10.0.0.1:80", "a"), paddr("10.0.1.1:80", "b")}
+	e.update(addrs, leafTarget("a", 1), leafTarget("b", 1))
+	e.h.Do(e.b().Close)
+	for _, sc := range e.h.CC.SubConns() {
+		if !sc.IsShutdown() {
+			t.Errorf("%v not shut down by Close", sc)
+		}
+	}
+	n := e.published()
+	e.h.ResolverError(errConn)
+	e.h.ExitIdle()
+	if err := e.updateErr(mustParse(t, configJSON(leafTarget("a", 1))), addrs); err != nil {
+		t.Errorf("update after Close: %v", err)
+	}
+	if got := e.published(); got != n {
+		t.Errorf("calls after Close published %d states", got-n)
+	}
+	if got := len(e.h.CC.SubConns()); got != 2 {
+		t.Errorf("calls after Close created SubConns: %d in all", got)
+	}
+}
+
+func TestTargetReaddedIsNew(t *testing.T) {
+	e := newEnv(t)
+	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
+	first := e.script("a")
+	e.update(nil, scriptTarget("b", 1))
+	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
+	if e.script("a") == first || !first.closed {
+		t.Fatalf("re-added target a reused its closed balancer")
+	}
+	e.report("a", lb.Ready, "r")
+	e.report("b", lb.Ready, "r")
+	checkPeriods(t, pickSeq(t, e.wantState(lb.Ready).Picker, e.names("a", "b"), 20), 2, map[string]int{"a": 1, "b": 1})
+}

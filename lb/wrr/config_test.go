@@ -1,0 +1,138 @@
+package wrr_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/wrr"
+)
+
+var randomStart = wrr.Config{RandomStart: true}
+
+func TestParseConfig(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    wrr.Config
+		errPath string // when non-empty or errAt is set, an error is wanted
+		errAt   bool
+	}{
+		{in: ``},
+		{in: `null`},
+		{in: `{}`},
+		{in: ` {"randomStart": true} `, want: randomStart},
+		{in: `{"randomStart": false}`},
+		{in: `{"randomStart": null}`},
+		{in: `{"random_start": true}`, want: randomStart},
+		// Unknown fields are ignored; names are case-sensitive, so
+		// "RandomStart" is an unknown field.
+		{in: `{"enableOobLoadReport": true, "randomStart": true}`, want: randomStart},
+		{in: `{"RandomStart": true}`},
+		{in: `{"randomStart": "true"}`, errPath: "randomStart"},
+		{in: `{"randomStart": 1}`, errPath: "randomStart"},
+		{in: `{"random_start": {}}`, errPath: "random_start"},
+		{in: `{"randomStart": [true]}`, errPath: "randomStart"},
+		{in: `[]`, errAt: true},
+		{in: `"randomStart"`, errAt: true},
+		{in: `{"randomStart": tru}`, errAt: true},
+	} {
+		cfg, err := wrr.Builder{}.ParseConfig([]byte(tc.in))
+		if tc.errPath == "" && !tc.errAt {
+			if err != nil || cfg != tc.want {
+				t.Errorf("ParseConfig(%s) = %#v, %v; want %#v, nil", tc.in, cfg, err, tc.want)
+			}
+			continue
+		}
+		var ce *lb.ConfigError
+		if !errors.As(err, &ce) {
+			t.Errorf("ParseConfig(%s) = %#v, %v; want a *lb.ConfigError", tc.in, cfg, err)
+			continue
+		}
+		if ce.Path != tc.errPath {
+			t.Errorf("ParseConfig(%s) error path %q, want %q (error: %v)", tc.in, ce.Path, tc.errPath, err)
+		}
+	}
+}
+
+func TestConfigThroughRegistry(t *testing.T) {
+	if b, ok := lb.Get(wrr.Name).(wrr.Builder); !ok || b.Name() != "weighted_round_robin" {
+		t.Fatalf("lb.Get(%q) = %#v, want wrr.Builder", wrr.Name, lb.Get(wrr.Name))
+	}
+	p, err := lb.ParseLoadBalancingConfig([]byte(`[{"weighted_round_robin": {"randomStart": true}}]`))
+	if err != nil || p.Name != wrr.Name || p.Config != randomStart {
+		t.Fatalf("ParseLoadBalancingConfig = %+v, %v; want weighted_round_robin with %+v", p, err, randomStart)
+	}
+	// The service config of the proposal: an empty object.
+	p, err = lb.ParseLoadBalancingConfig([]byte(`[{"weighted_round_robin": {}}]`))
+	if err != nil || p.Name != wrr.Name || p.Config != (wrr.Config{}) {
+		t.Fatalf("ParseLoadBalancingConfig({}) = %+v, %v; want weighted_round_robin with the zero Config", p, err)
+	}
+	_, err = lb.ParseLoadBalancingConfig([]byte(`[{"weighted_round_robin": {"randomStart": 3}}]`))
+	const want = `loadBalancingConfig[0].weighted_round_robin.randomStart: want bool, got number`
+	if err == nil || err.Error() != want {
+		t.Fatalf("bad config error %q, want %q", err, want)
+	}
+
+	h := lbtest.New(t)
+	b, cfg := h.BuildPolicy(wrr.Name, `{"randomStart": true}`)
+	if b == nil || cfg != randomStart {
+		t.Fatalf("BuildPolicy = %v, %#v", b, cfg)
+	}
+}
+
+// TestConfigTypes checks the BalancerConfig values an update may carry: a
+// Config, a *Config, nil, and anything else (rejected).
+func TestConfigTypes(t *testing.T) {
+	for _, cfg := range []lb.Config{nil, wrr.Config{}, &wrr.Config{}, (*wrr.Config)(nil), &randomStart} {
+		e := newEnv(t, cfg)
+		if err := e.update(eps(1, 2)...); err != nil {
+			t.Errorf("update with config %#v: %v", cfg, err)
+		}
+	}
+	e := newEnv(t, "not a wrr config")
+	err := e.update(eps(1, 2)...)
+	if !errors.Is(err, lb.ErrBadResolverState) {
+		t.Fatalf("update with a config of the wrong type = %v, want ErrBadResolverState", err)
+	}
+	e.want() // nothing created, nothing published
+}
+
+// FuzzParseConfig checks that no input panics, that a rejected input's error
+// is a *lb.ConfigError, and that parsing is deterministic.
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"randomStart":true}`, `{"randomStart":"x"}`, `[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		cfg, err := wrr.Builder{}.ParseConfig(raw)
+		if err != nil {
+			var ce *lb.ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("ParseConfig(%q) error %v (%T) is not a *lb.ConfigError", raw, err, err)
+			}
+			if cfg != nil {
+				t.Fatalf("ParseConfig(%q) returned %#v with error %v", raw, cfg, err)
+			}
+			return
+		}
+		if _, ok := cfg.(wrr.Config); !ok {
+			t.Fatalf("ParseConfig(%q) = %T, want wrr.Config", raw, cfg)
+		}
+		again, err := wrr.Builder{}.ParseConfig(raw)
+		if err != nil || again != cfg {
+			t.Fatalf("ParseConfig(%q) gave %#v, then %#v, %v", raw, cfg, again, err)
+		}
+	})
+}
+
+func ExampleBuilder_ParseConfig() {
+	cfg, err := wrr.Builder{}.ParseConfig([]byte(`{"randomStart": true}`))
+	fmt.Printf("%+v %v\n", cfg, err)
+	_, err = wrr.Builder{}.ParseConfig([]byte(`{"randomStart": "yes"}`))
+	fmt.Println(err)
+	// Output:
+	// {RandomStart:true} <nil>
+	// randomStart: want bool, got string
+}

@@ -1,0 +1,73 @@
+package wrr
+
+import (
+	"encoding/json"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// Name is the policy's name in loadBalancingConfig and in the [lb] registry.
+const Name = "weighted_round_robin"
+
+func init() {
+	lb.Register(Builder{})
+}
+
+// Config is weighted_round_robin's configuration, the JSON object
+// {"randomStart": bool}. The zero value, also what {} and an absent config
+// give, is the specification's policy: a new schedule starts at its
+// beginning.
+type Config struct {
+	// RandomStart, when true, starts every new schedule (one with nothing
+	// to carry over, such as the first READY picker) at a position drawn
+	// uniformly from its period with the tree's random source, so that the
+	// first pick goes to endpoint i with probability w_i/W instead of
+	// always to the heaviest endpoint. A schedule that continues an
+	// earlier one is not affected. The JSON field is "randomStart" (or its
+	// proto twin "random_start"). Default: false.
+	RandomStart bool
+}
+
+// Builder builds weighted_round_robin balancers and parses their config. The
+// zero value is ready to use; it is what this package registers under
+// [Name].
+type Builder struct{}
+
+var (
+	_ lb.Builder      = Builder{}
+	_ lb.ConfigParser = Builder{}
+)
+
+// Name returns [Name].
+func (Builder) Name() string { return Name }
+
+// ParseConfig parses a weighted_round_robin config object into a [Config].
+// Empty input and null mean the zero Config; unknown fields are ignored. An
+// error is a [*lb.ConfigError] naming the offending field.
+func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
+	obj, err := lb.ParseConfigObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	if err := obj.Decode(&c.RandomStart, "randomStart", "random_start"); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Build returns a new weighted_round_robin balancer reporting to cc. It
+// accepts, as [lb.ClientConnState.BalancerConfig], a [Config], a *Config or
+// nil (the zero Config). Build publishes nothing; the first
+// UpdateClientConnState does.
+func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
+	opts = opts.WithDefaults()
+	return &balancer{
+		cc:       cc,
+		rand:     opts.Rand,
+		logger:   opts.Logger.With("lb_policy", Name),
+		subConns: make(map[resolver.Address]*subConn),
+		state:    lb.Idle,
+	}
+}

@@ -74,7 +74,7 @@ func parseServiceConfig(raw json.RawMessage) (*serviceConfig, error) {
 // DefaultPolicy is the policy used when no service config names one.
 const DefaultPolicy = "pick_first"
 
-var errNoDefaultPolicy = errors.New("no policy registered as " + DefaultPolicy + " (import github.com/lbkit/lbkit/lb/pickfirst)")
+var errNoDefaultPolicy = errors.New("no policy registered as " + DefaultPolicy)
 
 // policyFor returns the policy the channel should run now: the resolver's
 // service config, else the last valid one, else the default service

@@ -1,80 +1,11 @@
 package conn
 
 import (
-	"sync/atomic"
 	"testing"
 
-	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/weight"
 )
-
-// testRR is a minimal round-robin policy for the balancer-switch tests: one
-// SubConn per address, all connected, picks rotate over the READY ones.
-type testRR struct {
-	cc     lb.ClientConn
-	subs   []lb.SubConn
-	states map[lb.SubConn]lb.ConnectivityState
-}
-
-type testRRBuilder struct{}
-
-func (testRRBuilder) Name() string { return "test_rr" }
-func (testRRBuilder) Build(cc lb.ClientConn, _ lb.BuildOptions) lb.Balancer {
-	return &testRR{cc: cc, states: map[lb.SubConn]lb.ConnectivityState{}}
-}
-
-func init() { lb.Register(testRRBuilder{}) }
-
-func (b *testRR) UpdateClientConnState(s lb.ClientConnState) error {
-	for _, a := range s.ResolverState.Addresses {
-		var sc lb.SubConn
-		sc, err := b.cc.NewSubConn([]resolver.Address{a}, lb.NewSubConnOptions{StateListener: func(st lb.SubConnState) {
-			b.states[sc] = st.ConnectivityState
-			if st.ConnectivityState == lb.Idle {
-				sc.Connect()
-			}
-			b.publish()
-		}})
-		if err != nil {
-			return err
-		}
-		b.subs = append(b.subs, sc)
-		sc.Connect()
-	}
-	b.publish()
-	return nil
-}
-
-func (b *testRR) publish() {
-	var ready []lb.SubConn
-	for _, sc := range b.subs {
-		if b.states[sc] == lb.Ready {
-			ready = append(ready, sc)
-		}
-	}
-	if len(ready) == 0 {
-		b.cc.UpdateState(lb.State{ConnectivityState: lb.Connecting, Picker: lb.NewQueuePicker()})
-		return
-	}
-	b.cc.UpdateState(lb.State{ConnectivityState: lb.Ready, Picker: &rrPicker{subs: ready}})
-}
-
-func (b *testRR) ResolverError(error) {}
-func (b *testRR) ExitIdle()           {}
-func (b *testRR) Close() {
-	for _, sc := range b.subs {
-		sc.Shutdown()
-	}
-}
-
-type rrPicker struct {
-	subs []lb.SubConn
-	next atomic.Uint64
-}
-
-func (p *rrPicker) Pick(lb.PickInfo) (lb.PickResult, error) {
-	return lb.PickResult{SubConn: p.subs[(p.next.Add(1)-1)%uint64(len(p.subs))]}, nil
-}
 
 // L9 "Swapping out balancer": switching from pick_first to another policy
 // reuses the connection to the shared address (no second dial), keeps the
@@ -90,9 +21,10 @@ func TestBalancerSwitchReusesConnections(t *testing.T) {
 	}
 	r.update(t, resolver.State{
 		Addresses:     addrs(s1.addr, s2.addr),
-		ServiceConfig: []byte(`{"loadBalancingConfig":[{"test_rr":{}}]}`),
+		ServiceConfig: []byte(`{"loadBalancingConfig":[{"weighted_round_robin":{}}]}`),
 	})
-	// Picks go to both addresses once test_rr's picker is in use.
+	// Picks go to both addresses once weighted_round_robin's picker is in
+	// use.
 	seen := map[string]bool{}
 	for i := 0; len(seen) < 2 && i < 10000; i++ {
 		seen[pickAddr(t, c)] = true
@@ -114,7 +46,35 @@ func TestBalancerSwitchReusesConnections(t *testing.T) {
 			names = append(names, c.pending.name)
 		}
 	})
-	if len(names) != 1 || names[0] != "test_rr" {
-		t.Fatalf("balancers %v, want only test_rr", names)
+	if len(names) != 1 || names[0] != "weighted_round_robin" {
+		t.Fatalf("balancers %v, want only weighted_round_robin", names)
+	}
+}
+
+// weighted_round_robin over real servers spreads picks exactly by weight
+// over every full period once all endpoints are READY.
+func TestWeightedRoundRobinSpreadsByWeight(t *testing.T) {
+	servers := []*testServer{startServer(t), startServer(t), startServer(t)}
+	c, r, _ := newTestChannel(t, WithDefaultServiceConfig(`{"loadBalancingConfig":[{"weighted_round_robin":{}}]}`))
+	var as []resolver.Address
+	for i, s := range servers {
+		as = append(as, weight.Set(resolver.Address{Addr: s.addr}, uint32(i+1)))
+	}
+	r.update(t, resolver.State{Addresses: as})
+	seen := map[string]bool{}
+	for i := 0; len(seen) < 3; i++ {
+		if i > 100000 {
+			t.Fatalf("never saw all three endpoints READY: %v", seen)
+		}
+		seen[pickAddr(t, c)] = true
+	}
+	counts := map[string]int{}
+	for range 600 {
+		counts[pickAddr(t, c)]++
+	}
+	for i, s := range servers {
+		if want := 100 * (i + 1); counts[s.addr] != want {
+			t.Errorf("endpoint %d (weight %d): %d picks of 600, want %d", i, i+1, counts[s.addr], want)
+		}
 	}
 }

@@ -1,0 +1,17 @@
+package conn
+
+// The built-in resolvers and policies register themselves: a channel
+// resolves "dns:", "passthrough:", "unix:", "unix-abstract:", "static:"
+// and "eds:" targets, and runs pick_first, weighted_round_robin,
+// priority_experimental and weighted_target_experimental, with no further
+// imports.
+import (
+	_ "github.com/lbkit/lbkit/lb/pickfirst"
+	_ "github.com/lbkit/lbkit/lb/priority"
+	_ "github.com/lbkit/lbkit/lb/resolver/dns"
+	_ "github.com/lbkit/lbkit/lb/resolver/passthrough"
+	_ "github.com/lbkit/lbkit/lb/resolver/static"
+	_ "github.com/lbkit/lbkit/lb/resolver/unix"
+	_ "github.com/lbkit/lbkit/lb/weightedtarget"
+	_ "github.com/lbkit/lbkit/lb/wrr"
+)

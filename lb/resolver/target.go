@@ -29,8 +29,9 @@ type TargetValidator interface {
 //     the authority the endpoint is empty.
 //   - "scheme:endpoint": no authority; the endpoint is everything after the
 //     colon, so "dns:example.com:443" has the endpoint "example.com:443".
-//   - "unix:path" and "unix://absolute_path" (also "unix-abstract:"): for
-//     these two schemes the endpoint of the "//" form keeps its leading '/',
+//   - "unix:path" and "unix://absolute_path" (also "unix-abstract:" and
+//     "eds:"): for these file-path schemes the endpoint of the "//" form
+//     keeps its leading '/',
 //     so "unix:///run/app.sock" is the absolute path "/run/app.sock" and
 //     "unix:app.sock" the relative path "app.sock".
 //   - anything else: see the scheme rule below.
@@ -170,7 +171,7 @@ func parseWithScheme(scheme, rest string) (Target, error) {
 // isPathScheme reports whether scheme is one whose "//" form carries an
 // absolute path, per the naming document.
 func isPathScheme(scheme string) bool {
-	return scheme == "unix" || scheme == "unix-abstract"
+	return scheme == "unix" || scheme == "unix-abstract" || scheme == "eds"
 }
 
 // splitScheme splits "scheme:rest". ok is false when target does not begin

@@ -1,0 +1,154 @@
+package eds
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// Scheme is the scheme this package resolves.
+const Scheme = "eds"
+
+// DefaultPollInterval is how often a resolver reads its file without
+// [WithPollInterval].
+const DefaultPollInterval = time.Second
+
+func init() { resolver.Register(&Builder{}) }
+
+// ReadFileFunc returns the content of the named file, like [os.ReadFile].
+type ReadFileFunc func(name string) ([]byte, error)
+
+// config is what the options set. It is read-only once NewBuilder returns.
+type config struct {
+	pollInterval time.Duration
+	readFile     ReadFileFunc
+}
+
+func defaultConfig() config {
+	return config{pollInterval: DefaultPollInterval, readFile: os.ReadFile}
+}
+
+// Option configures a [Builder]. An out-of-range value makes [NewBuilder]
+// return an error naming the option.
+type Option interface{ apply(*config) error }
+
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+// WithPollInterval sets how often a resolver reads its file, on the
+// resolver's clock ([resolver.BuildOptions].Clock). The default is
+// [DefaultPollInterval], 1 s. d must be positive.
+func WithPollInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithPollInterval(%v): not positive", d)
+		}
+		c.pollInterval = d
+		return nil
+	})
+}
+
+// WithReadFile replaces how a resolver reads its file, for example to read
+// through another file system or, in tests, to observe each read. f is
+// called from the resolver's goroutine only, with the cleaned absolute path
+// of the target; it should not block for long, since Close waits for it.
+// The default, or nil, is [os.ReadFile].
+func WithReadFile(f ReadFileFunc) Option {
+	return optionFunc(func(c *config) error {
+		if f == nil {
+			f = os.ReadFile
+		}
+		c.readFile = f
+		return nil
+	})
+}
+
+// Builder builds eds resolvers. Create it with [NewBuilder]; the zero value
+// behaves as NewBuilder(). A Builder is immutable and safe for concurrent
+// use.
+type Builder struct {
+	cfg config // readFile == nil only in the zero value
+}
+
+var (
+	_ resolver.Builder         = (*Builder)(nil)
+	_ resolver.TargetValidator = (*Builder)(nil)
+)
+
+// NewBuilder returns a builder with the given options applied in order, or
+// an error naming the first option whose value is out of range.
+func NewBuilder(opts ...Option) (*Builder, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o.apply(&cfg); err != nil {
+			return nil, fmt.Errorf("eds: NewBuilder: %w", err)
+		}
+	}
+	return &Builder{cfg: cfg}, nil
+}
+
+func (b *Builder) config() config {
+	if b.cfg.readFile == nil {
+		return defaultConfig()
+	}
+	return b.cfg
+}
+
+// Scheme returns [Scheme].
+func (b *Builder) Scheme() string { return Scheme }
+
+// ValidateTarget checks that target names a file as the package
+// documentation describes: an empty authority and a non-empty path. It
+// does not look at the file.
+func (b *Builder) ValidateTarget(target resolver.Target) error {
+	_, err := filePath(target)
+	return err
+}
+
+// filePath returns the absolute, cleaned path target names.
+func filePath(target resolver.Target) (string, error) {
+	if target.Authority != "" {
+		return "", fmt.Errorf("eds: target %v: authority %q not supported; write eds:///absolute/path", target, target.Authority)
+	}
+	p := target.Endpoint
+	switch {
+	case p == "", p == "/":
+		return "", fmt.Errorf("eds: target %v: empty file path", target)
+	case strings.ContainsRune(p, 0):
+		return "", fmt.Errorf("eds: target %v: file path contains a NUL byte", target)
+	case strings.HasSuffix(p, "/"):
+		return "", fmt.Errorf("eds: target %v: file path %q ends with '/'", target, p)
+	}
+	if !strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("eds: target %v: relative file path %q not supported; write eds:///absolute/path", target, p)
+	}
+	return path.Clean(p), nil
+}
+
+// Build starts a resolver for the file target names, reporting to cc. It
+// fails only when [Builder.ValidateTarget] does; a missing or invalid file
+// is reported to cc instead, and retried at every poll. The first read
+// happens on the resolver's goroutine as soon as Build returns.
+func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts resolver.BuildOptions) (resolver.Resolver, error) {
+	file, err := filePath(target)
+	if err != nil {
+		return nil, err
+	}
+	if cc == nil {
+		return nil, errors.New("eds: Build: nil ClientConn")
+	}
+	opts = opts.WithDefaults()
+	return start(resolverConfig{
+		file:   file,
+		cfg:    b.config(),
+		cc:     cc,
+		clock:  opts.Clock,
+		logger: opts.Logger.With("resolver", Scheme, "file", file),
+	}), nil
+}

@@ -1,0 +1,248 @@
+package eds_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/resolver/eds"
+)
+
+// hangGuard bounds every wait; tests never sleep to let time pass.
+const hangGuard = 10 * time.Second
+
+const interval = 5 * time.Second
+
+// event is one call a resolver made on its ClientConn.
+type event struct {
+	state resolver.State // UpdateState
+	err   error          // ReportError, when non-nil
+}
+
+func (e event) String() string {
+	if e.err != nil {
+		return fmt.Sprintf("ReportError(%v)", e.err)
+	}
+	return fmt.Sprintf("UpdateState(%v)", e.state.Addresses)
+}
+
+// fakeCC records every ClientConn call in order and never drops one.
+type fakeCC struct {
+	mu         sync.Mutex
+	events     []event
+	read       int
+	signal     chan struct{} // closed and cleared on each push
+	updateErrs []error       // returned by successive UpdateState calls, then nil
+}
+
+func (c *fakeCC) push(e event) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, e)
+	if c.signal != nil {
+		close(c.signal)
+		c.signal = nil
+	}
+	if e.err != nil || len(c.updateErrs) == 0 {
+		return nil
+	}
+	err := c.updateErrs[0]
+	c.updateErrs = c.updateErrs[1:]
+	return err
+}
+
+func (c *fakeCC) UpdateState(s resolver.State) error { return c.push(event{state: s}) }
+func (c *fakeCC) ReportError(err error)              { _ = c.push(event{err: err}) }
+
+// next returns the oldest event not yet returned, waiting for it.
+func (c *fakeCC) next(t *testing.T) event {
+	t.Helper()
+	timeout := time.NewTimer(hangGuard)
+	defer timeout.Stop()
+	for {
+		c.mu.Lock()
+		if c.read < len(c.events) {
+			e := c.events[c.read]
+			c.read++
+			c.mu.Unlock()
+			return e
+		}
+		if c.signal == nil {
+			c.signal = make(chan struct{})
+		}
+		ch := c.signal
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timeout.C:
+			t.Fatalf("no ClientConn call within %v", hangGuard)
+		}
+	}
+}
+
+func (c *fakeCC) nextState(t *testing.T) resolver.State {
+	t.Helper()
+	e := c.next(t)
+	if e.err != nil {
+		t.Fatalf("got %v, want UpdateState", e)
+	}
+	return e.state
+}
+
+func (c *fakeCC) nextError(t *testing.T) error {
+	t.Helper()
+	e := c.next(t)
+	if e.err == nil {
+		t.Fatalf("got %v, want ReportError", e)
+	}
+	return e.err
+}
+
+func (c *fakeCC) pending() []event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.events[c.read:])
+}
+
+// reads counts the resolver's file reads, so a test can wait for one.
+type reads struct {
+	mu     sync.Mutex
+	n      int
+	signal chan struct{}
+}
+
+func (r *reads) readFile(name string) ([]byte, error) {
+	data, err := os.ReadFile(name)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	if r.signal != nil {
+		close(r.signal)
+		r.signal = nil
+	}
+	return data, err
+}
+
+func (r *reads) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// waitFor waits until the resolver has made n reads. The read's content is
+// then fixed; what the resolver does with it may still be under way.
+func (r *reads) waitFor(t *testing.T, n int) {
+	t.Helper()
+	timeout := time.NewTimer(hangGuard)
+	defer timeout.Stop()
+	for {
+		r.mu.Lock()
+		if r.n >= n {
+			r.mu.Unlock()
+			return
+		}
+		if r.signal == nil {
+			r.signal = make(chan struct{})
+		}
+		ch := r.signal
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timeout.C:
+			t.Fatalf("read %d did not happen within %v (%d reads)", n, hangGuard, r.count())
+		}
+	}
+}
+
+// env is one resolver under test, reading a file in a temporary directory.
+type env struct {
+	file  string
+	clk   *clock.Mock
+	cc    *fakeCC
+	reads *reads
+	r     resolver.Resolver
+}
+
+func newEnv(t *testing.T, content string, cc *fakeCC) *env {
+	t.Helper()
+	e := &env{file: filepath.Join(t.TempDir(), "cla.json"), clk: clock.NewMock(), cc: cc, reads: &reads{}}
+	if content != "" {
+		e.write(t, content)
+	}
+	b, err := eds.NewBuilder(eds.WithPollInterval(interval), eds.WithReadFile(e.reads.readFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := resolver.ParseTarget("eds://"+e.file, "passthrough")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.r, err = b.Build(target, cc, resolver.BuildOptions{Clock: e.clk})
+	if err != nil {
+		t.Fatalf("Build(%v): %v", target, err)
+	}
+	t.Cleanup(e.r.Close)
+	return e
+}
+
+func (e *env) write(t *testing.T, content string) {
+	t.Helper()
+	if err := os.WriteFile(e.file, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// poll advances the clock by one interval and waits for the read it causes.
+func (e *env) poll(t *testing.T) {
+	t.Helper()
+	n := e.reads.count()
+	e.clk.Add(interval)
+	e.reads.waitFor(t, n+1)
+}
+
+// assignment returns a valid assignment with one endpoint per address, all
+// in one locality at priority 0.
+func assignment(addrs ...string) string {
+	var eps []string
+	for _, a := range addrs {
+		eps = append(eps, ep(a, 80))
+	}
+	return `{"cluster_name":"c","endpoints":[{"load_balancing_weight":1,"lb_endpoints":[` + strings.Join(eps, ",") + `]}]}`
+}
+
+// stateOf is what a fresh Namer makes of content.
+func stateOf(t *testing.T, content string) resolver.State {
+	t.Helper()
+	cla, err := eds.Parse([]byte(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := new(eds.Namer).State(cla)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func checkPublished(t *testing.T, got, want resolver.State) {
+	t.Helper()
+	if !slices.Equal(got.Addresses, want.Addresses) || string(got.ServiceConfig) != string(want.ServiceConfig) {
+		t.Fatalf("published %v %s\nwant %v %s", got.Addresses, got.ServiceConfig, want.Addresses, want.ServiceConfig)
+	}
+}
+
+// The resolver publishes nothing more than what the test has read.
+func checkQuiet(t *testing.T, cc *fakeCC) {
+	t.Helper()
+	if p := cc.pending(); len(p) > 0 {
+		t.Fatalf("unexpected ClientConn calls %v", p)
+	}
+}

@@ -1,0 +1,235 @@
+package eds
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+
+	"github.com/lbkit/lbkit/lb/hierarchy"
+	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/weight"
+)
+
+// Policy names used in the generated service config.
+const (
+	priorityPolicy       = "priority_experimental"
+	weightedTargetPolicy = "weighted_target_experimental"
+	leafPolicy           = "weighted_round_robin"
+)
+
+// Namer converts ClusterLoadAssignments into resolver states and names the
+// priority children so that the names stay stable from one assignment to
+// the next, as gRFC A56's "LB Policy Configuration" section asks: a child
+// keeps its name, and so its balancer and connections, when its localities
+// move to another priority.
+//
+// The zero Namer is ready to use and has seen no assignment. Use one Namer
+// per stream of assignments (per cluster); a Namer is not safe for
+// concurrent use.
+//
+// # Naming
+//
+// A new name is "priority-<p>-<k>", where p is the priority (after empty
+// priorities are dropped, see the package documentation) it was minted for
+// and k counts the names this Namer minted for p before, from 0; so the
+// first assignment of two priorities gets "priority-0-0" and
+// "priority-1-0". A name never repeats within one Namer.
+//
+// For each priority of a new assignment, highest first, the Namer looks at
+// the children of the previous successful [Namer.State] call that no
+// higher priority has claimed yet, and reuses the name of the one sharing
+// the most localities (by [Locality.Name]) with it; a tie goes to the
+// child that had the higher priority. Only a priority sharing no locality
+// with any unclaimed child gets a new name. So:
+//
+//   - localities moving together to another priority keep their name;
+//   - two priorities that swap their localities swap their names;
+//   - a priority split in two keeps its name for the part that comes first,
+//     and the other part gets a new one;
+//   - merged priorities take the name of the higher one;
+//   - a priority emptied and refilled from the next one takes that one's
+//     name, and the next one gets a new name (A56's example).
+//
+// Only the previous assignment counts: a locality that left and came back
+// two assignments later gets a fresh name.
+type Namer struct {
+	prev []namedChild // the children of the last successful State, by priority
+	next map[int]int  // next k to mint for each priority index
+}
+
+// namedChild is one priority child: its name and its localities' names.
+type namedChild struct {
+	name       string
+	localities map[string]bool
+}
+
+// clone returns an independent copy of n, for undoing a State call.
+func (n *Namer) clone() *Namer {
+	c := &Namer{prev: make([]namedChild, len(n.prev)), next: maps.Clone(n.next)}
+	for i, ch := range n.prev {
+		c.prev[i] = namedChild{name: ch.name, localities: maps.Clone(ch.localities)}
+	}
+	return c
+}
+
+// State validates cla ([ClusterLoadAssignment.Validate]) and returns the
+// resolver state for it: the usable endpoints, each carrying its hierarchy
+// path and weight, and the service config of the
+// priority_experimental → weighted_target_experimental →
+// weighted_round_robin tree. The package documentation describes both. The
+// names of the priority children follow the rules on [Namer]; an invalid
+// cla leaves n unchanged.
+func (n *Namer) State(cla *ClusterLoadAssignment) (resolver.State, error) {
+	st, err := n.state(cla)
+	if err != nil {
+		return resolver.State{}, fmt.Errorf("eds: %w", err)
+	}
+	return st, nil
+}
+
+func (n *Namer) state(cla *ClusterLoadAssignment) (resolver.State, error) {
+	if err := cla.validate(); err != nil {
+		return resolver.State{}, err
+	}
+	prios := buildTree(cla)
+	names := n.assign(prios)
+
+	cfg := priorityConfig{Children: make(map[string]priorityChild, len(prios)), Priorities: names}
+	var addrs []resolver.Address
+	for p, localities := range prios {
+		targets := make(map[string]target, len(localities))
+		for _, l := range localities {
+			targets[l.name] = target{Weight: l.weight, ChildPolicy: []map[string]struct{}{{leafPolicy: {}}}}
+			for _, a := range l.addrs {
+				addrs = append(addrs, hierarchy.Set(a, []string{names[p], l.name}))
+			}
+		}
+		cfg.Children[names[p]] = priorityChild{Config: []map[string]weightedTargetConfig{{weightedTargetPolicy: {Targets: targets}}}}
+	}
+	sc, err := marshal(serviceConfig{LoadBalancingConfig: []map[string]priorityConfig{{priorityPolicy: cfg}}})
+	if err != nil {
+		return resolver.State{}, fmt.Errorf("encoding the service config: %w", err)
+	}
+	return resolver.State{Addresses: addrs, ServiceConfig: sc}, nil
+}
+
+// localityGroup is one target of a weighted_target child.
+type localityGroup struct {
+	name   string
+	weight uint32
+	addrs  []resolver.Address // with their weight, without a path
+}
+
+// buildTree returns the localities of each non-empty priority, highest
+// first: localities with a weight and at least one usable endpoint, in
+// document order, each with its usable endpoints in document order.
+func buildTree(cla *ClusterLoadAssignment) [][]localityGroup {
+	var byPrio [][]localityGroup
+	for _, le := range cla.Endpoints {
+		if le.LoadBalancingWeight == 0 {
+			continue
+		}
+		var addrs []resolver.Address
+		for _, ep := range le.LbEndpoints {
+			if ep.HealthStatus.Usable() {
+				addrs = append(addrs, weight.Set(resolver.Address{Addr: ep.hostPort()}, max(ep.LoadBalancingWeight, 1)))
+			}
+		}
+		if len(addrs) == 0 {
+			continue
+		}
+		for int(le.Priority) >= len(byPrio) {
+			byPrio = append(byPrio, nil)
+		}
+		byPrio[le.Priority] = append(byPrio[le.Priority], localityGroup{name: le.Locality.Name(), weight: le.LoadBalancingWeight, addrs: addrs})
+	}
+	prios := byPrio[:0]
+	for _, ls := range byPrio {
+		if len(ls) > 0 {
+			prios = append(prios, ls)
+		}
+	}
+	return prios
+}
+
+// assign returns a child name for each priority, following the rules on
+// [Namer], and remembers them for the next call.
+func (n *Namer) assign(prios [][]localityGroup) []string {
+	names := make([]string, len(prios))
+	claimed := make([]bool, len(n.prev))
+	children := make([]namedChild, len(prios))
+	for p, localities := range prios {
+		set := make(map[string]bool, len(localities))
+		for _, l := range localities {
+			set[l.name] = true
+		}
+		best, bestOverlap := -1, 0
+		for i, old := range n.prev {
+			if claimed[i] {
+				continue
+			}
+			overlap := 0
+			for name := range set {
+				if old.localities[name] {
+					overlap++
+				}
+			}
+			if overlap > bestOverlap {
+				best, bestOverlap = i, overlap
+			}
+		}
+		if best >= 0 {
+			claimed[best] = true
+			names[p] = n.prev[best].name
+		} else {
+			names[p] = n.mint(p)
+		}
+		children[p] = namedChild{name: names[p], localities: set}
+	}
+	n.prev = children
+	return names
+}
+
+func (n *Namer) mint(p int) string {
+	if n.next == nil {
+		n.next = make(map[int]int)
+	}
+	k := n.next[p]
+	n.next[p] = k + 1
+	return "priority-" + strconv.Itoa(p) + "-" + strconv.Itoa(k)
+}
+
+// The service config, as JSON. Maps give sorted keys, so the encoding is
+// deterministic.
+type (
+	serviceConfig struct {
+		LoadBalancingConfig []map[string]priorityConfig `json:"loadBalancingConfig"`
+	}
+	priorityConfig struct {
+		Children   map[string]priorityChild `json:"children"`
+		Priorities []string                 `json:"priorities"`
+	}
+	priorityChild struct {
+		Config []map[string]weightedTargetConfig `json:"config"`
+	}
+	weightedTargetConfig struct {
+		Targets map[string]target `json:"targets"`
+	}
+	target struct {
+		Weight      uint32                `json:"weight"`
+		ChildPolicy []map[string]struct{} `json:"childPolicy"`
+	}
+)
+
+// marshal encodes v compactly without escaping <, > and &.
+func marshal(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+}

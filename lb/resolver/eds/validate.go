@@ -1,0 +1,170 @@
+package eds
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Validate checks c as Envoy and gRFC A27 do, returning an error that wraps
+// an [*Error] naming the first offending field's JSON path:
+//
+//   - cluster_name is not empty;
+//   - each priority is at most [MaxPriority], and the priorities of all
+//     localities (including those left out of the tree for want of a
+//     weight or of usable endpoints) form a contiguous range from 0;
+//   - a locality appears at most once per priority, and its fields are
+//     valid UTF-8;
+//   - the locality weights of one priority, and the endpoint weights of one
+//     locality (an unset weight counting 1), each sum to at most
+//     4294967295;
+//   - every address is an IP literal or a host name (see the package
+//     documentation), every port is from 1 to 65535, every health status is
+//     one of the enum's values;
+//   - no address:port appears twice in the whole assignment, whatever the
+//     health status (IP literals are compared in canonical form, host
+//     names case-insensitively).
+//
+// [Parse] calls Validate; call it yourself only on a value built by hand.
+func (c *ClusterLoadAssignment) Validate() error {
+	if err := c.validate(); err != nil {
+		return fmt.Errorf("eds: %w", err)
+	}
+	return nil
+}
+
+func (c *ClusterLoadAssignment) validate() *Error {
+	if c.ClusterName == "" {
+		return errorf("cluster_name", "required")
+	}
+	localities := make(map[uint32]map[Locality]string) // priority → locality → path
+	localitySums := make(map[uint32]uint64)
+	addrs := make(map[string]string) // canonical host:port → path
+	for i, le := range c.Endpoints {
+		path := index("endpoints", i)
+		if le.Priority > MaxPriority {
+			return errorf(join(path, "priority"), "%d out of range 0..%d", le.Priority, MaxPriority)
+		}
+		for _, f := range []struct{ name, v string }{{"region", le.Locality.Region}, {"zone", le.Locality.Zone}, {"sub_zone", le.Locality.SubZone}} {
+			if !utf8.ValidString(f.v) {
+				return errorf(join(path, "locality."+f.name), "not valid UTF-8")
+			}
+		}
+		seen := localities[le.Priority]
+		if seen == nil {
+			seen = make(map[Locality]string)
+			localities[le.Priority] = seen
+		}
+		if first, dup := seen[le.Locality]; dup {
+			return errorf(join(path, "locality"), "locality %q appears twice at priority %d (first at %s)", le.Locality.Name(), le.Priority, first)
+		}
+		seen[le.Locality] = path
+		localitySums[le.Priority] += uint64(le.LoadBalancingWeight)
+		if localitySums[le.Priority] > math.MaxUint32 {
+			return errorf(join(path, "load_balancing_weight"), "the locality weights at priority %d sum to more than %d", le.Priority, uint32(math.MaxUint32))
+		}
+		var endpointSum uint64
+		for j, ep := range le.LbEndpoints {
+			epPath := index(join(path, "lb_endpoints"), j)
+			endpointSum += uint64(max(ep.LoadBalancingWeight, 1))
+			if endpointSum > math.MaxUint32 {
+				return errorf(join(epPath, "load_balancing_weight"), "the endpoint weights of locality %q sum to more than %d", le.Locality.Name(), uint32(math.MaxUint32))
+			}
+			if !ep.HealthStatus.valid() {
+				return errorf(join(epPath, "health_status"), "unknown value %d", int32(ep.HealthStatus))
+			}
+			saPath := join(epPath, "endpoint.address.socket_address")
+			host, err := canonicalHost(ep.Address)
+			if err != nil {
+				return &Error{Path: join(saPath, "address"), Err: err}
+			}
+			if ep.Port < 1 || ep.Port > 65535 {
+				return errorf(join(saPath, "port_value"), "%d out of range 1..65535", ep.Port)
+			}
+			hostPort := net.JoinHostPort(host, strconv.FormatUint(uint64(ep.Port), 10))
+			if first, dup := addrs[hostPort]; dup {
+				return errorf(saPath, "address %s appears twice (first at %s)", hostPort, first)
+			}
+			addrs[hostPort] = saPath
+		}
+	}
+	// Contiguity: report the first locality, in document order, whose
+	// priority lies above a missing one.
+	for p := uint32(0); p <= MaxPriority; p++ {
+		if _, ok := localities[p]; ok {
+			continue
+		}
+		for i, le := range c.Endpoints {
+			if le.Priority > p {
+				return errorf(join(index("endpoints", i), "priority"), "%d leaves a gap: no locality has priority %d, and priorities must run from 0 without gaps", le.Priority, p)
+			}
+		}
+		break
+	}
+	return nil
+}
+
+// hostPort returns the address the tree publishes for ep, which Validate
+// has accepted.
+func (ep LbEndpoint) hostPort() string {
+	host, _ := canonicalHost(ep.Address)
+	return net.JoinHostPort(host, strconv.FormatUint(uint64(ep.Port), 10))
+}
+
+// canonicalHost returns the published form of an endpoint's address: an
+// IP literal in canonical form (an IPv4-mapped IPv6 address unmapped, the
+// zone kept), or a host name in lower case.
+func canonicalHost(s string) (string, error) {
+	if s == "" {
+		return "", errors.New("required")
+	}
+	if ip, err := netip.ParseAddr(s); err == nil {
+		return ip.Unmap().String(), nil
+	}
+	if err := checkHostname(s); err != nil {
+		return "", fmt.Errorf("%q is not an IP literal or a host name: %w", s, err)
+	}
+	return strings.ToLower(s), nil
+}
+
+// checkHostname accepts RFC 1123 host names, with '_' also allowed in a
+// label (as in many service names) and an optional final '.': at most 253
+// bytes; labels of 1 to 63 letters, digits, '-' or '_', not beginning or
+// ending with '-'; the last label not all digits (so a malformed IPv4
+// address is not taken for a name).
+func checkHostname(s string) error {
+	name := strings.TrimSuffix(s, ".")
+	if name == "" {
+		return errors.New("empty name")
+	}
+	if len(name) > 253 {
+		return fmt.Errorf("longer than 253 bytes")
+	}
+	labels := strings.Split(name, ".")
+	for _, l := range labels {
+		if l == "" {
+			return errors.New("empty label")
+		}
+		if len(l) > 63 {
+			return fmt.Errorf("label %q is longer than 63 bytes", l)
+		}
+		if l[0] == '-' || l[len(l)-1] == '-' {
+			return fmt.Errorf("label %q begins or ends with '-'", l)
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return fmt.Errorf("character %q not allowed", c)
+			}
+		}
+	}
+	if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+		return errors.New("the last label is all digits")
+	}
+	return nil
+}

@@ -14,8 +14,8 @@ help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
 .PHONY: demo
-demo: ## Run the main job (until the demo lands: the tests).
-	$(MAKE) test
+demo: deps ## Run the demo: failover between priorities over real HTTP backends (about 30 s).
+	go run ./cmd/lbdemo $(DEMOFLAGS)
 
 .PHONY: deps
 deps: ## Download every module's dependencies.

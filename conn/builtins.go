@@ -9,6 +9,7 @@ import (
 	_ "github.com/lbkit/lbkit/lb/pickfirst"
 	_ "github.com/lbkit/lbkit/lb/priority"
 	_ "github.com/lbkit/lbkit/lb/resolver/dns"
+	_ "github.com/lbkit/lbkit/lb/resolver/eds"
 	_ "github.com/lbkit/lbkit/lb/resolver/passthrough"
 	_ "github.com/lbkit/lbkit/lb/resolver/static"
 	_ "github.com/lbkit/lbkit/lb/resolver/unix"

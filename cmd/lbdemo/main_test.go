@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The demo in a short mode: a few seconds of real traffic through the
+// whole stack (eds resolver, priority, weighted_target, weighted_round_robin,
+// the channel and the net/http adapter). Failover must happen, traffic must
+// return, and priority 0's shares must be within 5 points of the weights.
+func TestDemoShortRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 6 s of real traffic")
+	}
+	svg := filepath.Join(t.TempDir(), "timeline.svg")
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sum, err := run(ctx, []string{"-duration", "6s", "-rate", "200", "-svg", svg}, &out)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if !sum.FailedOver {
+		t.Errorf("no failover to the backup priority\n%s", out.String())
+	}
+	if !sum.Returned {
+		t.Errorf("traffic did not return to the primary priority\n%s", out.String())
+	}
+	if len(sum.Shares) != 4 || sum.MaxShareError > 5 {
+		t.Errorf("shares %+v (largest error %.2f points), want 4 primary endpoints within 5 points\n%s", sum.Shares, sum.MaxShareError, out.String())
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil || !bytes.HasPrefix(data, []byte("<svg")) {
+		t.Errorf("timeline not written as SVG: %v", err)
+	}
+	for _, want := range []string{"primary stopped", "primary restarted", "summary:", "timeline: " + svg} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q\n%s", want, out.String())
+		}
+	}
+}
+
+func TestBadInputIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	badCLA := filepath.Join(dir, "bad.json")
+	os.WriteFile(badCLA, []byte(`{"cluster_name":"x","endpoints":[{"priority":1,"lb_endpoints":[]}]}`), 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-nope"}, "flag provided but not defined: -nope"},
+		{[]string{"-rate", "0"}, "-rate 0"},
+		{[]string{"-duration", "2s"}, "needs at least 3s"},
+		{[]string{"-cla", badCLA, "-target", "dns:///x:1"}, "cannot be used together"},
+		{[]string{"-cla", filepath.Join(dir, "missing.json")}, "no such file"},
+		{[]string{"-cla", badCLA}, "endpoints"},
+		{[]string{"-target", "dns:///host:99999"}, "invalid port"},
+		{[]string{"extra"}, "unexpected argument"},
+	} {
+		_, err := run(context.Background(), tc.args, &bytes.Buffer{})
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("run(%q) = %v; want a one-line usage error containing %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// recorder counts, per second, the requests each backend address served
+// and the requests that failed. It sits under the nethttp.Transport as its
+// Base, so it sees the address the channel picked.
+type recorder struct {
+	base http.RoundTripper
+
+	mu      sync.Mutex
+	current map[string]int
+	errors  int
+	watches []*watch
+	sc      *scenario
+}
+
+// watch times the first request served by a priority after a script step.
+type watch struct {
+	label    string
+	since    time.Time
+	priority string
+	got      time.Duration // guarded by recorder.mu
+	seen     bool
+}
+
+// result returns how long after the step the priority first served.
+func (w *watch) result() (time.Duration, bool) { return w.got, w.seen }
+
+// watch starts timing w.
+func (r *recorder) watch(w *watch, sc *scenario) {
+	r.mu.Lock()
+	r.watches = append(r.watches, w)
+	r.sc = sc
+	r.mu.Unlock()
+}
+
+func newRecorder(base http.RoundTripper) *recorder {
+	return &recorder{base: base, current: map[string]int{}}
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.base.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusOK {
+		now := time.Now()
+		r.mu.Lock()
+		r.current[req.URL.Host]++
+		for _, w := range r.watches {
+			if !w.seen && r.sc.priorityOf[r.sc.nameOf[req.URL.Host]] == w.priority {
+				w.seen, w.got = true, now.Sub(w.since)
+			}
+		}
+		r.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (r *recorder) failed() {
+	r.mu.Lock()
+	r.errors++
+	r.mu.Unlock()
+}
+
+// take returns the counts since the last take and starts new ones.
+func (r *recorder) take() (map[string]int, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	counts, errs := r.current, r.errors
+	r.current, r.errors = map[string]int{}, 0
+	return counts, errs
+}
+
+// second is one row of the timeline.
+type second struct {
+	At       time.Duration
+	Counts   map[string]int // by backend name
+	Errors   int
+	State    lb.ConnectivityState
+	Priority string // the priority that served most requests, "-" if none
+	Event    string // what the script did during this second, if anything
+}
+
+// timeline is every second of a run plus what the script did when.
+type timeline struct {
+	Backends []string // column order
+	Seconds  []second
+}
+
+// total sums the counts of the seconds whose time is in [from, to).
+func (t *timeline) total(from, to time.Duration) map[string]int {
+	sum := map[string]int{}
+	for _, s := range t.Seconds {
+		if s.At >= from && s.At < to {
+			for name, n := range s.Counts {
+				sum[name] += n
+			}
+		}
+	}
+	return sum
+}
+
+// dominantPriority returns the priority whose backends served most of
+// counts, or "-".
+func dominantPriority(counts map[string]int, priorityOf map[string]string) string {
+	perPriority := map[string]int{}
+	for name, n := range counts {
+		perPriority[priorityOf[name]] += n
+	}
+	best, bestN := "-", 0
+	for _, p := range slices.Sorted(maps.Keys(perPriority)) {
+		if perPriority[p] > bestN {
+			best, bestN = p, perPriority[p]
+		}
+	}
+	return best
+}

@@ -270,3 +270,21 @@ func TestNewRejectsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// gRFC A62: IDLE_TIMEOUT is on by default, at 30 minutes.
+func TestIdleTimeoutDefault(t *testing.T) {
+	if DefaultIdleTimeout != 30*time.Minute {
+		t.Fatalf("DefaultIdleTimeout = %v, want 30m", DefaultIdleTimeout)
+	}
+	s1 := startServer(t)
+	c, r, mock := newTestChannel(t)
+	if c.cfg.idleTimeout != DefaultIdleTimeout {
+		t.Fatalf("idle timeout %v without the option, want %v", c.cfg.idleTimeout, DefaultIdleTimeout)
+	}
+	r.update(t, resolver.State{Addresses: addrs(s1.addr)})
+	pickAddr(t, c)
+	advance(t, c, mock, 33*time.Minute+time.Nanosecond)
+	if c.State() != lb.Idle {
+		t.Fatalf("state %v 33 minutes after the last pick, want IDLE", c.State())
+	}
+}

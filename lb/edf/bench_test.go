@@ -7,7 +7,7 @@
 //	go test -run '^$' -bench . -benchmem ./lb/edf/
 //
 // Measured (medians of 6 runs, 2-core AMD EPYC, loaded machine; all
-// 0 allocs/op; full table in PERFORMANCE.md), ratio = edf ns/op divided by
+// 0 allocs/op; full table in docs/performance.md), ratio = edf ns/op divided by
 // the baseline's:
 //
 //	                          n=10    n=100   n=1000  n=10000

@@ -47,7 +47,7 @@
 // from 1..100) and weights with a large common factor, Pick is lock-free: one atomic add and a read from a
 // precomputed table of one period, close to the cost of plain round robin.
 // Otherwise Pick locks a mutex around a 4-ary heap of n entries, O(log n).
-// See PERFORMANCE.md for measurements.
+// See docs/performance.md for measurements.
 //
 // # Deviation bound
 //

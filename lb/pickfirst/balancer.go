@@ -129,7 +129,7 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 	default:
 		// The first addresses, recovery from a non-sticky failure, a pass
 		// that restarts, or the READY address was removed (grpc-go's
-		// choice; see CONFORMANCE.md).
+		// choice; see docs/choices.md).
 		b.selected = nil
 		if b.state != lb.Connecting {
 			b.report(lb.Connecting, lb.NewQueuePicker())

@@ -74,7 +74,7 @@
 //
 // # Conformance
 //
-// CONFORMANCE.md in this directory maps each statement of gRFC A62 to the
-// tests that pin it, and records where the package follows grpc-go or C-core
-// and why.
+// docs/conformance.md maps each statement of gRFC A62 to the tests that
+// pin it, and docs/choices.md records where the package follows grpc-go or
+// C-core and why.
 package pickfirst

@@ -46,8 +46,8 @@
 //     reports TRANSIENT_FAILURE with the error. ExitIdle reaches the
 //     current child only.
 //
-// CONFORMANCE.md, beside this file, maps each statement of A56 to the test
-// that pins it.
+// docs/conformance.md maps each statement of A56 to the test that pins
+// it, and docs/choices.md lists the choices below with their reasons.
 //
 // # Differences from grpc-go
 //

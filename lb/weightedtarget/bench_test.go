@@ -44,7 +44,7 @@ func readyPicker(b *testing.B, h *lbtest.Harness) lb.Picker {
 // weights 1..5 each), against the same weighted_round_robin picker alone.
 // priority publishes its child's picker unwrapped, so the difference is
 // weighted_target's picker: one EDF pick (an atomic add and a table read)
-// and an interface call. See PERFORMANCE.md for the figures; on the
+// and an interface call. See docs/performance.md for the figures; on the
 // reference VM (medians of 6 runs) the tree costs 2.1x the leaf alone
 // serially (16.4 vs 7.8 ns/op) and 2.6x in parallel (28.8 vs 11.2 ns/op),
 // and neither allocates.

@@ -80,9 +80,9 @@
 // TRANSIENT_FAILURE with the error); ExitIdle reaches every target, because
 // all of them serve requests at once; Close closes every target.
 //
-// CONFORMANCE.md, beside this file, maps each statement of A28 and A56
-// about this policy to the test that pins it, and lists the choices made
-// where the texts and the implementations differ.
+// docs/conformance.md maps each statement of A28 and A56 about this
+// policy to the test that pins it, and docs/choices.md lists the choices
+// made where the texts and the implementations differ.
 //
 // # Concurrency
 //

@@ -108,6 +108,6 @@
 // Close shuts down every SubConn; later calls of any method do nothing,
 // and state reports for SubConns the policy shut down are ignored.
 //
-// CONFORMANCE.md, beside this file, maps each statement of the proposal to
-// the test that pins it, and lists the policy's choices.
+// docs/conformance.md maps each statement of the proposal to the test that
+// pins it, and docs/choices.md lists the policy's choices.
 package wrr

@@ -228,7 +228,11 @@ func (c *Channel) exitIdle() {
 	c.setState(lb.Connecting)
 	cc := &resolverCC{c: c}
 	c.resCC = cc
-	r, err := c.rb.Build(c.parsed, cc, resolver.BuildOptions{Clock: c.clock, Logger: c.logger})
+	r, err := c.rb.Build(c.parsed, cc, resolver.BuildOptions{
+		Clock:  c.clock,
+		Logger: c.logger,
+		Rand:   rand.New(rand.NewPCG(c.rand.Uint64(), c.rand.Uint64())),
+	})
 	if err != nil {
 		c.resCC = nil
 		c.logger.Warn("resolver failed to start", "error", err)

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 
 	"github.com/benbjohnson/clock"
@@ -108,6 +109,10 @@ type BuildOptions struct {
 	Clock clock.Clock
 	// Logger receives the resolver's logs. Nil means discard.
 	Logger *slog.Logger
+	// Rand is the resolver's own source of randomness (backoff jitter),
+	// for it alone: it is not safe for concurrent use. Nil means a source
+	// seeded at random.
+	Rand *rand.Rand
 }
 
 // WithDefaults returns o with every nil field set to its documented default.
@@ -117,6 +122,9 @@ func (o BuildOptions) WithDefaults() BuildOptions {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
 	return o
 }

@@ -312,6 +312,7 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts res
 		cc:     cc,
 		clock:  opts.Clock,
 		logger: logger,
+		rand:   opts.Rand,
 	}), nil
 }
 

@@ -27,6 +27,7 @@ type resolverConfig struct {
 	cc         resolver.ClientConn
 	clock      clock.Clock
 	logger     *slog.Logger
+	rand       *rand.Rand // owned by the resolver's goroutine
 }
 
 // dnsResolver resolves one host name on its own goroutine, run. Every field
@@ -92,7 +93,7 @@ func (r *dnsResolver) run() {
 		if r.ctx.Err() != nil {
 			return // closed: report nothing
 		}
-		backoff := r.cfg.backoff.delay(failures)
+		backoff := r.cfg.backoff.delay(failures, r.rand)
 		retryAt := r.clock.Now().Add(backoff)
 		if err == nil {
 			if err = r.cc.UpdateState(resolver.State{Addresses: addrs}); err != nil {
@@ -166,12 +167,12 @@ func (r *dnsResolver) sleepUntil(t time.Time) bool {
 }
 
 // delay returns the wait after the failures-th consecutive failure
-// (counting from 0).
-func (b Backoff) delay(failures int) time.Duration {
+// (counting from 0), jittered with r.
+func (b Backoff) delay(failures int, r *rand.Rand) time.Duration {
 	d := float64(b.BaseDelay) * math.Pow(b.Multiplier, float64(failures))
 	d = min(d, float64(b.MaxDelay))
 	if b.Jitter > 0 {
-		d *= 1 + b.Jitter*(2*rand.Float64()-1)
+		d *= 1 + b.Jitter*(2*r.Float64()-1)
 	}
 	return time.Duration(d)
 }

@@ -53,7 +53,7 @@ type Backoff struct {
 	// least 1.
 	Multiplier float64
 	// Jitter is the relative random spread of each wait, from 0 (none) to
-	// 1. The random factor comes from math/rand/v2's global source.
+	// 1. The random factor comes from resolver.BuildOptions.Rand.
 	Jitter float64
 	// MaxDelay caps the wait before jitter. It must be at least BaseDelay.
 	MaxDelay time.Duration

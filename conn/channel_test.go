@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/backoff"
 	_ "github.com/lbkit/lbkit/lb/pickfirst"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
@@ -260,7 +261,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"dns:///host:99999", nil, `invalid port`},
 		{"test:///x", []Option{WithDefaultScheme("")}, "WithDefaultScheme: must not be empty"},
 		{"test:///x", []Option{WithResolver(&testResolver{}), WithIdleTimeout(-time.Second)}, "WithIdleTimeout: must be >= 0"},
-		{"test:///x", []Option{WithResolver(&testResolver{}), WithBackoff(Backoff{})}, "WithBackoff.BaseDelay"},
+		{"test:///x", []Option{WithResolver(&testResolver{}), WithBackoff(backoff.Config{})}, "WithBackoff.BaseDelay"},
 		{"test:///x", []Option{WithResolver(&testResolver{}), WithDefaultServiceConfig(`{"loadBalancingConfig":[{"x":{}}]}`)},
 			`WithDefaultServiceConfig: service config: loadBalancingConfig: no registered policy`},
 	} {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
@@ -36,7 +37,7 @@ type config struct {
 	defaultScheme        string
 	resolverBuilder      resolver.Builder
 	idleTimeout          time.Duration
-	backoff              Backoff
+	backoff              backoff.Config
 	minConnectTimeout    time.Duration
 }
 
@@ -44,7 +45,7 @@ func defaultConfig() config {
 	return config{
 		defaultScheme:     "dns",
 		idleTimeout:       DefaultIdleTimeout,
-		backoff:           DefaultBackoff(),
+		backoff:           backoff.Default(),
 		minConnectTimeout: DefaultMinConnectTimeout,
 	}
 }
@@ -105,9 +106,10 @@ func WithIdleTimeout(d time.Duration) Option {
 	return optionFunc(func(cfg *config) { cfg.idleTimeout = d })
 }
 
-// WithBackoff sets the connection backoff. If this option is not supplied,
-// it is [DefaultBackoff].
-func WithBackoff(b Backoff) Option {
+// WithBackoff sets the connection backoff, also used between
+// re-resolutions. If this option is not supplied, it is [backoff.Default]:
+// 1 s, ×1.6, jitter 0.2, at most 120 s.
+func WithBackoff(b backoff.Config) Option {
 	return optionFunc(func(cfg *config) { cfg.backoff = b })
 }
 
@@ -128,7 +130,7 @@ func (c *config) validate() error {
 	if c.defaultScheme == "" {
 		errs = append(errs, errors.New("WithDefaultScheme: must not be empty"))
 	}
-	if err := c.backoff.validate("WithBackoff"); err != nil {
+	if err := c.backoff.Validate("WithBackoff"); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/lb/backoff"
 )
 
 // restartable is an HTTP server that can be stopped and started again on
@@ -85,7 +86,7 @@ func TestEDSEndToEnd(t *testing.T) {
 	if err := os.WriteFile(path, []byte(cla), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ch, err := conn.New("eds://"+path, conn.WithBackoff(conn.Backoff{
+	ch, err := conn.New("eds://"+path, conn.WithBackoff(backoff.Config{
 		BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 500 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)

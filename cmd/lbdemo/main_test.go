@@ -21,13 +21,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // return, and priority 0's shares must be within 5 points of the weights.
 func TestDemoShortRun(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs 6 s of real traffic")
+		t.Skip("runs 9 s of real traffic")
 	}
 	svg := filepath.Join(t.TempDir(), "timeline.svg")
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sum, err := run(ctx, []string{"-duration", "6s", "-rate", "200", "-svg", svg}, &out)
+	sum, err := run(ctx, []string{"-duration", "9s", "-rate", "200", "-svg", svg}, &out)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}

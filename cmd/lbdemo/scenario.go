@@ -17,6 +17,7 @@ import (
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/resolver/eds"
 )
 
@@ -49,7 +50,7 @@ type step struct {
 
 // demoBackoff reconnects quickly so the demo's phases are short. A
 // production channel keeps gRPC's default (1 s growing to 120 s).
-var demoBackoff = conn.Backoff{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}
+var demoBackoff = backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}
 
 // builtinScenario starts the six backends, writes the embedded assignment
 // with their ports, and scripts the failover.
@@ -363,9 +364,9 @@ func (sc *scenario) discovered(tl *timeline) []string {
 	return names
 }
 
-// summarize computes shares over the seconds served by priority 0 in
-// steady state (after the first second, and not in a second where the
-// script acted or the next one) and the failover times.
+// summarize computes shares over the seconds served by priority 0 alone in
+// steady state (not the first second, nor a second in which the script
+// acted, nor the one after) and the failover times.
 func (sc *scenario) summarize(tl *timeline, watches []*watch) *summary {
 	sum := &summary{}
 	counts := map[string]int{}
@@ -375,7 +376,7 @@ func (sc *scenario) summarize(tl *timeline, watches []*watch) *summary {
 			sum.Requests += n
 		}
 		sum.Errors += s.Errors
-		if i == 0 || s.Event != "" || (i > 0 && tl.Seconds[i-1].Event != "") || s.Priority != "p0" {
+		if i == 0 || s.Event != "" || tl.Seconds[i-1].Event != "" || !onlyPriority0(s, sc.priorityOf) {
 			continue
 		}
 		for name, n := range s.Counts {
@@ -406,4 +407,16 @@ func (sc *scenario) summarize(tl *timeline, watches []*watch) *summary {
 		}
 	}
 	return sum
+}
+
+// onlyPriority0 reports whether every request of s was served by priority 0.
+func onlyPriority0(s second, priorityOf map[string]string) bool {
+	served := 0
+	for name, n := range s.Counts {
+		if priorityOf[name] != "p0" {
+			return false
+		}
+		served += n
+	}
+	return served > 0
 }

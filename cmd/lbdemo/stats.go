@@ -94,19 +94,6 @@ type timeline struct {
 	Seconds  []second
 }
 
-// total sums the counts of the seconds whose time is in [from, to).
-func (t *timeline) total(from, to time.Duration) map[string]int {
-	sum := map[string]int{}
-	for _, s := range t.Seconds {
-		if s.At >= from && s.At < to {
-			for name, n := range s.Counts {
-				sum[name] += n
-			}
-		}
-	}
-	return sum
-}
-
 // dominantPriority returns the priority whose backends served most of
 // counts, or "-".
 func dominantPriority(counts map[string]int, priorityOf map[string]string) string {

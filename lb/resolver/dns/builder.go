@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
@@ -43,48 +44,12 @@ func init() { resolver.Register(&Builder{}) }
 // addresses are unmapped.
 type LookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
 
-// Backoff is the retry schedule after failed resolutions: the n-th
-// consecutive failure (from 0) waits min(BaseDelay × Multiplierⁿ, MaxDelay),
-// then scaled by a random factor in [1-Jitter, 1+Jitter].
-type Backoff struct {
-	// BaseDelay is the wait after the first failure. It must be positive.
-	BaseDelay time.Duration
-	// Multiplier scales the wait after each further failure. It must be at
-	// least 1.
-	Multiplier float64
-	// Jitter is the relative random spread of each wait, from 0 (none) to
-	// 1. The random factor comes from resolver.BuildOptions.Rand.
-	Jitter float64
-	// MaxDelay caps the wait before jitter. It must be at least BaseDelay.
-	MaxDelay time.Duration
-}
-
-// DefaultBackoff returns the schedule used without [WithBackoff], gRPC's
-// connection backoff: 1 s, ×1.6, ±20 %, at most 120 s.
-func DefaultBackoff() Backoff {
-	return Backoff{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 120 * time.Second}
-}
-
-func (b Backoff) validate() error {
-	switch {
-	case b.BaseDelay <= 0:
-		return fmt.Errorf("BaseDelay %v is not positive", b.BaseDelay)
-	case !(b.Multiplier >= 1):
-		return fmt.Errorf("Multiplier %v is less than 1", b.Multiplier)
-	case !(b.Jitter >= 0 && b.Jitter <= 1):
-		return fmt.Errorf("Jitter %v is not in [0, 1]", b.Jitter)
-	case b.MaxDelay < b.BaseDelay:
-		return fmt.Errorf("MaxDelay %v is less than BaseDelay %v", b.MaxDelay, b.BaseDelay)
-	}
-	return nil
-}
-
 // config is what the options set. It is read-only once NewBuilder returns.
 type config struct {
 	port          string
 	minInterval   time.Duration
 	lookupTimeout time.Duration
-	backoff       Backoff
+	backoff       backoff.Config
 	lookup        LookupFunc
 }
 
@@ -135,12 +100,14 @@ func WithLookupTimeout(d time.Duration) Option {
 	})
 }
 
-// WithBackoff sets the retry schedule after failed resolutions. The default
-// is [DefaultBackoff]. b must satisfy the rules on [Backoff]'s fields.
-func WithBackoff(b Backoff) Option {
+// WithBackoff sets the retry schedule after failed resolutions; its jitter
+// comes from resolver.BuildOptions.Rand. The default is [backoff.Default],
+// gRPC's connection backoff: 1 s, ×1.6, ±20 %, at most 120 s. b must satisfy
+// the rules on [backoff.Config]'s fields.
+func WithBackoff(b backoff.Config) Option {
 	return optionFunc(func(c *config) error {
-		if err := b.validate(); err != nil {
-			return fmt.Errorf("WithBackoff: %w", err)
+		if err := b.Validate("WithBackoff"); err != nil {
+			return err
 		}
 		c.backoff = b
 		return nil
@@ -179,7 +146,7 @@ func defaultConfig() config {
 		port:          strconv.Itoa(DefaultPort),
 		minInterval:   DefaultMinResolutionInterval,
 		lookupTimeout: DefaultLookupTimeout,
-		backoff:       DefaultBackoff(),
+		backoff:       backoff.Default(),
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"go.uber.org/goleak"
 
+	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/dns"
 )
@@ -333,7 +334,7 @@ func TestFailuresAreReportedAndRetriedWithBackoff(t *testing.T) {
 		return []netip.Addr{netip.MustParseAddr("10.0.0.1")}, nil
 	}}
 	cc := &fakeCC{}
-	b := mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithBackoff(dns.Backoff{
+	b := mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithBackoff(backoff.Config{
 		BaseDelay: time.Second, Multiplier: 2, MaxDelay: 5 * time.Second,
 	}))
 	r := build(t, b, "a.test", cc, clk)
@@ -375,7 +376,7 @@ func TestJitterStaysInBounds(t *testing.T) {
 		return nil, errors.New("fail")
 	}}
 	cc := &fakeCC{}
-	build(t, mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithBackoff(dns.Backoff{
+	build(t, mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithBackoff(backoff.Config{
 		BaseDelay: 10 * time.Second, Multiplier: 1, Jitter: 0.5, MaxDelay: 10 * time.Second,
 	})), "a.test", cc, clk)
 	cc.nextError(t)
@@ -394,7 +395,7 @@ func TestRejectedUpdateIsRetriedWithBackoff(t *testing.T) {
 	clk := clock.NewMock()
 	stub := &stubLookup{clock: clk, respond: answer("10.0.0.1")}
 	cc := &fakeCC{updateErrs: []error{errors.New("bad resolver state")}}
-	build(t, mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithBackoff(dns.Backoff{
+	build(t, mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithBackoff(backoff.Config{
 		BaseDelay: time.Second, Multiplier: 1.6, MaxDelay: time.Minute,
 	})), "a.test", cc, clk)
 	cc.nextState(t) // rejected
@@ -529,23 +530,16 @@ func TestNewBuilderPanicsOnBadOptions(t *testing.T) {
 		dns.WithDefaultPort(0),
 		dns.WithMinResolutionInterval(-1),
 		dns.WithLookupTimeout(-1),
-		dns.WithBackoff(dns.Backoff{}),
-		dns.WithBackoff(dns.Backoff{BaseDelay: time.Second, Multiplier: 0.5, MaxDelay: time.Second}),
-		dns.WithBackoff(dns.Backoff{BaseDelay: time.Second, Multiplier: 2, Jitter: 2, MaxDelay: time.Second}),
-		dns.WithBackoff(dns.Backoff{BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Millisecond}),
+		dns.WithBackoff(backoff.Config{}),
+		dns.WithBackoff(backoff.Config{BaseDelay: time.Second, Multiplier: 0.5, MaxDelay: time.Second}),
+		dns.WithBackoff(backoff.Config{BaseDelay: time.Second, Multiplier: 2, Jitter: 2, MaxDelay: time.Second}),
+		dns.WithBackoff(backoff.Config{BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Millisecond}),
 	} {
 		func() {
 			if _, err := dns.NewBuilder(o); err == nil || !strings.HasPrefix(err.Error(), "dns: NewBuilder: ") {
 				t.Errorf("NewBuilder error = %v, want a dns: NewBuilder: message", err)
 			}
 		}()
-	}
-}
-
-func TestDefaultBackoff(t *testing.T) {
-	want := dns.Backoff{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 120 * time.Second}
-	if got := dns.DefaultBackoff(); got != want {
-		t.Errorf("DefaultBackoff() = %+v, want %+v", got, want)
 	}
 }
 

@@ -32,7 +32,7 @@
 //     one resolution that follows; ResolveNow never blocks.
 //   - A failed resolution (a lookup error, a timeout, no addresses, or the
 //     channel rejecting the update) is retried with exponential backoff
-//     ([DefaultBackoff]: 1 s, ×1.6 per failure, at most 120 s, ±20 %
+//     ([backoff.Default]: 1 s, ×1.6 per failure, at most 120 s, ±20 %
 //     jitter; see [WithBackoff]) without waiting for ResolveNow. Retries
 //     after a failure are not held to the minimum interval. A success
 //     resets the backoff.

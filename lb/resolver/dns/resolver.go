@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"net"
 	"time"
@@ -93,7 +92,7 @@ func (r *dnsResolver) run() {
 		if r.ctx.Err() != nil {
 			return // closed: report nothing
 		}
-		backoff := r.cfg.backoff.delay(failures, r.rand)
+		backoff := r.cfg.backoff.Delay(failures, r.rand)
 		retryAt := r.clock.Now().Add(backoff)
 		if err == nil {
 			if err = r.cc.UpdateState(resolver.State{Addresses: addrs}); err != nil {
@@ -164,15 +163,4 @@ func (r *dnsResolver) sleepUntil(t time.Time) bool {
 	case <-timer.C:
 		return true
 	}
-}
-
-// delay returns the wait after the failures-th consecutive failure
-// (counting from 0), jittered with r.
-func (b Backoff) delay(failures int, r *rand.Rand) time.Duration {
-	d := float64(b.BaseDelay) * math.Pow(b.Multiplier, float64(failures))
-	d = min(d, float64(b.MaxDelay))
-	if b.Jitter > 0 {
-		d *= 1 + b.Jitter*(2*r.Float64()-1)
-	}
-	return time.Duration(d)
 }

@@ -1,4 +1,4 @@
-package conn
+package backoff
 
 import (
 	"math"
@@ -16,7 +16,7 @@ import (
 func TestPropertyBackoffFollowsTheSpec(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		seed := rapid.Uint64().Draw(t, "seed")
-		b := DefaultBackoff()
+		b := Default()
 		r1 := rand.New(rand.NewPCG(seed, 1))
 		r2 := rand.New(rand.NewPCG(seed, 1))
 		for k := range rapid.IntRange(1, 40).Draw(t, "retries") {
@@ -33,7 +33,7 @@ func TestPropertyBackoffFollowsTheSpec(t *testing.T) {
 }
 
 func TestBackoffWithoutJitter(t *testing.T) {
-	b := DefaultBackoff()
+	b := Default()
 	for k, want := range []time.Duration{time.Second, 1600 * time.Millisecond, 2560 * time.Millisecond} {
 		if got := b.Delay(k, nil); got != want {
 			t.Errorf("Delay(%d) = %v, want %v", k, got, want)
@@ -45,8 +45,8 @@ func TestBackoffWithoutJitter(t *testing.T) {
 }
 
 func TestBackoffValidation(t *testing.T) {
-	bad := Backoff{BaseDelay: 0, Multiplier: 0.5, Jitter: 2, MaxDelay: -1}
-	err := bad.validate("WithBackoff")
+	bad := Config{BaseDelay: 0, Multiplier: 0.5, Jitter: 2, MaxDelay: -1}
+	err := bad.Validate("WithBackoff")
 	if err == nil {
 		t.Fatal("invalid backoff accepted")
 	}
@@ -55,7 +55,7 @@ func TestBackoffValidation(t *testing.T) {
 			t.Errorf("error %q does not name %s", err, field)
 		}
 	}
-	if err := DefaultBackoff().validate("x"); err != nil {
+	if err := Default().Validate("x"); err != nil {
 		t.Errorf("default backoff rejected: %v", err)
 	}
 }

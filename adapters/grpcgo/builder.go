@@ -1,0 +1,113 @@
+package grpcgo
+
+import (
+	"encoding/json"
+
+	"google.golang.org/grpc/balancer"
+	"google.golang.org/grpc/serviceconfig"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/pickfirst"
+	"github.com/lbkit/lbkit/lb/priority"
+	"github.com/lbkit/lbkit/lb/weightedtarget"
+	"github.com/lbkit/lbkit/lb/wrr"
+)
+
+// The names this package registers with grpc-go's balancer registry, in its
+// init function. They are prefixed so as not to replace grpc-go's own
+// policies of the same kind.
+const (
+	// PickFirstName runs lbkit's pick_first (package pickfirst).
+	PickFirstName = "lbkit_pick_first"
+	// PriorityName runs lbkit's priority_experimental (package priority).
+	PriorityName = "lbkit_priority"
+	// WeightedTargetName runs lbkit's weighted_target_experimental
+	// (package weightedtarget).
+	WeightedTargetName = "lbkit_weighted_target"
+	// WeightedRoundRobinName runs lbkit's weighted_round_robin (package
+	// wrr), which spreads requests by the weights set with [SetWeight].
+	WeightedRoundRobinName = "lbkit_weighted_round_robin"
+)
+
+// init registers the four default policies. grpc-go's registry may only be
+// written during initialization, so registering here lets importing the
+// package be all a program needs; it is the package's only side effect.
+func init() {
+	Register(PickFirstName, pickfirst.Builder{})
+	Register(PriorityName, priority.NewBuilder())
+	Register(WeightedTargetName, weightedtarget.Builder{})
+	Register(WeightedRoundRobinName, wrr.Builder{})
+}
+
+// Register registers, with grpc-go's balancer registry, a [Builder] that
+// runs the lbkit policy b under name, with opts. Like
+// [balancer.Register], it must be called during initialization (from an
+// init function), or at least before any grpc.ClientConn that could parse
+// a service config is created: grpc-go's registry is not safe for
+// concurrent use. A later registration under the same name replaces the
+// earlier one; registering one of this package's default names replaces
+// the default.
+func Register(name string, b lb.Builder, opts ...Option) {
+	balancer.Register(NewBuilder(name, b, opts...))
+}
+
+// Builder is a grpc-go [balancer.Builder] and [balancer.ConfigParser] that
+// runs an lbkit policy. Create it with [NewBuilder]; register it with
+// [balancer.Register] (or use [Register]).
+//
+// Each balancer it builds is one lbkit balancer tree with its own
+// [lb.Serializer]; see the package documentation for how grpc-go's calls
+// reach it.
+type Builder struct {
+	name string
+	b    lb.Builder
+	opts options
+}
+
+var (
+	_ balancer.Builder      = (*Builder)(nil)
+	_ balancer.ConfigParser = (*Builder)(nil)
+)
+
+// NewBuilder returns a Builder that grpc-go knows as name and that runs the
+// lbkit policy b with opts.
+func NewBuilder(name string, b lb.Builder, opts ...Option) *Builder {
+	return &Builder{name: name, b: b, opts: newOptions(opts)}
+}
+
+// Name returns the name grpc-go knows the policy by, as given to
+// [NewBuilder].
+func (bb *Builder) Name() string { return bb.name }
+
+// lbConfig carries an lbkit policy's parsed config through grpc-go.
+type lbConfig struct {
+	serviceconfig.LoadBalancingConfig
+	cfg lb.Config
+}
+
+// ParseConfig parses the policy's JSON config with the lbkit builder's
+// ParseConfig: the config is exactly the JSON the lbkit policy takes. Child
+// policy lists nested in it (priority's children, weighted_target's
+// targets) are parsed with [lb.ParsePolicyList] and so name lbkit policies
+// as registered with lbkit ("pick_first", "weighted_round_robin", ...),
+// not grpc-go's. A builder without an [lb.ConfigParser] ignores its config.
+// An error is the lbkit builder's, normally a [*lb.ConfigError] naming the
+// offending field.
+func (bb *Builder) ParseConfig(raw json.RawMessage) (serviceconfig.LoadBalancingConfig, error) {
+	cp, ok := bb.b.(lb.ConfigParser)
+	if !ok {
+		return &lbConfig{}, nil
+	}
+	cfg, err := cp.ParseConfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	return &lbConfig{cfg: cfg}, nil
+}
+
+// Build returns a new balancer that runs the lbkit policy for cc. It creates
+// the balancer's serializer, passes it to the [WithSerializerObserver]
+// function, and builds the lbkit policy inside it.
+func (bb *Builder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) balancer.Balancer {
+	return newBridge(bb, cc, opts)
+}

@@ -1,0 +1,81 @@
+package grpcgo
+
+import (
+	"errors"
+
+	"google.golang.org/grpc/balancer"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// picker runs an lbkit picker for grpc-go. It holds nothing else, so a
+// READY pick costs one interface call and a type assertion on top of the
+// lbkit pick, and allocates nothing unless the lbkit result has a Done.
+type picker struct{ p lb.Picker }
+
+var _ balancer.Picker = (*picker)(nil)
+
+func newPicker(p lb.Picker) *picker { return &picker{p: p} }
+
+// errForeignSubConn is returned when an lbkit picker returns a SubConn this
+// bridge did not create, breaking lbkit's contract.
+var errForeignSubConn = status.Error(codes.Internal, "grpcgo: lbkit picker returned a SubConn not created by this channel")
+
+// Pick calls the lbkit picker and converts its answer:
+//
+//   - a SubConn: the grpc-go SubConn behind it, and a Done that passes
+//     [balancer.DoneInfo.Err] to the lbkit Done (if the lbkit pick had one);
+//   - [lb.ErrNoSubConnAvailable]: [balancer.ErrNoSubConnAvailable], so
+//     grpc-go queues the RPC until the next picker;
+//   - an error matching [lb.ErrDropped]: a status error with code
+//     UNAVAILABLE and the error's message, which grpc-go uses to fail the
+//     RPC even if it is wait-for-ready;
+//   - any other error ([lb.ErrTransientFailure] or unmarked): a plain
+//     error with the original message, which grpc-go uses to fail the RPC
+//     with UNAVAILABLE unless it is wait-for-ready, in which case it
+//     queues it.
+func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
+	r, err := p.p.Pick(lb.PickInfo{Ctx: info.Ctx, Method: info.FullMethodName})
+	if err != nil {
+		return balancer.PickResult{}, toGRPCPickError(err)
+	}
+	sc, ok := r.SubConn.(*subConn)
+	if !ok {
+		return balancer.PickResult{}, errForeignSubConn
+	}
+	res := balancer.PickResult{SubConn: sc.sc}
+	if done := r.Done; done != nil {
+		res.Done = func(di balancer.DoneInfo) { done(lb.DoneInfo{Err: di.Err}) }
+	}
+	return res, nil
+}
+
+// toGRPCPickError converts an lbkit pick error as [picker.Pick] describes.
+func toGRPCPickError(err error) error {
+	switch lb.ClassifyPickError(err) {
+	case lb.PickQueue:
+		return balancer.ErrNoSubConnAvailable
+	case lb.PickFail:
+		return status.Error(codes.Unavailable, err.Error())
+	default:
+		if isStatusError(err) {
+			// grpc-go would fail even wait-for-ready RPCs on a status
+			// error; keep the message and lose the status.
+			return plainError{msg: err.Error()}
+		}
+		return err
+	}
+}
+
+// isStatusError reports whether grpc-go would see err as a status error.
+func isStatusError(err error) bool {
+	var se interface{ GRPCStatus() *status.Status }
+	return errors.As(err, &se)
+}
+
+// plainError is an error message with no status and nothing to unwrap.
+type plainError struct{ msg string }
+
+func (e plainError) Error() string { return e.msg }

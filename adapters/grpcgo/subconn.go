@@ -1,0 +1,91 @@
+package grpcgo
+
+import (
+	"fmt"
+
+	"google.golang.org/grpc/balancer"
+	"google.golang.org/grpc/connectivity"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// subConn is the lb.SubConn handed to the lbkit tree: a grpc-go SubConn and
+// the lbkit listener of its states.
+type subConn struct {
+	b *bridge
+	// sc is set right after grpc-go creates the SubConn, before the lbkit
+	// tree sees this subConn; read-only afterwards. Pickers return it
+	// without a lookup.
+	sc       balancer.SubConn
+	listener func(lb.SubConnState)
+	shutdown bool // touched only inside the serializer
+}
+
+var _ lb.SubConn = (*subConn)(nil)
+
+// Connect asks grpc-go to connect the SubConn.
+func (s *subConn) Connect() { s.sc.Connect() }
+
+// Shutdown shuts the grpc-go SubConn down, once.
+func (s *subConn) Shutdown() {
+	if s.shutdown {
+		return
+	}
+	s.shutdown = true
+	s.sc.Shutdown()
+}
+
+// String names the grpc-go SubConn, for logs.
+func (s *subConn) String() string { return fmt.Sprint(s.sc) }
+
+// onState is the grpc-go StateListener. grpc-go calls it from its own
+// serializer; it runs the lbkit listener inside the tree's serializer and
+// waits, so states arrive in grpc-go's order, serialized with everything
+// else. States after the balancer closed are dropped.
+func (s *subConn) onState(st balancer.SubConnState) {
+	b := s.b
+	b.run(func() {
+		if b.closed {
+			return
+		}
+		s.listener(lb.SubConnState{
+			ConnectivityState: toLBState(st.ConnectivityState),
+			ConnectionError:   st.ConnectionError,
+		})
+	})
+}
+
+// toLBState maps grpc-go's connectivity states one to one onto lbkit's.
+func toLBState(s connectivity.State) lb.ConnectivityState {
+	switch s {
+	case connectivity.Idle:
+		return lb.Idle
+	case connectivity.Connecting:
+		return lb.Connecting
+	case connectivity.Ready:
+		return lb.Ready
+	case connectivity.TransientFailure:
+		return lb.TransientFailure
+	case connectivity.Shutdown:
+		return lb.Shutdown
+	}
+	// grpc-go has no other state; an unknown one is not usable.
+	return lb.TransientFailure
+}
+
+// toGRPCState maps lbkit's connectivity states one to one onto grpc-go's.
+func toGRPCState(s lb.ConnectivityState) connectivity.State {
+	switch s {
+	case lb.Idle:
+		return connectivity.Idle
+	case lb.Connecting:
+		return connectivity.Connecting
+	case lb.Ready:
+		return connectivity.Ready
+	case lb.TransientFailure:
+		return connectivity.TransientFailure
+	case lb.Shutdown:
+		return connectivity.Shutdown
+	}
+	return connectivity.TransientFailure
+}

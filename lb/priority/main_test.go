@@ -20,7 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	lb.Register(leafBuilder{})
+	lb.Register(lbtest.NewLeafBuilder(leafName))
 	lb.Register(scriptBuilder{})
 	goleak.VerifyTestMain(m)
 }
@@ -150,8 +150,6 @@ func pickerToken(p lb.Picker) string {
 	switch p := p.(type) {
 	case *scriptPicker:
 		return p.token
-	case *leafPicker:
-		return "<leaf>"
 	case nil:
 		return "<nil>"
 	}
@@ -162,7 +160,8 @@ func pickerToken(p lb.Picker) string {
 	case err != nil:
 		return "<error: " + err.Error() + ">"
 	}
-	return fmt.Sprintf("<%T>", p)
+	return "<leaf>" // the only pickers here that return a SubConn
+
 }
 
 // pick returns the SubConn p picks, failing the test on an error.
@@ -250,3 +249,7 @@ const (
 	failover = DefaultFailoverTimeout
 	retain   = DefaultDeactivationDelay
 )
+
+// leafName is the test leaf policy (lbtest.NewLeafBuilder): one SubConn per
+// address, connected at once, round robin over the READY ones.
+const leafName = "test_leaf"

@@ -21,7 +21,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	lb.Register(leafBuilder{})
+	lb.Register(lbtest.NewLeafBuilder(leafName))
 	lb.Register(scriptBuilder{})
 	goleak.VerifyTestMain(m)
 }
@@ -260,3 +260,7 @@ func (b *logBuffer) String() string {
 func newLogger(b *logBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// leafName is the test leaf policy (lbtest.NewLeafBuilder): one SubConn per
+// address, connected at once, round robin over the READY ones.
+const leafName = "test_rr"

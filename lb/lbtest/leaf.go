@@ -1,4 +1,4 @@
-package weightedtarget
+package lbtest
 
 import (
 	"errors"
@@ -8,18 +8,30 @@ import (
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
-// leafName is a test-only leaf policy: one SubConn per address, connected
-// at once, round robin over the READY ones. Its state is its SubConns'
-// aggregate. It publishes inline from every UpdateClientConnState, so it
-// also exercises re-entrant reports.
-const leafName = "test_rr"
+// NewLeafBuilder returns a simple leaf policy for testing parent policies
+// (priority, weighted_target, your own), registered by the caller under
+// name:
+//
+//   - one SubConn per address (by Addr), connected at once;
+//   - its state is the SubConns' aggregate ([lb.StateCounter]);
+//   - READY: round robin over the READY SubConns, without allocating;
+//   - TRANSIENT_FAILURE: an error picker naming the last connection error,
+//     and a ResolveNow for each failure;
+//   - an empty address list: TRANSIENT_FAILURE and [lb.ErrBadResolverState];
+//   - ExitIdle reconnects IDLE SubConns; a resolver error with no address
+//     reports TRANSIENT_FAILURE.
+//
+// It publishes inline from UpdateClientConnState, so it also exercises a
+// parent's handling of re-entrant reports. Like every balancer, it must be
+// called serially.
+func NewLeafBuilder(name string) lb.Builder { return leafBuilder{name: name} }
 
-type leafBuilder struct{}
+type leafBuilder struct{ name string }
 
-func (leafBuilder) Name() string { return leafName }
+func (b leafBuilder) Name() string { return b.name }
 
-func (leafBuilder) Build(cc lb.ClientConn, _ lb.BuildOptions) lb.Balancer {
-	return &leaf{cc: cc, subConns: make(map[string]*leafSubConn)}
+func (b leafBuilder) Build(cc lb.ClientConn, _ lb.BuildOptions) lb.Balancer {
+	return &leaf{name: b.name, cc: cc, subConns: make(map[string]*leafSubConn)}
 }
 
 type leafSubConn struct {
@@ -30,17 +42,17 @@ type leafSubConn struct {
 }
 
 type leaf struct {
-	cc lb.ClientConn
-	// subConns is keyed by Addr: the tests never reuse an Addr with other
-	// attributes.
-	subConns map[string]*leafSubConn
+	name     string
+	cc       lb.ClientConn
+	subConns map[string]*leafSubConn // by Addr
 	order    []*leafSubConn
 	closed   bool
 }
 
-var errLeafNoAddresses = errors.New("test_rr: no addresses")
-
 func (l *leaf) UpdateClientConnState(s lb.ClientConnState) error {
+	if l.closed {
+		return nil
+	}
 	want := make(map[string]bool, len(s.ResolverState.Addresses))
 	for _, a := range s.ResolverState.Addresses {
 		want[a.Addr] = true
@@ -72,7 +84,7 @@ func (l *leaf) UpdateClientConnState(s lb.ClientConnState) error {
 	}
 	if len(l.order) == 0 {
 		l.cc.UpdateState(lb.State{ConnectivityState: lb.TransientFailure,
-			Picker: lb.NewErrPicker(lb.TransientFailureError(errLeafNoAddresses))})
+			Picker: lb.NewErrPicker(lb.TransientFailureError(errors.New(l.name + ": no addresses")))})
 		return lb.ErrBadResolverState
 	}
 	l.publish()
@@ -84,6 +96,9 @@ func (l *leaf) subConnState(lsc *leafSubConn, st lb.SubConnState) {
 		return
 	}
 	lsc.state, lsc.err = st.ConnectivityState, st.ConnectionError
+	if st.ConnectivityState == lb.TransientFailure {
+		l.cc.ResolveNow()
+	}
 	l.publish()
 }
 
@@ -116,9 +131,26 @@ func (l *leaf) publish() {
 	l.cc.UpdateState(s)
 }
 
-func (l *leaf) ResolverError(error) {}
+func (l *leaf) ResolverError(err error) {
+	if !l.closed && len(l.order) == 0 {
+		l.cc.UpdateState(lb.State{ConnectivityState: lb.TransientFailure,
+			Picker: lb.NewErrPicker(lb.TransientFailureError(err))})
+	}
+}
 
-func (l *leaf) ExitIdle() {}
+func (l *leaf) ExitIdle() {
+	changed := false
+	for _, lsc := range l.order {
+		if lsc.state == lb.Idle {
+			lsc.state = lb.Connecting
+			lsc.sc.Connect()
+			changed = true
+		}
+	}
+	if changed && !l.closed {
+		l.publish()
+	}
+}
 
 func (l *leaf) Close() {
 	l.closed = true
@@ -127,7 +159,8 @@ func (l *leaf) Close() {
 	}
 }
 
-// leafPicker round-robins over READY SubConns without allocating.
+// leafPicker round-robins over READY SubConns, starting with the first,
+// without allocating.
 type leafPicker struct {
 	results []lb.PickResult
 	next    atomic.Uint32

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -163,7 +164,11 @@ func decodeObject(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	return obj, nil
 }
 
-// jsonKind names the JSON type of raw for error messages.
+// JSONKind names the JSON type of raw for error messages: "an object", "an
+// array", "a string", "a boolean", "null", "a number", "invalid JSON" or
+// "nothing".
+func JSONKind(raw json.RawMessage) string { return jsonKind(raw) }
+
 func jsonKind(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
@@ -247,4 +252,60 @@ func (o ConfigObject) Decode(dst any, names ...string) error {
 		return ConfigErrorf(name, "%v", err)
 	}
 	return nil
+}
+
+// ParseUint32 parses a proto3 JSON uint32 of at least lowest: a JSON number,
+// or a string holding one, whose value is a whole number from lowest to
+// 4294967295 (a fraction or exponent is accepted when the value is whole:
+// "1e2" is 100, "3.0" is 3). Null or an empty raw is the default value, 0,
+// and so an error when lowest > 0. An error is a [*ConfigError] with an
+// empty path, for the caller to prefix.
+func ParseUint32(raw json.RawMessage, lowest uint32) (uint32, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		if lowest > 0 {
+			return 0, ConfigErrorf("", "must be >= %d, got 0", lowest)
+		}
+		return 0, nil
+	}
+	text := string(raw)
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return 0, ConfigErrorf("", "want an integer, got invalid JSON")
+		}
+		if !isJSONNumber(text) {
+			return 0, ConfigErrorf("", "want an integer, got %q", text)
+		}
+	} else if !isJSONNumber(text) {
+		return 0, ConfigErrorf("", "want an integer, got %s", jsonKind(raw))
+	}
+	if n, err := strconv.ParseUint(text, 10, 64); err == nil {
+		switch {
+		case n > math.MaxUint32:
+			return 0, ConfigErrorf("", "must be <= %d, got %s", uint32(math.MaxUint32), text)
+		case n < uint64(lowest):
+			return 0, ConfigErrorf("", "must be >= %d, got %s", lowest, text)
+		}
+		return uint32(n), nil
+	}
+	// A fraction, an exponent, a sign or more than 64 bits: float64 holds
+	// every whole number up to 2^53 exactly, far beyond 2^32-1.
+	f, _ := strconv.ParseFloat(text, 64) // ±Inf on overflow, checked below
+	switch {
+	case f < float64(lowest) || f < 0:
+		return 0, ConfigErrorf("", "must be >= %d, got %s", lowest, text)
+	case f > math.MaxUint32:
+		return 0, ConfigErrorf("", "must be <= %d, got %s", uint32(math.MaxUint32), text)
+	case f != math.Trunc(f):
+		return 0, ConfigErrorf("", "want an integer, got %s", text)
+	}
+	return uint32(f), nil
+}
+
+// isJSONNumber reports whether s is exactly one JSON number.
+func isJSONNumber(s string) bool {
+	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
+		return false
+	}
+	return json.Valid([]byte(s))
 }

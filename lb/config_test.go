@@ -275,3 +275,35 @@ func FuzzParseLoadBalancingConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestParseUint32(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		lowest uint32
+		want   uint32
+		err    string
+	}{
+		{`3`, 0, 3, ""},
+		{`"3"`, 0, 3, ""},
+		{`1e2`, 0, 100, ""},
+		{`3.0`, 1, 3, ""},
+		{`4294967295`, 0, 4294967295, ""},
+		{`null`, 0, 0, ""},
+		{``, 1, 0, "must be >= 1, got 0"},
+		{`0`, 1, 0, "must be >= 1, got 0"},
+		{`-2`, 1, 0, "must be >= 1, got -2"},
+		{`4294967296`, 0, 0, "must be <= 4294967295, got 4294967296"},
+		{`2.5`, 0, 0, "want an integer, got 2.5"},
+		{`" 3"`, 0, 0, `want an integer, got " 3"`},
+		{`true`, 0, 0, "want an integer, got a boolean"},
+		{`{"value":3}`, 0, 0, "want an integer, got an object"},
+	} {
+		got, err := lb.ParseUint32(json.RawMessage(tc.in), tc.lowest)
+		if tc.err == "" && (err != nil || got != tc.want) {
+			t.Errorf("ParseUint32(%s, %d) = %d, %v; want %d", tc.in, tc.lowest, got, err, tc.want)
+		}
+		if tc.err != "" && (err == nil || err.Error() != tc.err) {
+			t.Errorf("ParseUint32(%s, %d) error = %v, want %q", tc.in, tc.lowest, err, tc.err)
+		}
+	}
+}

@@ -1,13 +1,10 @@
 package weightedtarget
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
-	"strconv"
 
 	"github.com/lbkit/lbkit/lb"
 )
@@ -100,76 +97,10 @@ func parseTarget(raw json.RawMessage) (Target, error) {
 	return Target{Weight: w, ChildPolicy: p}, nil
 }
 
-// parseWeight parses a weight: a JSON number or a string holding one, whose
-// value is a whole number in 1..2^32-1. Missing or null is 0, and so
-// rejected, as proto3 JSON reads them as the default value.
-func parseWeight(raw json.RawMessage) (uint32, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return 0, lb.ConfigErrorf("", "must be >= 1, got 0")
-	}
-	text := string(raw)
-	if raw[0] == '"' {
-		if err := json.Unmarshal(raw, &text); err != nil {
-			return 0, lb.ConfigErrorf("", "want an integer, got invalid JSON")
-		}
-		if !isJSONNumber(text) {
-			return 0, lb.ConfigErrorf("", "want an integer, got %q", text)
-		}
-	} else if !isJSONNumber(text) {
-		return 0, lb.ConfigErrorf("", "want an integer, got %s", jsonKind(raw))
-	}
-	if n, err := strconv.ParseUint(text, 10, 64); err == nil {
-		if n > math.MaxUint32 {
-			return 0, lb.ConfigErrorf("", "must be <= %d, got %s", uint32(math.MaxUint32), text)
-		}
-		if n == 0 {
-			return 0, lb.ConfigErrorf("", "must be >= 1, got %s", text)
-		}
-		return uint32(n), nil
-	}
-	// A fraction, an exponent, a sign or more than 64 bits: float64 holds
-	// every whole number up to 2^53 exactly, far beyond 2^32-1.
-	f, _ := strconv.ParseFloat(text, 64) // ±Inf on overflow, checked below
-	switch {
-	case f < 1:
-		return 0, lb.ConfigErrorf("", "must be >= 1, got %s", text)
-	case f > math.MaxUint32:
-		return 0, lb.ConfigErrorf("", "must be <= %d, got %s", uint32(math.MaxUint32), text)
-	case f != math.Trunc(f):
-		return 0, lb.ConfigErrorf("", "want an integer, got %s", text)
-	}
-	return uint32(f), nil
-}
-
-// isJSONNumber reports whether s is exactly one JSON number.
-func isJSONNumber(s string) bool {
-	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
-		return false
-	}
-	return json.Valid([]byte(s))
-}
-
-// jsonKind names the JSON type of a valid, trimmed raw value for error
-// messages.
-func jsonKind(raw json.RawMessage) string {
-	if !json.Valid(raw) {
-		return "invalid JSON"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
-}
+// parseWeight parses a weight: a proto3 JSON uint32 ([lb.ParseUint32]) of
+// at least 1. Missing or null is 0, and so rejected, as proto3 JSON reads
+// them as the default value.
+func parseWeight(raw json.RawMessage) (uint32, error) { return lb.ParseUint32(raw, 1) }
 
 // validate checks what the balancer relies on, for a Config built by hand
 // rather than parsed: every target has a weight of at least 1 and a policy.

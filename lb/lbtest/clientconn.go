@@ -85,6 +85,7 @@ type ClientConn struct {
 
 	mu       sync.Mutex
 	events   []Event
+	taken    int // events returned by TakeEvents so far
 	subConns []*SubConn
 	// NewSubConnErr, when set before a NewSubConn call, makes that call
 	// fail with it.
@@ -108,6 +109,16 @@ func (cc *ClientConn) Events() []Event {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	return slices.Clone(cc.events)
+}
+
+// TakeEvents returns the calls recorded since the previous TakeEvents (or
+// since the start), in order: "what did the policy do since I last looked".
+func (cc *ClientConn) TakeEvents() []Event {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	out := slices.Clone(cc.events[cc.taken:])
+	cc.taken = len(cc.events)
+	return out
 }
 
 // SubConns returns every SubConn created, in order.

@@ -235,6 +235,28 @@ func (h *Harness) Close() {
 	h.Serializer.Close()
 }
 
+// SubConn returns the i-th SubConn created (from 0), failing the test if
+// there is none.
+func (h *Harness) SubConn(i int) *SubConn {
+	h.tb.Helper()
+	scs := h.CC.SubConns()
+	if i < 0 || i >= len(scs) {
+		h.tb.Fatalf("lbtest: SubConn %d does not exist; %d created", i, len(scs))
+	}
+	return scs[i]
+}
+
+// State returns the newest published state, failing the test if none was
+// published.
+func (h *Harness) State() lb.State {
+	h.tb.Helper()
+	s, ok := h.CC.LastState()
+	if !ok {
+		h.tb.Fatalf("lbtest: no state published")
+	}
+	return s
+}
+
 // CountPicks calls p.Pick n times and counts the SubConns returned. It stops
 // at the first error and returns it with the counts so far.
 func CountPicks(p lb.Picker, n int) (map[lb.SubConn]int, error) {

@@ -107,6 +107,15 @@ func TestClientConnRecordsInOrder(t *testing.T) {
 	if !slices.Equal(kinds, want) {
 		t.Fatalf("events %v, want %v", kinds, want)
 	}
+	if got := len(cc.TakeEvents()); got != len(want) {
+		t.Fatalf("TakeEvents returned %d events, want %d", got, len(want))
+	}
+	if got := cc.TakeEvents(); len(got) != 0 {
+		t.Fatalf("second TakeEvents returned %v, want nothing new", got)
+	}
+	if h.SubConn(0) != sc || h.State().ConnectivityState != lb.Connecting {
+		t.Fatalf("SubConn(0) or State() disagree with what was recorded")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if _, err := cc.WaitForState(ctx, lb.Connecting); err != nil {

@@ -30,9 +30,8 @@ func addrs(names ...string) []resolver.Address {
 // env is a pick_first balancer on the lbtest harness, with a cursor into the
 // recorded events so each step can assert exactly what it caused.
 type env struct {
-	t    testing.TB
-	h    *lbtest.Harness
-	seen int
+	t testing.TB
+	h *lbtest.Harness
 }
 
 func newEnv(t testing.TB, opts ...lbtest.Option) *env {
@@ -58,12 +57,10 @@ func (e *env) mustUpdate(names ...string) {
 
 // events returns the events recorded since the last call, as strings.
 func (e *env) events() []string {
-	all := e.h.CC.Events()
-	out := make([]string, 0, len(all)-e.seen)
-	for _, ev := range all[e.seen:] {
+	var out []string
+	for _, ev := range e.h.CC.TakeEvents() {
 		out = append(out, ev.String())
 	}
-	e.seen = len(all)
 	return out
 }
 
@@ -86,21 +83,13 @@ func fmtEvents(ev []string) string {
 // sc returns the i-th SubConn created.
 func (e *env) sc(i int) *lbtest.SubConn {
 	e.t.Helper()
-	scs := e.h.CC.SubConns()
-	if i >= len(scs) {
-		e.t.Fatalf("SubConn %d does not exist; %d created", i, len(scs))
-	}
-	return scs[i]
+	return e.h.SubConn(i)
 }
 
 // state returns the last published state.
 func (e *env) state() lb.State {
 	e.t.Helper()
-	s, ok := e.h.CC.LastState()
-	if !ok {
-		e.t.Fatalf("no state published")
-	}
-	return s
+	return e.h.State()
 }
 
 // wantPick asserts that the last picker returns sc.

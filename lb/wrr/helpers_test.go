@@ -46,10 +46,9 @@ func eps(weights ...int) []resolver.Address {
 // cursor into the recorded events so each step can assert exactly what it
 // caused.
 type env struct {
-	t    lbtest.TB
-	h    *lbtest.Harness
-	cfg  lb.Config
-	seen int
+	t   lbtest.TB
+	h   *lbtest.Harness
+	cfg lb.Config
 }
 
 // newEnv builds the policy with cfg (nil for the default) on a new harness.
@@ -91,12 +90,10 @@ func (e *env) readyAll(addrs ...resolver.Address) []*lbtest.SubConn {
 
 // events returns the events recorded since the last call, as strings.
 func (e *env) events() []string {
-	all := e.h.CC.Events()
-	out := make([]string, 0, len(all)-e.seen)
-	for _, ev := range all[e.seen:] {
+	var out []string
+	for _, ev := range e.h.CC.TakeEvents() {
 		out = append(out, ev.String())
 	}
-	e.seen = len(all)
 	return out
 }
 
@@ -119,21 +116,13 @@ func fmtList(ev []string) string {
 // sc returns the i-th SubConn created.
 func (e *env) sc(i int) *lbtest.SubConn {
 	e.t.Helper()
-	scs := e.h.CC.SubConns()
-	if i >= len(scs) {
-		e.t.Fatalf("SubConn %d does not exist; %d created", i, len(scs))
-	}
-	return scs[i]
+	return e.h.SubConn(i)
 }
 
 // state returns the last published state.
 func (e *env) state() lb.State {
 	e.t.Helper()
-	s, ok := e.h.CC.LastState()
-	if !ok {
-		e.t.Fatalf("no state published")
-	}
-	return s
+	return e.h.State()
 }
 
 // picks makes n picks on the last picker, which must be READY, and returns

@@ -153,3 +153,22 @@ func TestCountPicksStopsAtError(t *testing.T) {
 		t.Fatalf("CountPicks = %v, %v", counts, err)
 	}
 }
+
+func TestResolverClientConn(t *testing.T) {
+	var cc lbtest.ResolverClientConn
+	rejected := errors.New("rejected")
+	cc.FailUpdates(rejected)
+	if err := cc.UpdateState(resolver.State{}); err != rejected {
+		t.Fatalf("first UpdateState = %v, want the queued error", err)
+	}
+	if err := cc.UpdateState(resolver.State{}); err != nil {
+		t.Fatalf("second UpdateState = %v, want nil", err)
+	}
+	cc.ReportError(rejected)
+	if got := cc.Events.Peek(); len(got) != 3 || got[2].Err != rejected {
+		t.Fatalf("events %v, want two updates then the error", got)
+	}
+	if cc.Events.Pending() != 3 {
+		t.Fatalf("Peek received events")
+	}
+}

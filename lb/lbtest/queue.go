@@ -72,6 +72,13 @@ func (q *Queue[T]) Drain() []T {
 	return out
 }
 
+// Peek returns the events not received yet, without receiving them.
+func (q *Queue[T]) Peek() []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]T(nil), q.items[q.read:]...)
+}
+
 // Pending returns how many events have not been received yet.
 func (q *Queue[T]) Pending() int {
 	q.mu.Lock()

@@ -3,7 +3,6 @@ package dns_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lbkit/lbkit/lb/backoff"
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/dns"
 )
@@ -25,102 +25,43 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const hangGuard = 10 * time.Second
 
 // event is one call a resolver made on its ClientConn.
-type event struct {
-	state resolver.State // UpdateState
-	err   error          // ReportError, when non-nil
-}
+type event = lbtest.ResolverEvent
 
-func (e event) String() string {
-	if e.err != nil {
-		return fmt.Sprintf("ReportError(%v)", e.err)
-	}
-	return fmt.Sprintf("UpdateState(%v)", e.state.Addresses)
-}
-
-// fakeCC is a fake resolver.ClientConn: it records every call in order and
-// never drops one.
-type fakeCC struct {
-	mu         sync.Mutex
-	events     []event
-	read       int
-	signal     chan struct{} // closed and cleared on each push
-	updateErrs []error       // returned by successive UpdateState calls, then nil
-}
-
-func (c *fakeCC) push(e event) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.events = append(c.events, e)
-	if c.signal != nil {
-		close(c.signal)
-		c.signal = nil
-	}
-}
-
-func (c *fakeCC) UpdateState(s resolver.State) error {
-	c.push(event{state: s})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.updateErrs) == 0 {
-		return nil
-	}
-	err := c.updateErrs[0]
-	c.updateErrs = c.updateErrs[1:]
-	return err
-}
-
-func (c *fakeCC) ReportError(err error) { c.push(event{err: err}) }
+// fakeCC is lbtest's fake resolver.ClientConn with the waits these tests
+// use.
+type fakeCC struct{ lbtest.ResolverClientConn }
 
 // next returns the oldest event not yet returned, waiting for it.
 func (c *fakeCC) next(t *testing.T) event {
 	t.Helper()
-	timeout := time.NewTimer(hangGuard)
-	defer timeout.Stop()
-	for {
-		c.mu.Lock()
-		if c.read < len(c.events) {
-			e := c.events[c.read]
-			c.read++
-			c.mu.Unlock()
-			return e
-		}
-		if c.signal == nil {
-			c.signal = make(chan struct{})
-		}
-		ch := c.signal
-		c.mu.Unlock()
-		select {
-		case <-ch:
-		case <-timeout.C:
-			t.Fatalf("no ClientConn call within %v", hangGuard)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	e, err := c.Events.Receive(ctx)
+	if err != nil {
+		t.Fatalf("no ClientConn call within %v", hangGuard)
 	}
+	return e
 }
 
 func (c *fakeCC) nextState(t *testing.T) resolver.State {
 	t.Helper()
 	e := c.next(t)
-	if e.err != nil {
+	if e.Err != nil {
 		t.Fatalf("got %v, want UpdateState", e)
 	}
-	return e.state
+	return e.State
 }
 
 func (c *fakeCC) nextError(t *testing.T) error {
 	t.Helper()
 	e := c.next(t)
-	if e.err == nil {
+	if e.Err == nil {
 		t.Fatalf("got %v, want ReportError", e)
 	}
-	return e.err
+	return e.Err
 }
 
-// pending returns the events not yet returned by next.
-func (c *fakeCC) pending() []event {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.events[c.read:])
-}
+func (c *fakeCC) pending() []event { return c.Events.Peek() }
 
 // stubLookup is a LookupFunc that records the host and the clock's time of
 // each call and answers with respond.
@@ -221,7 +162,7 @@ func TestIPLiteralIsPublishedWithoutLookup(t *testing.T) {
 			r := build(t, mustBuilder(t, append(tc.opts, dns.WithLookup(lookup))...), tc.target, cc, clock.NewMock())
 			r.ResolveNow()
 			r.Close()
-			if got := cc.pending(); len(got) != 1 || !slices.Equal(got[0].state.Addresses, addrs(tc.want)) {
+			if got := cc.pending(); len(got) != 1 || !slices.Equal(got[0].State.Addresses, addrs(tc.want)) {
 				t.Errorf("published %v, want exactly UpdateState([%s])", got, tc.want)
 			}
 		})
@@ -394,7 +335,8 @@ func TestJitterStaysInBounds(t *testing.T) {
 func TestRejectedUpdateIsRetriedWithBackoff(t *testing.T) {
 	clk := clock.NewMock()
 	stub := &stubLookup{clock: clk, respond: answer("10.0.0.1")}
-	cc := &fakeCC{updateErrs: []error{errors.New("bad resolver state")}}
+	cc := &fakeCC{}
+	cc.FailUpdates(errors.New("bad resolver state"))
 	build(t, mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithBackoff(backoff.Config{
 		BaseDelay: time.Second, Multiplier: 1.6, MaxDelay: time.Minute,
 	})), "a.test", cc, clk)
@@ -547,7 +489,7 @@ func TestZeroBuilderUsesDefaults(t *testing.T) {
 	cc := &fakeCC{}
 	r := build(t, &dns.Builder{}, "10.0.0.1", cc, clock.NewMock())
 	r.Close()
-	if got := cc.pending(); len(got) != 1 || !slices.Equal(got[0].state.Addresses, addrs("10.0.0.1:443")) {
+	if got := cc.pending(); len(got) != 1 || !slices.Equal(got[0].State.Addresses, addrs("10.0.0.1:443")) {
 		t.Errorf("zero Builder published %v, want 10.0.0.1:443", got)
 	}
 }

@@ -211,7 +211,8 @@ func TestMissingFileAtBuild(t *testing.T) {
 func TestRejectedStateIsPublishedAgainOnResolveNow(t *testing.T) {
 	content := assignment("10.0.0.1")
 	want := stateOf(t, content)
-	cc := &fakeCC{updateErrs: []error{errors.New("bad resolver state")}}
+	cc := &fakeCC{}
+	cc.FailUpdates(errors.New("bad resolver state"))
 	e := newEnv(t, content, cc)
 	checkPublished(t, cc.nextState(t), want) // rejected
 	e.poll(t)                                // unchanged: not retried by polling

@@ -1,7 +1,7 @@
 package eds_test
 
 import (
-	"fmt"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/eds"
 )
@@ -22,95 +23,43 @@ const hangGuard = 10 * time.Second
 const interval = 5 * time.Second
 
 // event is one call a resolver made on its ClientConn.
-type event struct {
-	state resolver.State // UpdateState
-	err   error          // ReportError, when non-nil
-}
+type event = lbtest.ResolverEvent
 
-func (e event) String() string {
-	if e.err != nil {
-		return fmt.Sprintf("ReportError(%v)", e.err)
-	}
-	return fmt.Sprintf("UpdateState(%v)", e.state.Addresses)
-}
-
-// fakeCC records every ClientConn call in order and never drops one.
-type fakeCC struct {
-	mu         sync.Mutex
-	events     []event
-	read       int
-	signal     chan struct{} // closed and cleared on each push
-	updateErrs []error       // returned by successive UpdateState calls, then nil
-}
-
-func (c *fakeCC) push(e event) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.events = append(c.events, e)
-	if c.signal != nil {
-		close(c.signal)
-		c.signal = nil
-	}
-	if e.err != nil || len(c.updateErrs) == 0 {
-		return nil
-	}
-	err := c.updateErrs[0]
-	c.updateErrs = c.updateErrs[1:]
-	return err
-}
-
-func (c *fakeCC) UpdateState(s resolver.State) error { return c.push(event{state: s}) }
-func (c *fakeCC) ReportError(err error)              { _ = c.push(event{err: err}) }
+// fakeCC is lbtest's fake resolver.ClientConn with the waits these tests
+// use.
+type fakeCC struct{ lbtest.ResolverClientConn }
 
 // next returns the oldest event not yet returned, waiting for it.
 func (c *fakeCC) next(t *testing.T) event {
 	t.Helper()
-	timeout := time.NewTimer(hangGuard)
-	defer timeout.Stop()
-	for {
-		c.mu.Lock()
-		if c.read < len(c.events) {
-			e := c.events[c.read]
-			c.read++
-			c.mu.Unlock()
-			return e
-		}
-		if c.signal == nil {
-			c.signal = make(chan struct{})
-		}
-		ch := c.signal
-		c.mu.Unlock()
-		select {
-		case <-ch:
-		case <-timeout.C:
-			t.Fatalf("no ClientConn call within %v", hangGuard)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	e, err := c.Events.Receive(ctx)
+	if err != nil {
+		t.Fatalf("no ClientConn call within %v", hangGuard)
 	}
+	return e
 }
 
 func (c *fakeCC) nextState(t *testing.T) resolver.State {
 	t.Helper()
 	e := c.next(t)
-	if e.err != nil {
+	if e.Err != nil {
 		t.Fatalf("got %v, want UpdateState", e)
 	}
-	return e.state
+	return e.State
 }
 
 func (c *fakeCC) nextError(t *testing.T) error {
 	t.Helper()
 	e := c.next(t)
-	if e.err == nil {
+	if e.Err == nil {
 		t.Fatalf("got %v, want ReportError", e)
 	}
-	return e.err
+	return e.Err
 }
 
-func (c *fakeCC) pending() []event {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.events[c.read:])
-}
+func (c *fakeCC) pending() []event { return c.Events.Peek() }
 
 // reads counts the resolver's file reads, so a test can wait for one.
 type reads struct {

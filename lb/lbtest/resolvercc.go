@@ -1,0 +1,64 @@
+package lbtest
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// ResolverEvent is one call a resolver made on a [ResolverClientConn].
+type ResolverEvent struct {
+	// State is the update, for UpdateState.
+	State resolver.State
+	// Err is the error, for ReportError; nil for UpdateState.
+	Err error
+}
+
+// String describes the event, for test failures.
+func (e ResolverEvent) String() string {
+	if e.Err != nil {
+		return fmt.Sprintf("ReportError(%v)", e.Err)
+	}
+	return fmt.Sprintf("UpdateState(%v)", e.State.Addresses)
+}
+
+// ResolverClientConn is a fake [resolver.ClientConn] for testing resolvers:
+// it records every call, in order, in Events, and never drops one. The zero
+// value is ready to use; it is safe for concurrent use.
+type ResolverClientConn struct {
+	// Events receives one event per UpdateState or ReportError call.
+	Events Queue[ResolverEvent]
+
+	mu         sync.Mutex
+	updateErrs []error
+}
+
+var _ resolver.ClientConn = (*ResolverClientConn)(nil)
+
+// UpdateState records s and returns the next error given to FailUpdates, or
+// nil.
+func (c *ResolverClientConn) UpdateState(s resolver.State) error {
+	c.Events.push(ResolverEvent{State: s})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.updateErrs) == 0 {
+		return nil
+	}
+	err := c.updateErrs[0]
+	c.updateErrs = c.updateErrs[1:]
+	return err
+}
+
+// ReportError records err.
+func (c *ResolverClientConn) ReportError(err error) {
+	c.Events.push(ResolverEvent{Err: err})
+}
+
+// FailUpdates makes the next len(errs) UpdateState calls return errs, in
+// order, as a channel rejecting an update would.
+func (c *ResolverClientConn) FailUpdates(errs ...error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.updateErrs = append(c.updateErrs, errs...)
+}

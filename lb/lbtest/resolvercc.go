@@ -1,6 +1,7 @@
 package lbtest
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -61,4 +62,39 @@ func (c *ResolverClientConn) FailUpdates(errs ...error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.updateErrs = append(c.updateErrs, errs...)
+}
+
+// Next receives the oldest event not yet received, failing the test if none
+// arrives before the hang guard.
+func (c *ResolverClientConn) Next(tb TB) ResolverEvent {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	e, err := c.Events.Receive(ctx)
+	if err != nil {
+		tb.Fatalf("lbtest: no resolver ClientConn call within %v", hangGuard)
+	}
+	return e
+}
+
+// NextState receives the next event, failing the test unless it is an
+// UpdateState, and returns its state.
+func (c *ResolverClientConn) NextState(tb TB) resolver.State {
+	tb.Helper()
+	e := c.Next(tb)
+	if e.Err != nil {
+		tb.Fatalf("lbtest: got %v, want UpdateState", e)
+	}
+	return e.State
+}
+
+// NextError receives the next event, failing the test unless it is a
+// ReportError, and returns its error.
+func (c *ResolverClientConn) NextError(tb TB) error {
+	tb.Helper()
+	e := c.Next(tb)
+	if e.Err == nil {
+		tb.Fatalf("lbtest: got %v, want ReportError", e)
+	}
+	return e.Err
 }

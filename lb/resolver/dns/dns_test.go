@@ -27,41 +27,8 @@ const hangGuard = 10 * time.Second
 // event is one call a resolver made on its ClientConn.
 type event = lbtest.ResolverEvent
 
-// fakeCC is lbtest's fake resolver.ClientConn with the waits these tests
-// use.
-type fakeCC struct{ lbtest.ResolverClientConn }
-
-// next returns the oldest event not yet returned, waiting for it.
-func (c *fakeCC) next(t *testing.T) event {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	e, err := c.Events.Receive(ctx)
-	if err != nil {
-		t.Fatalf("no ClientConn call within %v", hangGuard)
-	}
-	return e
-}
-
-func (c *fakeCC) nextState(t *testing.T) resolver.State {
-	t.Helper()
-	e := c.next(t)
-	if e.Err != nil {
-		t.Fatalf("got %v, want UpdateState", e)
-	}
-	return e.State
-}
-
-func (c *fakeCC) nextError(t *testing.T) error {
-	t.Helper()
-	e := c.next(t)
-	if e.Err == nil {
-		t.Fatalf("got %v, want ReportError", e)
-	}
-	return e.Err
-}
-
-func (c *fakeCC) pending() []event { return c.Events.Peek() }
+// fakeCC is lbtest's fake resolver.ClientConn.
+type fakeCC = lbtest.ResolverClientConn
 
 // stubLookup is a LookupFunc that records the host and the clock's time of
 // each call and answers with respond.
@@ -162,7 +129,7 @@ func TestIPLiteralIsPublishedWithoutLookup(t *testing.T) {
 			r := build(t, mustBuilder(t, append(tc.opts, dns.WithLookup(lookup))...), tc.target, cc, clock.NewMock())
 			r.ResolveNow()
 			r.Close()
-			if got := cc.pending(); len(got) != 1 || !slices.Equal(got[0].State.Addresses, addrs(tc.want)) {
+			if got := cc.Events.Peek(); len(got) != 1 || !slices.Equal(got[0].State.Addresses, addrs(tc.want)) {
 				t.Errorf("published %v, want exactly UpdateState([%s])", got, tc.want)
 			}
 		})
@@ -185,7 +152,7 @@ func TestStubbedLookupIsPublished(t *testing.T) {
 			stub := &stubLookup{clock: clk, respond: answer("10.0.0.1", "::ffff:10.0.0.2", "2001:db8::1")}
 			cc := &fakeCC{}
 			build(t, mustBuilder(t, append(tc.opts, dns.WithLookup(stub.lookup))...), tc.target, cc, clk)
-			st := cc.nextState(t)
+			st := cc.NextState(t)
 			if !slices.Equal(st.Addresses, tc.want) || st.ServiceConfig != nil {
 				t.Errorf("published %v (service config %s), want %v and none", st.Addresses, st.ServiceConfig, tc.want)
 			}
@@ -218,22 +185,22 @@ func TestResolveNowIsCoalescedAndRateLimited(t *testing.T) {
 			stub := &stubLookup{clock: clk, respond: answer("10.0.0.1")}
 			cc := &fakeCC{}
 			r := build(t, mustBuilder(t, append(tc.opts, dns.WithLookup(stub.lookup))...), "a.test", cc, clk)
-			cc.nextState(t) // the first resolution, at 0
+			cc.NextState(t) // the first resolution, at 0
 
 			r.ResolveNow()
 			r.ResolveNow()
 			r.ResolveNow()
 			clk.Add(tc.interval - time.Nanosecond)
-			if _, times := stub.calls(); len(times) != 1 || len(cc.pending()) != 0 {
-				t.Fatalf("lookups at %v and events %v before the interval ended, want one lookup and none", times, cc.pending())
+			if _, times := stub.calls(); len(times) != 1 || len(cc.Events.Peek()) != 0 {
+				t.Fatalf("lookups at %v and events %v before the interval ended, want one lookup and none", times, cc.Events.Peek())
 			}
 			clk.Add(time.Nanosecond)
-			cc.nextState(t) // three requests, one resolution, at the interval
+			cc.NextState(t) // three requests, one resolution, at the interval
 
 			// Well past the interval, one request resolves at once.
 			clk.Add(3 * tc.interval)
 			r.ResolveNow()
-			cc.nextState(t)
+			cc.NextState(t)
 			_, times := stub.calls()
 			if want := []time.Duration{0, tc.interval, 4 * tc.interval}; !slices.Equal(times, want) {
 				t.Errorf("lookups at %v, want %v", times, want)
@@ -257,9 +224,9 @@ func TestResolveNowDuringLookupIsNotLost(t *testing.T) {
 	<-inLookup
 	r.ResolveNow() // made after the first resolution started
 	close(release)
-	cc.nextState(t)
+	cc.NextState(t)
 	advanceExactly(clk, 30*time.Second)
-	cc.nextState(t)
+	cc.NextState(t)
 	if _, times := stub.calls(); !slices.Equal(times, []time.Duration{0, 30 * time.Second}) {
 		t.Errorf("lookups at %v, want [0s 30s]", times)
 	}
@@ -287,12 +254,12 @@ func TestFailuresAreReportedAndRetriedWithBackoff(t *testing.T) {
 			advanceExactly(clk, at)
 		}
 		if i < 4 {
-			if err := cc.nextError(t); !errors.Is(err, failure) || !strings.Contains(err.Error(), `dns: resolving "a.test"`) {
+			if err := cc.NextError(t); !errors.Is(err, failure) || !strings.Contains(err.Error(), `dns: resolving "a.test"`) {
 				t.Errorf("failure %d reported as %v, want it wrapped with the host", i, err)
 			}
 			continue
 		}
-		if st := cc.nextState(t); !slices.Equal(st.Addresses, addrs("10.0.0.1:443")) {
+		if st := cc.NextState(t); !slices.Equal(st.Addresses, addrs("10.0.0.1:443")) {
 			t.Errorf("published %v after recovery", st.Addresses)
 		}
 	}
@@ -303,9 +270,9 @@ func TestFailuresAreReportedAndRetriedWithBackoff(t *testing.T) {
 	stub.setRespond(func(context.Context, int) ([]netip.Addr, error) { return nil, failure })
 	advanceExactly(clk, 42*time.Second)
 	r.ResolveNow()
-	cc.nextError(t)
+	cc.NextError(t)
 	advanceExactly(clk, 43*time.Second)
-	cc.nextError(t)
+	cc.NextError(t)
 	if _, times := stub.calls(); !slices.Equal(times[5:], []time.Duration{42 * time.Second, 43 * time.Second}) {
 		t.Errorf("lookups after the reset at %v, want [42s 43s]", times[5:])
 	}
@@ -320,13 +287,13 @@ func TestJitterStaysInBounds(t *testing.T) {
 	build(t, mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithBackoff(backoff.Config{
 		BaseDelay: 10 * time.Second, Multiplier: 1, Jitter: 0.5, MaxDelay: 10 * time.Second,
 	})), "a.test", cc, clk)
-	cc.nextError(t)
+	cc.NextError(t)
 	clk.Add(5*time.Second - time.Nanosecond)
 	if _, times := stub.calls(); len(times) != 1 {
 		t.Fatalf("retried at %v, before the earliest jittered delay 5s", times[1:])
 	}
 	clk.Add(10*time.Second + time.Nanosecond)
-	cc.nextError(t)
+	cc.NextError(t)
 	if _, times := stub.calls(); times[1] < 5*time.Second || times[1] > 15*time.Second {
 		t.Errorf("retried at %v, want within [5s, 15s]", times[1])
 	}
@@ -340,9 +307,9 @@ func TestRejectedUpdateIsRetriedWithBackoff(t *testing.T) {
 	build(t, mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithBackoff(backoff.Config{
 		BaseDelay: time.Second, Multiplier: 1.6, MaxDelay: time.Minute,
 	})), "a.test", cc, clk)
-	cc.nextState(t) // rejected
+	cc.NextState(t) // rejected
 	advanceExactly(clk, time.Second)
-	cc.nextState(t) // accepted
+	cc.NextState(t) // accepted
 	if _, times := stub.calls(); !slices.Equal(times, []time.Duration{0, time.Second}) {
 		t.Errorf("lookups at %v, want [0s 1s]", times)
 	}
@@ -353,7 +320,7 @@ func TestEmptyAnswerIsAnError(t *testing.T) {
 	stub := &stubLookup{clock: clk, respond: answer()}
 	cc := &fakeCC{}
 	build(t, mustBuilder(t, dns.WithLookup(stub.lookup)), "a.test", cc, clk)
-	if err := cc.nextError(t); !errors.Is(err, dns.ErrNoAddresses) {
+	if err := cc.NextError(t); !errors.Is(err, dns.ErrNoAddresses) {
 		t.Errorf("reported %v, want ErrNoAddresses", err)
 	}
 }
@@ -392,7 +359,7 @@ func TestCloseCancelsLookupInFlight(t *testing.T) {
 	}
 	r.Close() // idempotent
 	r.ResolveNow()
-	if got := cc.pending(); len(got) != 0 {
+	if got := cc.Events.Peek(); len(got) != 0 {
 		t.Errorf("ClientConn calls %v for a resolver closed mid-lookup, want none", got)
 	}
 	goleak.VerifyNone(t)
@@ -404,10 +371,10 @@ func TestCloseWhileWaiting(t *testing.T) {
 		respond func(context.Context, int) ([]netip.Addr, error)
 		wait    func(*testing.T, *fakeCC, resolver.Resolver)
 	}{
-		{"for ResolveNow", answer("10.0.0.1"), func(t *testing.T, cc *fakeCC, _ resolver.Resolver) { cc.nextState(t) }},
-		{"for the interval", answer("10.0.0.1"), func(t *testing.T, cc *fakeCC, r resolver.Resolver) { cc.nextState(t); r.ResolveNow() }},
+		{"for ResolveNow", answer("10.0.0.1"), func(t *testing.T, cc *fakeCC, _ resolver.Resolver) { cc.NextState(t) }},
+		{"for the interval", answer("10.0.0.1"), func(t *testing.T, cc *fakeCC, r resolver.Resolver) { cc.NextState(t); r.ResolveNow() }},
 		{"for the backoff", func(context.Context, int) ([]netip.Addr, error) { return nil, errors.New("x") },
-			func(t *testing.T, cc *fakeCC, _ resolver.Resolver) { cc.nextError(t) }},
+			func(t *testing.T, cc *fakeCC, _ resolver.Resolver) { cc.NextError(t) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewMock()
@@ -421,7 +388,7 @@ func TestCloseWhileWaiting(t *testing.T) {
 			tc.wait(t, cc, r)
 			r.Close() // must not wait for the clock
 			clk.Add(time.Hour)
-			if got := cc.pending(); len(got) != 0 {
+			if got := cc.Events.Peek(); len(got) != 0 {
 				t.Errorf("ClientConn calls %v after Close", got)
 			}
 			goleak.VerifyNone(t)
@@ -436,7 +403,7 @@ func TestLookupTimeout(t *testing.T) {
 	build(t, mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithLookupTimeout(10*time.Second)), "a.test", cc, clk)
 	<-started
 	clk.Add(10 * time.Second)
-	if err := cc.nextError(t); !strings.Contains(err.Error(), "lookup timed out after 10s") {
+	if err := cc.NextError(t); !strings.Contains(err.Error(), "lookup timed out after 10s") {
 		t.Errorf("reported %v, want a timeout", err)
 	}
 	<-returned
@@ -489,7 +456,7 @@ func TestZeroBuilderUsesDefaults(t *testing.T) {
 	cc := &fakeCC{}
 	r := build(t, &dns.Builder{}, "10.0.0.1", cc, clock.NewMock())
 	r.Close()
-	if got := cc.pending(); len(got) != 1 || !slices.Equal(got[0].State.Addresses, addrs("10.0.0.1:443")) {
+	if got := cc.Events.Peek(); len(got) != 1 || !slices.Equal(got[0].State.Addresses, addrs("10.0.0.1:443")) {
 		t.Errorf("zero Builder published %v, want 10.0.0.1:443", got)
 	}
 }

@@ -21,7 +21,7 @@ func TestAuthorityServerIsAsked(t *testing.T) {
 	})
 	cc := &fakeCC{}
 	build(t, mustBuilder(t), "dns://"+srv.Addr()+"/a.test:8080", cc, clock.NewMock())
-	st := cc.nextState(t)
+	st := cc.NextState(t)
 	got := make([]string, len(st.Addresses))
 	for i, a := range st.Addresses {
 		got[i] = a.Addr
@@ -39,7 +39,7 @@ func TestAuthorityServerNXDomainIsReported(t *testing.T) {
 	srv := startDNSServer(t, map[string][]netip.Addr{})
 	cc := &fakeCC{}
 	build(t, mustBuilder(t), "dns://"+srv.Addr()+"/missing.test", cc, clock.NewMock())
-	if err := cc.nextError(t); !strings.Contains(err.Error(), `dns: resolving "missing.test"`) || !strings.Contains(err.Error(), "no such host") {
+	if err := cc.NextError(t); !strings.Contains(err.Error(), `dns: resolving "missing.test"`) || !strings.Contains(err.Error(), "no such host") {
 		t.Errorf("reported %v, want a no-such-host error naming the host", err)
 	}
 }

@@ -71,7 +71,7 @@ func TestTargetPaths(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cc.nextError(t)
+		cc.NextError(t)
 		r.Close()
 	}
 	for _, name := range got {
@@ -96,13 +96,13 @@ func TestPublishesOnBuild(t *testing.T) {
 	content := assignment("10.0.0.1", "10.0.0.2")
 	cc := &fakeCC{}
 	newEnv(t, content, cc)
-	checkPublished(t, cc.nextState(t), stateOf(t, content))
+	checkPublished(t, cc.NextState(t), stateOf(t, content))
 }
 
 func TestRereadsAfterPollInterval(t *testing.T) {
 	cc := &fakeCC{}
 	e := newEnv(t, assignment("10.0.0.1"), cc)
-	cc.nextState(t)
+	cc.NextState(t)
 	second := assignment("10.0.0.2")
 	e.write(t, second)
 	e.clk.Add(interval - time.Nanosecond)
@@ -111,14 +111,14 @@ func TestRereadsAfterPollInterval(t *testing.T) {
 	}
 	e.clk.Add(time.Nanosecond)
 	e.reads.waitFor(t, 2)
-	checkPublished(t, cc.nextState(t), stateOf(t, second))
+	checkPublished(t, cc.NextState(t), stateOf(t, second))
 }
 
 func TestUnchangedFileIsNotPublished(t *testing.T) {
 	content := assignment("10.0.0.1")
 	cc := &fakeCC{}
 	e := newEnv(t, content, cc)
-	cc.nextState(t)
+	cc.NextState(t)
 	e.write(t, content) // same bytes, new modification time
 	e.poll(t)
 	e.write(t, strings.ReplaceAll(content, ",", ", ")) // same assignment, other bytes
@@ -128,7 +128,7 @@ func TestUnchangedFileIsNotPublished(t *testing.T) {
 	second := assignment("10.0.0.2")
 	e.write(t, second)
 	e.poll(t)
-	checkPublished(t, cc.nextState(t), stateOf(t, second))
+	checkPublished(t, cc.NextState(t), stateOf(t, second))
 	e.poll(t)
 	e.r.Close()
 	checkQuiet(t, cc)
@@ -137,18 +137,18 @@ func TestUnchangedFileIsNotPublished(t *testing.T) {
 func TestResolveNowRereads(t *testing.T) {
 	cc := &fakeCC{}
 	e := newEnv(t, assignment("10.0.0.1"), cc)
-	cc.nextState(t)
+	cc.NextState(t)
 	second := assignment("10.0.0.2")
 	e.write(t, second)
 	e.r.ResolveNow()
-	checkPublished(t, cc.nextState(t), stateOf(t, second))
+	checkPublished(t, cc.NextState(t), stateOf(t, second))
 
 	e.r.ResolveNow() // unchanged: read, nothing published
 	e.reads.waitFor(t, 3)
 	third := assignment("10.0.0.3")
 	e.write(t, third)
 	e.r.ResolveNow()
-	checkPublished(t, cc.nextState(t), stateOf(t, third))
+	checkPublished(t, cc.NextState(t), stateOf(t, third))
 	if n := e.reads.count(); n != 4 {
 		t.Errorf("%d reads, want 4", n)
 	}
@@ -157,12 +157,12 @@ func TestResolveNowRereads(t *testing.T) {
 func TestInvalidFileKeepsLastGoodState(t *testing.T) {
 	cc := &fakeCC{}
 	e := newEnv(t, assignment("10.0.0.1"), cc)
-	cc.nextState(t)
+	cc.NextState(t)
 
 	// An invalid assignment is reported with its path, once per content.
 	e.write(t, strings.Replace(assignment("10.0.0.1"), `"port_value":80`, `"port_value":70000`, 1))
 	e.poll(t)
-	err := cc.nextError(t)
+	err := cc.NextError(t)
 	var pe *eds.Error
 	if !errors.As(err, &pe) || pe.Path != portPath || !strings.Contains(err.Error(), e.file) {
 		t.Fatalf("reported %v, want an *eds.Error at %s naming the file", err, portPath)
@@ -171,7 +171,7 @@ func TestInvalidFileKeepsLastGoodState(t *testing.T) {
 
 	e.write(t, "{not json")
 	e.poll(t)
-	if err := cc.nextError(t); !errors.As(err, &pe) || pe.Path != "" {
+	if err := cc.NextError(t); !errors.As(err, &pe) || pe.Path != "" {
 		t.Fatalf("reported %v, want an *eds.Error without a path", err)
 	}
 
@@ -180,32 +180,32 @@ func TestInvalidFileKeepsLastGoodState(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.poll(t)
-	if err := cc.nextError(t); !errors.Is(err, fs.ErrNotExist) {
+	if err := cc.NextError(t); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("reported %v, want fs.ErrNotExist", err)
 	}
 	e.poll(t)
 	e.r.ResolveNow()
-	if err := cc.nextError(t); !errors.Is(err, fs.ErrNotExist) {
+	if err := cc.NextError(t); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("reported %v after ResolveNow, want fs.ErrNotExist", err)
 	}
 
 	second := assignment("10.0.0.2")
 	e.write(t, second)
 	e.poll(t)
-	checkPublished(t, cc.nextState(t), stateOf(t, second))
+	checkPublished(t, cc.NextState(t), stateOf(t, second))
 	checkQuiet(t, cc)
 }
 
 func TestMissingFileAtBuild(t *testing.T) {
 	cc := &fakeCC{}
 	e := newEnv(t, "", cc)
-	if err := cc.nextError(t); !errors.Is(err, fs.ErrNotExist) {
+	if err := cc.NextError(t); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("reported %v, want fs.ErrNotExist", err)
 	}
 	content := assignment("10.0.0.1")
 	e.write(t, content)
 	e.poll(t)
-	checkPublished(t, cc.nextState(t), stateOf(t, content))
+	checkPublished(t, cc.NextState(t), stateOf(t, content))
 }
 
 func TestRejectedStateIsPublishedAgainOnResolveNow(t *testing.T) {
@@ -214,16 +214,16 @@ func TestRejectedStateIsPublishedAgainOnResolveNow(t *testing.T) {
 	cc := &fakeCC{}
 	cc.FailUpdates(errors.New("bad resolver state"))
 	e := newEnv(t, content, cc)
-	checkPublished(t, cc.nextState(t), want) // rejected
+	checkPublished(t, cc.NextState(t), want) // rejected
 	e.poll(t)                                // unchanged: not retried by polling
 	e.r.ResolveNow()
-	checkPublished(t, cc.nextState(t), want) // accepted
+	checkPublished(t, cc.NextState(t), want) // accepted
 	e.r.ResolveNow()                         // accepted and unchanged: nothing
 	e.reads.waitFor(t, 4)
 	second := assignment("10.0.0.2")
 	e.write(t, second)
 	e.r.ResolveNow()
-	checkPublished(t, cc.nextState(t), stateOf(t, second))
+	checkPublished(t, cc.NextState(t), stateOf(t, second))
 }
 
 // The resolver keeps one Namer: swapping two priorities in the file swaps
@@ -244,10 +244,10 @@ func TestChildNamesFollowLocalitiesAcrossFileChanges(t *testing.T) {
 		}
 		return m
 	}
-	before := names(cc.nextState(t))
+	before := names(cc.NextState(t))
 	e.write(t, two("2", "1"))
 	e.poll(t)
-	after := names(cc.nextState(t))
+	after := names(cc.NextState(t))
 	if len(before) != 2 || before["10.0.0.1:80"] != after["10.0.0.1:80"] || before["10.0.0.2:80"] != after["10.0.0.2:80"] {
 		t.Errorf("child names before the swap %v, after %v; want each address to keep its child", before, after)
 	}
@@ -256,7 +256,7 @@ func TestChildNamesFollowLocalitiesAcrossFileChanges(t *testing.T) {
 func TestCloseStopsPolling(t *testing.T) {
 	cc := &fakeCC{}
 	e := newEnv(t, assignment("10.0.0.1"), cc)
-	cc.nextState(t)
+	cc.NextState(t)
 	e.r.Close()
 	e.r.Close() // idempotent
 	e.r.ResolveNow()
@@ -297,10 +297,10 @@ func TestDefaultPollInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	checkPublished(t, cc.nextState(t), stateOf(t, first))
+	checkPublished(t, cc.NextState(t), stateOf(t, first))
 	if err := os.WriteFile(file, []byte(second), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	clk.Add(eds.DefaultPollInterval)
-	checkPublished(t, cc.nextState(t), stateOf(t, second))
+	checkPublished(t, cc.NextState(t), stateOf(t, second))
 }

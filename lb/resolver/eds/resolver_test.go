@@ -1,7 +1,6 @@
 package eds_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,41 +24,8 @@ const interval = 5 * time.Second
 // event is one call a resolver made on its ClientConn.
 type event = lbtest.ResolverEvent
 
-// fakeCC is lbtest's fake resolver.ClientConn with the waits these tests
-// use.
-type fakeCC struct{ lbtest.ResolverClientConn }
-
-// next returns the oldest event not yet returned, waiting for it.
-func (c *fakeCC) next(t *testing.T) event {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	e, err := c.Events.Receive(ctx)
-	if err != nil {
-		t.Fatalf("no ClientConn call within %v", hangGuard)
-	}
-	return e
-}
-
-func (c *fakeCC) nextState(t *testing.T) resolver.State {
-	t.Helper()
-	e := c.next(t)
-	if e.Err != nil {
-		t.Fatalf("got %v, want UpdateState", e)
-	}
-	return e.State
-}
-
-func (c *fakeCC) nextError(t *testing.T) error {
-	t.Helper()
-	e := c.next(t)
-	if e.Err == nil {
-		t.Fatalf("got %v, want ReportError", e)
-	}
-	return e.Err
-}
-
-func (c *fakeCC) pending() []event { return c.Events.Peek() }
+// fakeCC is lbtest's fake resolver.ClientConn.
+type fakeCC = lbtest.ResolverClientConn
 
 // reads counts the resolver's file reads, so a test can wait for one.
 type reads struct {
@@ -191,7 +157,7 @@ func checkPublished(t *testing.T, got, want resolver.State) {
 // The resolver publishes nothing more than what the test has read.
 func checkQuiet(t *testing.T, cc *fakeCC) {
 	t.Helper()
-	if p := cc.pending(); len(p) > 0 {
+	if p := cc.Events.Peek(); len(p) > 0 {
 		t.Fatalf("unexpected ClientConn calls %v", p)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -244,6 +246,28 @@ func (h *Harness) SubConn(i int) *SubConn {
 		h.tb.Fatalf("lbtest: SubConn %d does not exist; %d created", i, len(scs))
 	}
 	return scs[i]
+}
+
+// WantEvents fails the test unless the calls recorded since the previous
+// TakeEvents (or WantEvents) are exactly want, each written as
+// [Event.String] writes it, such as "Connect(SubConn(0: [a:1]))" or
+// "UpdateState(READY)".
+func (h *Harness) WantEvents(want ...string) {
+	h.tb.Helper()
+	var got []string
+	for _, ev := range h.CC.TakeEvents() {
+		got = append(got, ev.String())
+	}
+	if !slices.Equal(got, want) {
+		h.tb.Fatalf("lbtest: events:\n  got  %s\n  want %s", listOrNone(got), listOrNone(want))
+	}
+}
+
+func listOrNone(ev []string) string {
+	if len(ev) == 0 {
+		return "(none)"
+	}
+	return strings.Join(ev, ", ")
 }
 
 // State returns the newest published state, failing the test if none was

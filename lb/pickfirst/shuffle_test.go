@@ -125,3 +125,29 @@ func TestShuffleIsUniform(t *testing.T) {
 		t.Fatalf("first-address counts %v: chi-square %.2f > %.2f", counts, chi2, critical)
 	}
 }
+
+// gRFC A62 put the shuffleAddressList knob behind the temporary environment
+// variable GRPC_EXPERIMENTAL_PICKFIRST_LB_CONFIG while it was being built.
+// lbkit has no such guard: the knob is always parsed and always honoured, even
+// when the variable says "false" (docs/conformance.md, A62 row 17).
+func TestShuffleIgnoresExperimentalEnvironmentVariable(t *testing.T) {
+	for _, value := range []string{"false", "true", ""} {
+		t.Setenv("GRPC_EXPERIMENTAL_PICKFIRST_LB_CONFIG", value)
+		p, err := lb.ParseLoadBalancingConfig([]byte(`[{"pick_first": {"shuffleAddressList": true}}]`))
+		if err != nil || p.Config != shuffle {
+			t.Fatalf("with the variable %q: ParseLoadBalancingConfig = %+v, %v; want pick_first with %+v", value, p, err, shuffle)
+		}
+		list := names(8)
+		orders := map[string]bool{}
+		for seed := uint64(1); seed <= 5; seed++ {
+			e := newEnv(t, lbtest.WithSeed(seed))
+			if err := e.update(p.Config.(pickfirst.Config), list...); err != nil {
+				t.Fatal(err)
+			}
+			orders[fmt.Sprint(passOrder(t, e, 0, len(list)))] = true
+		}
+		if len(orders) == 1 {
+			t.Fatalf("with the variable %q, seeds 1 to 5 all tried the addresses in one order: the list is not being shuffled", value)
+		}
+	}
+}

@@ -25,8 +25,8 @@ deps: ## Download every module's dependencies.
 	@for m in $(MODULES); do (cd $$m && go mod download) || exit 1; done
 
 .PHONY: test
-test: deps ## Vet, race-enabled tests of every module, short fuzz runs.
-	@for m in $(MODULES); do echo "== $$m"; (cd $$m && go vet ./... && go test -race -count=1 ./...) || exit 1; done
+test: deps lint ## gofmt, vet, staticcheck, race-enabled tests of every module, short fuzz runs.
+	@for m in $(MODULES); do echo "== $$m"; (cd $$m && go test -race -count=1 ./...) || exit 1; done
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 
 .PHONY: fuzz

@@ -286,21 +286,48 @@ func (sc *SubConn) State() lb.ConnectivityState {
 // goroutine, not from inside a serialized callback.
 func (sc *SubConn) UpdateState(s lb.SubConnState) {
 	sc.cc.tb.Helper()
-	sc.mu.Lock()
-	if sc.shutdown {
-		sc.mu.Unlock()
+	deliver, ok := sc.prepare(s)
+	if !ok {
 		return
 	}
+	if err := runAndSettle(sc.cc.serializer, deliver); err != nil {
+		sc.cc.tb.Fatalf("lbtest: delivering %v to %v: %v", s.ConnectivityState, sc, err)
+	}
+}
+
+// QueueState queues s for the SubConn's listener on the serializer and
+// returns at once, without waiting; [Harness.Settle] waits for it and its
+// consequences. Reports queued back to back run back to back, as when many
+// connections change state while the tree is busy: use it to test that a
+// policy coalesces work across a burst. Like UpdateState, it must be called
+// from the test's goroutine, and a report queued for a SubConn that is shut
+// down by the time it runs is not delivered.
+func (sc *SubConn) QueueState(s lb.SubConnState) {
+	sc.cc.tb.Helper()
+	deliver, ok := sc.prepare(s)
+	if !ok {
+		return
+	}
+	if !sc.cc.serializer.Schedule(deliver) {
+		sc.cc.tb.Fatalf("lbtest: queueing %v for %v: the serializer is closed", s.ConnectivityState, sc)
+	}
+}
+
+// prepare records s as the SubConn's state and returns the serialized call
+// that delivers it to the listener (unless the SubConn is shut down by the
+// time it runs). It returns false, recording nothing, after Shutdown.
+func (sc *SubConn) prepare(s lb.SubConnState) (deliver func(), ok bool) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.shutdown {
+		return nil, false
+	}
 	sc.state = s.ConnectivityState
-	sc.mu.Unlock()
-	err := runAndSettle(sc.cc.serializer, func() {
+	return func() {
 		if !sc.IsShutdown() {
 			sc.listener(s)
 		}
-	})
-	if err != nil {
-		sc.cc.tb.Fatalf("lbtest: delivering %v to %v: %v", s.ConnectivityState, sc, err)
-	}
+	}, true
 }
 
 // Connecting reports CONNECTING; see [SubConn.UpdateState].

@@ -35,6 +35,9 @@ type balancer struct {
 	cc     lb.ClientConn
 	rand   *rand.Rand
 	logger *slog.Logger
+	// sched is the tree's scheduler, on which READY-set changes coalesce
+	// into one picker rebuild (see markReadySetChanged).
+	sched lb.Scheduler
 
 	// cfg is the config of the last update.
 	cfg Config
@@ -62,7 +65,12 @@ type balancer struct {
 	// resolverErr is the resolver error reported since the last update, or
 	// nil.
 	resolverErr error
-	closed      bool
+	// rebuildScheduled is set while a coalesced rebuild waits on sched;
+	// stale is set when the READY set changed after the last published
+	// picker was built. See markReadySetChanged.
+	rebuildScheduled bool
+	stale            bool
+	closed           bool
 }
 
 // subConn is the policy's record of one endpoint and its SubConn.
@@ -252,6 +260,8 @@ func (b *balancer) updateSubConnState(sd *subConn, s lb.SubConnState) {
 	switch {
 	case agg != b.state:
 	case agg == lb.Ready && readyChanged:
+		b.markReadySetChanged()
+		return
 	case agg == lb.TransientFailure && st == lb.TransientFailure:
 	default:
 		return // the published picker still says everything
@@ -259,8 +269,37 @@ func (b *balancer) updateSubConnState(sd *subConn, s lb.SubConnState) {
 	b.regenerate()
 }
 
+// markReadySetChanged rebuilds the READY picker after a SubConn joined or
+// left the READY set while the policy stays READY. The rebuild is O(n), so
+// instead of running it at once it is scheduled behind the calls already
+// queued on the tree's scheduler, and every READY-set change until it runs
+// joins it: n endpoints that become READY in one burst (their reports queue
+// while the serializer works) cost one rebuild, not n, which made a
+// 10,000-endpoint start O(n^2). The published picker meanwhile still names
+// only SubConns that were READY; a pick on one that has since left READY
+// waits for the next picker, as the L9 contract says. Any other publication
+// (a state change, an update) builds from the current set and makes the
+// scheduled rebuild a no-op.
+func (b *balancer) markReadySetChanged() {
+	b.stale = true
+	if b.rebuildScheduled {
+		return
+	}
+	b.rebuildScheduled = b.sched.Schedule(func() {
+		b.rebuildScheduled = false
+		if b.closed || !b.stale || b.state != lb.Ready {
+			return
+		}
+		b.regenerate()
+	})
+	if !b.rebuildScheduled {
+		b.regenerate() // the scheduler is closed: publish now rather than never
+	}
+}
+
 // regenerate publishes the aggregate state with a new picker.
 func (b *balancer) regenerate() {
+	b.stale = false
 	switch agg := b.counter.Aggregate(); agg {
 	case lb.Ready:
 		p, err := b.buildReadyPicker()

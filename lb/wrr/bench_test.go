@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -73,14 +74,42 @@ func BenchmarkPick(b *testing.B) {
 	}
 }
 
-// benchCC is a minimal lb.ClientConn for BenchmarkUpdateClientConnState:
-// unlike the lbtest fake it keeps no history (the fake keeps every
-// published picker, whose garbage-collection cost would swamp the policy's
-// at n = 10000). The benchmark calls the balancer from its own goroutine
-// only, which is serial as the contract requires.
+// benchCC is a minimal lb.ClientConn for the update benchmarks: unlike the
+// lbtest fake it keeps no history (the fake keeps every published picker,
+// whose garbage-collection cost would swamp the policy's at n = 10000). The
+// benchmark calls the balancer from its own goroutine only, which is serial
+// as the contract requires, and benchCC is also the tree's lb.Scheduler: a
+// plain queue that the benchmark runs with drain, on the same goroutine.
 type benchCC struct {
 	last     lb.State
 	subConns []*benchSubConn
+	queue    []func()
+}
+
+// Schedule queues f for drain.
+func (c *benchCC) Schedule(f func()) bool {
+	c.queue = append(c.queue, f)
+	return true
+}
+
+// AfterFunc is not used by weighted_round_robin.
+func (c *benchCC) AfterFunc(time.Duration, func()) lb.Timer {
+	panic("wrr bench: unexpected timer")
+}
+
+// drain runs the queued callbacks, and those they queue, in order.
+func (c *benchCC) drain() {
+	for len(c.queue) > 0 {
+		f := c.queue[0]
+		c.queue = c.queue[1:]
+		f()
+	}
+}
+
+// newBenchBalancer builds a weighted_round_robin balancer on a new benchCC.
+func newBenchBalancer() (*benchCC, lb.Balancer) {
+	cc := &benchCC{}
+	return cc, wrr.Builder{}.Build(cc, lb.BuildOptions{Rand: rand.New(rand.NewPCG(1, 2)), Scheduler: cc})
 }
 
 type benchSubConn struct{ listener func(lb.SubConnState) }
@@ -132,8 +161,7 @@ func BenchmarkUpdateClientConnState(b *testing.B) {
 			)
 			b.Run(fmt.Sprintf("n=%d/%s", n, name), func(b *testing.B) {
 				if bal == nil { // set up once, not for every b.N
-					cc = &benchCC{}
-					bal = wrr.Builder{}.Build(cc, lb.BuildOptions{Rand: rand.New(rand.NewPCG(1, 2))})
+					cc, bal = newBenchBalancer()
 					if err := bal.UpdateClientConnState(states[0]); err != nil {
 						b.Fatal(err)
 					}
@@ -143,6 +171,7 @@ func BenchmarkUpdateClientConnState(b *testing.B) {
 							sc.listener(lb.SubConnState{ConnectivityState: lb.Ready})
 						}
 					}
+					cc.drain()
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -150,6 +179,7 @@ func BenchmarkUpdateClientConnState(b *testing.B) {
 					if err := bal.UpdateClientConnState(states[i%rotations]); err != nil {
 						b.Fatal(err)
 					}
+					cc.drain()
 					if ready {
 						cc.last.Picker.Pick(info)
 					}
@@ -160,6 +190,54 @@ func BenchmarkUpdateClientConnState(b *testing.B) {
 			if bal != nil {
 				bal.Close()
 			}
+		}
+	}
+}
+
+// BenchmarkReadyBurst measures n endpoints becoming READY, each report a
+// callback of its own on the tree's scheduler, from a policy that is
+// already READY through one endpoint:
+//
+//   - burst: every report is queued before the first runs, as when many
+//     connections complete while the serializer is busy. The picker
+//     rebuilds coalesce into one, so the cost is O(n): the ns/addr metric
+//     stays flat as n grows;
+//   - one-by-one: each report runs, with its rebuild, before the next is
+//     queued, the worst case: n rebuilds of O(n) each, O(n^2) in all.
+func BenchmarkReadyBurst(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		addrs := benchAddrs(n+1, 10)
+		for _, mode := range []string{"burst", "one-by-one"} {
+			if mode == "one-by-one" && n > 1000 {
+				continue // seconds per op: the quadratic shape shows by n = 1000
+			}
+			b.Run(fmt.Sprintf("n=%d/%s", n, mode), func(b *testing.B) {
+				b.ReportAllocs()
+				for range b.N {
+					b.StopTimer()
+					cc, bal := newBenchBalancer()
+					if err := bal.UpdateClientConnState(lb.ClientConnState{ResolverState: resolver.State{Addresses: addrs}}); err != nil {
+						b.Fatal(err)
+					}
+					cc.subConns[0].listener(lb.SubConnState{ConnectivityState: lb.Ready})
+					cc.drain()
+					b.StartTimer()
+					for _, sc := range cc.subConns[1:] {
+						cc.Schedule(func() { sc.listener(lb.SubConnState{ConnectivityState: lb.Ready}) })
+						if mode == "one-by-one" {
+							cc.drain()
+						}
+					}
+					cc.drain()
+					b.StopTimer()
+					if cc.last.ConnectivityState != lb.Ready {
+						b.Fatalf("state %v after every endpoint became READY", cc.last.ConnectivityState)
+					}
+					bal.Close()
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/addr")
+			})
 		}
 	}
 }

@@ -66,6 +66,7 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	return &balancer{
 		cc:       cc,
 		rand:     opts.Rand,
+		sched:    opts.Scheduler,
 		logger:   opts.Logger.With("lb_policy", Name),
 		subConns: make(map[resolver.Address]*subConn),
 		state:    lb.Idle,

@@ -432,3 +432,49 @@ func TestConcurrentPicks(t *testing.T) {
 	default:
 	}
 }
+
+// TestReadyBurstCoalesces: SubConns that become READY in one burst (their
+// reports queued back to back on the serializer, as when many connections
+// complete while the tree is busy) cost one picker rebuild, not one each,
+// and the one picker published includes all of them. Reports spaced out
+// still get a picker each.
+func TestReadyBurstCoalesces(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mustUpdate(eps(1, 2, 3, 4)...)
+	e.sc(0).Ready()
+	e.events()
+	for i := 1; i < 4; i++ {
+		e.sc(i).QueueState(lb.SubConnState{ConnectivityState: lb.Ready})
+	}
+	e.h.Settle()
+	e.want(state(lb.Ready)) // one picker for three changes
+	e.wantCounts(10, map[int]int{0: 1, 1: 2, 2: 3, 3: 4})
+
+	// A burst that takes endpoints out of the READY set: one picker again.
+	e.sc(1).QueueState(lb.SubConnState{ConnectivityState: lb.Idle})
+	e.sc(3).QueueState(lb.SubConnState{ConnectivityState: lb.Idle})
+	e.h.Settle()
+	e.want(connect(1, "b"), connect(3, "d"), state(lb.Ready))
+	e.wantCounts(4, map[int]int{0: 1, 2: 3})
+
+	// Spaced out, each change publishes at once.
+	e.sc(1).Ready()
+	e.want(state(lb.Ready))
+	e.sc(3).Ready()
+	e.want(state(lb.Ready))
+	e.wantCounts(10, map[int]int{0: 1, 1: 2, 2: 3, 3: 4})
+}
+
+// TestBurstEndingInStateChange: when a burst also changes the aggregate
+// state, that change publishes at once and the coalesced rebuild scheduled
+// earlier in the burst publishes nothing more.
+func TestBurstEndingInStateChange(t *testing.T) {
+	e := newEnv(t, nil)
+	e.readyAll(eps(1, 1)...)
+	e.events()
+	e.sc(0).QueueState(lb.SubConnState{ConnectivityState: lb.Idle})                                                     // READY set shrinks: rebuild scheduled
+	e.sc(1).QueueState(lb.SubConnState{ConnectivityState: lb.TransientFailure, ConnectionError: errors.New("refused")}) // no READY left
+	e.h.Settle()
+	e.want(connect(0, "a"), state(lb.Connecting))
+	e.wantQueue()
+}

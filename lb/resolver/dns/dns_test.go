@@ -21,12 +21,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// hangGuard bounds every wait; tests never sleep to let time pass.
-const hangGuard = 10 * time.Second
-
-// event is one call a resolver made on its ClientConn.
-type event = lbtest.ResolverEvent
-
 // fakeCC is lbtest's fake resolver.ClientConn.
 type fakeCC = lbtest.ResolverClientConn
 

@@ -21,9 +21,6 @@ const hangGuard = 10 * time.Second
 
 const interval = 5 * time.Second
 
-// event is one call a resolver made on its ClientConn.
-type event = lbtest.ResolverEvent
-
 // fakeCC is lbtest's fake resolver.ClientConn.
 type fakeCC = lbtest.ResolverClientConn
 

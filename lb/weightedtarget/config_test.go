@@ -1,13 +1,13 @@
 package weightedtarget
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -131,16 +131,8 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		cfg, err := parseConfig(raw)
-		if err != nil {
-			var ce *lb.ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("error %v is a %T, want a *lb.ConfigError", err, err)
-			}
-			trimmed := bytes.TrimSpace(raw)
-			if ce.Path == "" && json.Valid(trimmed) && len(trimmed) > 0 && trimmed[0] == '{' {
-				t.Fatalf("error %q on a JSON object has no path", err)
-			}
+		cfg, ok := lbtest.CheckConfigParse(t, parseConfig, raw)
+		if !ok {
 			return
 		}
 		// Accepted: the invariants the balancer relies on hold.

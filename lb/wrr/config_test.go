@@ -106,23 +106,9 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		cfg, err := wrr.Builder{}.ParseConfig(raw)
-		if err != nil {
-			var ce *lb.ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("ParseConfig(%q) error %v (%T) is not a *lb.ConfigError", raw, err, err)
-			}
-			if cfg != nil {
-				t.Fatalf("ParseConfig(%q) returned %#v with error %v", raw, cfg, err)
-			}
-			return
-		}
-		if _, ok := cfg.(wrr.Config); !ok {
+		cfg, ok := lbtest.CheckConfigParse(t, wrr.Builder{}.ParseConfig, raw)
+		if _, isConfig := cfg.(wrr.Config); ok && !isConfig {
 			t.Fatalf("ParseConfig(%q) = %T, want wrr.Config", raw, cfg)
-		}
-		again, err := wrr.Builder{}.ParseConfig(raw)
-		if err != nil || again != cfg {
-			t.Fatalf("ParseConfig(%q) gave %#v, then %#v, %v", raw, cfg, again, err)
 		}
 	})
 }

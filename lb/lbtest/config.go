@@ -1,0 +1,51 @@
+package lbtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// CheckConfigParse is the body of a fuzz target for a policy's config
+// parser. It calls parse(raw) and fails tb unless the parser keeps lbkit's
+// contract for configs:
+//
+//   - a rejected input gives a [*lb.ConfigError] and the zero config (nil
+//     for a pointer or an interface), and the error names a path whenever
+//     raw is a syntactically valid JSON object, so the fault is inside it;
+//   - an accepted input parses again to an equal config
+//     ([reflect.DeepEqual]): parsing is deterministic.
+//
+// A panic in parse fails the fuzz target by itself. CheckConfigParse
+// returns the config and true when raw was accepted, so the caller can check
+// its own invariants of an accepted config.
+//
+//	f.Fuzz(func(t *testing.T, raw []byte) {
+//		lbtest.CheckConfigParse(t, mypolicy.Builder{}.ParseConfig, raw)
+//	})
+func CheckConfigParse[C any](tb TB, parse func(json.RawMessage) (C, error), raw []byte) (C, bool) {
+	tb.Helper()
+	cfg, err := parse(raw)
+	if err != nil {
+		var ce *lb.ConfigError
+		if !errors.As(err, &ce) {
+			tb.Fatalf("parse(%q): error %v is a %T, want a *lb.ConfigError", raw, err, err)
+		}
+		if !reflect.ValueOf(&cfg).Elem().IsZero() {
+			tb.Fatalf("parse(%q) returned %#v with error %v, want the zero config", raw, cfg, err)
+		}
+		trimmed := bytes.TrimSpace(raw)
+		if ce.Path == "" && len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) {
+			tb.Fatalf("parse(%q): error %q on a JSON object names no path", raw, err)
+		}
+		return cfg, false
+	}
+	again, err := parse(raw)
+	if err != nil || !reflect.DeepEqual(again, cfg) {
+		tb.Fatalf("parse(%q) gave %#v, then %#v, %v", raw, cfg, again, err)
+	}
+	return cfg, true
+}

@@ -49,3 +49,21 @@ func CheckConfigParse[C any](tb TB, parse func(json.RawMessage) (C, error), raw 
 	}
 	return cfg, true
 }
+
+// WantConfigError reports, with tb.Errorf, unless err is a [*lb.ConfigError]
+// whose Path is wantPath ("" for an error about the input as a whole, such
+// as invalid JSON). what names the call in the message. It returns whether
+// the check passed, so a table test can go on to its next case.
+func WantConfigError(tb TB, what string, err error, wantPath string) bool {
+	tb.Helper()
+	var ce *lb.ConfigError
+	if !errors.As(err, &ce) {
+		tb.Errorf("%s: error %v (%T), want a *lb.ConfigError", what, err, err)
+		return false
+	}
+	if ce.Path != wantPath {
+		tb.Errorf("%s: error path %q, want %q (error: %v)", what, ce.Path, wantPath, err)
+		return false
+	}
+	return true
+}

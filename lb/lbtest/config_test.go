@@ -80,3 +80,34 @@ func TestCheckConfigParse(t *testing.T) {
 		}
 	}
 }
+
+// errorsTB records Errorf calls.
+type errorsTB struct {
+	failureTB
+	errs []string
+}
+
+func (e *errorsTB) Errorf(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Sprintf(format, args...))
+}
+
+func TestWantConfigError(t *testing.T) {
+	pathErr := &lb.ConfigError{Path: "a.b", Err: errors.New("bad")}
+	for _, tc := range []struct {
+		err  error
+		path string
+		ok   bool
+	}{
+		{pathErr, "a.b", true},
+		{fmt.Errorf("wrapped: %w", pathErr), "a.b", true},
+		{pathErr, "a", false},
+		{&lb.ConfigError{Err: errors.New("bad json")}, "", true},
+		{errors.New("plain"), "", false},
+		{nil, "", false},
+	} {
+		tb := &errorsTB{}
+		if got := lbtest.WantConfigError(tb, "call", tc.err, tc.path); got != tc.ok || (len(tb.errs) == 0) != tc.ok {
+			t.Errorf("WantConfigError(%v, %q) = %v with reports %q, want %v", tc.err, tc.path, got, tb.errs, tc.ok)
+		}
+	}
+}

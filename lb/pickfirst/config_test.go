@@ -1,7 +1,6 @@
 package pickfirst_test
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
@@ -40,14 +39,7 @@ func TestParseConfig(t *testing.T) {
 			}
 			continue
 		}
-		var ce *lb.ConfigError
-		if !errors.As(err, &ce) {
-			t.Errorf("ParseConfig(%s) = %#v, %v; want a *lb.ConfigError", tc.in, cfg, err)
-			continue
-		}
-		if ce.Path != tc.errPath {
-			t.Errorf("ParseConfig(%s) error path %q, want %q (error: %v)", tc.in, ce.Path, tc.errPath, err)
-		}
+		lbtest.WantConfigError(t, fmt.Sprintf("ParseConfig(%s) = %#v", tc.in, cfg), err, tc.errPath)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/benbjohnson/clock"
 
@@ -42,11 +43,16 @@ type Channel struct {
 	active      atomic.Bool  // a pick happened since the last idleness check
 	waiting     atomic.Int64 // picks waiting for a new picker
 	exitIdleReq atomic.Bool  // an exitIdle is scheduled
+	shut        atomic.Bool  // Close has begun
 
 	ctx     context.Context // cancelled by Close: ends every dial
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup // every goroutine the channel starts
+	wg      sync.WaitGroup // every goroutine the channel starts, but resolver closers
 	closing sync.Once
+	conns   connSet // every Conn a dialer returned and nobody closed yet
+	// resolverClosers counts the goroutines closing replaced resolvers;
+	// Close waits for them at most resolverCloseGrace.
+	resolverClosers sync.WaitGroup
 
 	// Owned by the serializer.
 	rand           *rand.Rand
@@ -174,10 +180,15 @@ func (c *Channel) Connect() {
 }
 
 // Close shuts the channel down: the balancer, resolver and every connection
-// are closed, pending picks fail with [ErrClosed], and every goroutine the
-// channel started has ended when Close returns. Later calls do nothing.
+// are closed, pending picks fail with [ErrClosed], and when Close returns
+// every Conn a dialer returned has been closed and every goroutine the
+// channel started has ended. Close never waits on the resolver's I/O: a
+// resolver whose own Close has not returned within a grace period (a
+// fraction of a second) is left to finish by itself, and an error is
+// logged. Later calls do nothing.
 func (c *Channel) Close() error {
 	c.closing.Do(func() {
+		c.shut.Store(true)
 		_ = c.ser.Run(context.Background(), func() {
 			c.teardown()
 			c.closed = true
@@ -187,8 +198,48 @@ func (c *Channel) Close() error {
 		c.ser.Close()
 		c.cancel()
 		c.wg.Wait()
+		// Dials that completed as Close ran handed their Conns to a
+		// serializer that no longer runs anything: close them here.
+		if n := c.conns.closeAll(); n > 0 {
+			c.logger.Debug("closed connections whose dial completed during Close", "connections", n)
+		}
+		c.waitResolverClosers()
 	})
 	return nil
+}
+
+// resolverCloseGrace bounds how long Close waits for resolvers to close.
+// It is real time, not the channel's clock: it guards against a resolver
+// whose Close breaks its contract, and a mock clock does not move while
+// Close waits.
+const resolverCloseGrace = 200 * time.Millisecond
+
+// closeResolver closes r on a goroutine of its own, so that neither the
+// serializer nor idle entry waits for it.
+func (c *Channel) closeResolver(r resolver.Resolver) {
+	c.resolverClosers.Add(1)
+	go func() {
+		defer c.resolverClosers.Done()
+		r.Close()
+	}()
+}
+
+// waitResolverClosers waits for every resolver to have closed, at most
+// resolverCloseGrace.
+func (c *Channel) waitResolverClosers() {
+	done := make(chan struct{})
+	go func() {
+		c.resolverClosers.Wait()
+		close(done)
+	}()
+	grace := time.NewTimer(resolverCloseGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+		c.logger.Error("resolver did not close in time; leaving it to finish on its own (its Close must not wait on I/O)",
+			"scheme", c.parsed.Scheme, "grace", resolverCloseGrace)
+	}
 }
 
 // publish makes g the current picker and wakes every waiting pick.
@@ -293,7 +344,7 @@ func (c *Channel) teardown() {
 	}
 	c.pending, c.current = nil, nil
 	if c.res != nil {
-		c.res.Close()
+		c.closeResolver(c.res)
 		c.res = nil
 	}
 	c.resCC = nil

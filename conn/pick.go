@@ -30,66 +30,108 @@ type PickResult struct {
 
 // errNotReady is recorded when a picker returned a SubConn that is not READY
 // (it changed state after the picker was built); the pick then waits for the
-// next picker.
+// next picker, which the SubConn's state change brings, whether or not it is
+// wait-for-ready.
 var errNotReady = errors.New("conn: picked SubConn is not READY")
+
+// ErrNilContext is returned by [Channel.Pick] when its context is nil.
+var ErrNilContext = errors.New("conn: Pick: nil context")
 
 // Pick chooses a READY connection for a request, waiting as the policy
 // directs:
-//   - the policy has no connection yet ([lb.ErrNoSubConnAvailable]): wait
-//     for its next picker, or for ctx;
+//   - the policy has no connection yet ([lb.ErrNoSubConnAvailable]), or the
+//     SubConn it picked is no longer READY: wait for its next picker, or for
+//     ctx;
 //   - TRANSIENT_FAILURE: fail at once with the policy's error, unless
 //     opts.WaitForReady, which waits;
 //   - a drop ([lb.ErrDropped]): fail at once, even with WaitForReady;
 //   - ctx ends: fail with an error naming ctx's error and the last picker
-//     error.
+//     error;
+//   - ctx is nil: fail at once with [ErrNilContext].
 //
 // An IDLE channel starts connecting. Pick is safe for concurrent use; when a
 // READY picker is published it takes no lock and does not allocate.
 func (c *Channel) Pick(ctx context.Context, opts PickOptions) (PickResult, error) {
+	if ctx == nil {
+		return PickResult{}, ErrNilContext
+	}
 	if !c.active.Load() {
 		c.active.Store(true)
 	}
 	info := lb.PickInfo{Ctx: ctx, Method: opts.Method}
-	var lastErr error
-	counted := false
-	for {
-		g := c.gen.Load()
-		if g.idle {
-			c.requestExitIdle()
-			lastErr = errIdle
-		} else {
-			r, err := g.picker.Pick(info)
-			if err == nil {
-				if sc, ok := r.SubConn.(*SubConn); ok && sc.ready() {
-					if counted {
-						c.waiting.Add(-1)
-					}
-					return PickResult{SubConn: sc, Done: r.Done}, nil
-				}
-				if r.Done != nil {
-					r.Done(lb.DoneInfo{Err: errNotReady})
-				}
-				err = errNotReady
-			}
-			lastErr = err
-			if action := lb.ClassifyPickError(err); action == lb.PickFail ||
-				(action == lb.PickFailUnlessWaitForReady && !opts.WaitForReady) {
-				if counted {
-					c.waiting.Add(-1)
-				}
-				return PickResult{}, err
-			}
+	g := c.gen.Load()
+	r, err := c.tryPick(g, info)
+	if err == nil {
+		return r, nil
+	}
+	return c.waitAndPick(ctx, opts.WaitForReady, info, g, err)
+}
+
+// tryPick asks g's picker once. It returns a READY SubConn, or why not:
+// errIdle, errNotReady, or the picker's error.
+func (c *Channel) tryPick(g *pickerGen, info lb.PickInfo) (PickResult, error) {
+	if g.idle {
+		c.requestExitIdle()
+		return PickResult{}, errIdle
+	}
+	r, err := g.picker.Pick(info)
+	if err != nil {
+		return PickResult{}, err
+	}
+	sc, ok := r.SubConn.(*SubConn)
+	if !ok {
+		if r.Done != nil {
+			r.Done(lb.DoneInfo{Err: errForeignSubConn})
 		}
-		if !counted {
-			counted = true
-			c.waiting.Add(1)
+		return PickResult{}, lb.DropError(fmt.Errorf("%w: got %T", errForeignSubConn, r.SubConn))
+	}
+	if !sc.ready() {
+		if r.Done != nil {
+			r.Done(lb.DoneInfo{Err: errNotReady})
+		}
+		return PickResult{}, errNotReady
+	}
+	return PickResult{SubConn: sc, Done: r.Done}, nil
+}
+
+var errForeignSubConn = errors.New("conn: the policy picked a SubConn this channel did not create")
+
+// waitAndPick waits for new pickers and picks again, after a first pick from
+// g failed with err, until a pick succeeds, err says to fail, or ctx ends.
+func (c *Channel) waitAndPick(ctx context.Context, waitForReady bool, info lb.PickInfo, g *pickerGen, err error) (PickResult, error) {
+	c.waiting.Add(1)
+	defer c.waiting.Add(-1)
+	for {
+		if failsNow(err, waitForReady) {
+			return PickResult{}, err
 		}
 		select {
 		case <-g.done:
 		case <-ctx.Done():
-			c.waiting.Add(-1)
-			return PickResult{}, &PickError{Ctx: ctx.Err(), Last: lastErr}
+			return PickResult{}, &PickError{Ctx: ctx.Err(), Last: err}
 		}
+		g = c.gen.Load()
+		r, pickErr := c.tryPick(g, info)
+		if pickErr == nil {
+			return r, nil
+		}
+		err = pickErr
+	}
+}
+
+// failsNow reports whether a pick that failed with err fails the request
+// rather than waiting for the next picker.
+func failsNow(err error, waitForReady bool) bool {
+	if err == errIdle || err == errNotReady {
+		return false
+	}
+	switch lb.ClassifyPickError(err) {
+	case lb.PickFail:
+		return true
+	case lb.PickFailUnlessWaitForReady:
+		return !waitForReady
+	default:
+		return false
 	}
 }
 

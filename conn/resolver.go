@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -12,22 +13,64 @@ import (
 // resolverCC is the resolver.ClientConn of one resolver instance. Updates
 // hop onto the serializer; those from an instance the channel has since
 // replaced (after idleness) are ignored.
-type resolverCC struct{ c *Channel }
+//
+// Updates coalesce: the resolver's newest State waits in one slot, with
+// at most one hop queued, so a resolver that publishes faster than the
+// balancer applies costs bounded memory and Close never waits behind a
+// backlog. Since every State is complete, only superseded ones are skipped.
+// An error reported after the newest State is applied after it; a State
+// published after an error supersedes it.
+type resolverCC struct {
+	c *Channel
 
-// UpdateState queues s for the balancer and returns at once. It returns
+	mu        sync.Mutex
+	state     *resolver.State // newest State not yet applied
+	err       error           // newest error not yet applied, newer than state
+	scheduled bool            // a hop to apply them is queued
+}
+
+// UpdateState records s as the newest State and returns at once. It returns
 // ErrClosed once the channel is closed, else nil: the channel itself
 // re-resolves with backoff when the balancer rejects an update, so a
 // resolver need not.
 func (r *resolverCC) UpdateState(s resolver.State) error {
-	if !r.c.ser.Schedule(func() { r.c.onResolverState(r, s) }) {
+	r.mu.Lock()
+	r.state, r.err = &s, nil
+	return r.scheduleLocked()
+}
+
+// ReportError records err to be passed to the balancer after any State
+// published before it.
+func (r *resolverCC) ReportError(err error) {
+	r.mu.Lock()
+	r.err = err
+	_ = r.scheduleLocked()
+}
+
+// scheduleLocked queues the hop that applies the pending update, unless one
+// is queued, and unlocks r.mu.
+func (r *resolverCC) scheduleLocked() error {
+	queue := !r.scheduled
+	r.scheduled = true
+	r.mu.Unlock()
+	if r.c.shut.Load() || (queue && !r.c.ser.Schedule(r.apply)) {
 		return ErrClosed
 	}
 	return nil
 }
 
-// ReportError queues err for the balancer.
-func (r *resolverCC) ReportError(err error) {
-	r.c.ser.Schedule(func() { r.c.onResolverError(r, err) })
+// apply hands the pending State and error to the channel. Runs serialized.
+func (r *resolverCC) apply() {
+	r.mu.Lock()
+	s, err := r.state, r.err
+	r.state, r.err, r.scheduled = nil, nil, false
+	r.mu.Unlock()
+	if s != nil {
+		r.c.onResolverState(r, *s)
+	}
+	if err != nil {
+		r.c.onResolverError(r, err)
+	}
 }
 
 // serviceConfig is a parsed service config.

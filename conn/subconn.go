@@ -53,7 +53,7 @@ type addrConn struct {
 	handles map[*SubConn]struct{}
 	attempt int // identifies the current dial or connection
 	cancel  context.CancelFunc
-	conn    Conn
+	conn    *ownedConn
 	retries int
 	backoff lb.Timer
 	closed  bool
@@ -187,8 +187,10 @@ func (ac *addrConn) connect() {
 			}
 			dcancel(nil)
 			if err == nil {
-				if !c.ser.Schedule(func() { ac.onConnected(attempt, a, conn, ctx) }) {
-					_ = conn.Close()
+				// From here the channel owns conn: if the serializer
+				// drops the hand-over below, Close closes it.
+				if oc := c.conns.adopt(conn); oc != nil && !c.ser.Schedule(func() { ac.onConnected(attempt, a, oc, ctx) }) {
+					c.conns.release(oc)
 				}
 				return
 			}
@@ -201,10 +203,10 @@ func (ac *addrConn) connect() {
 	}()
 }
 
-func (ac *addrConn) onConnected(attempt int, a resolver.Address, conn Conn, ctx context.Context) {
+func (ac *addrConn) onConnected(attempt int, a resolver.Address, conn *ownedConn, ctx context.Context) {
 	c := ac.c
 	if ac.closed || attempt != ac.attempt {
-		_ = conn.Close()
+		c.conns.release(conn)
 		return
 	}
 	ac.conn = conn
@@ -263,7 +265,7 @@ func (ac *addrConn) dropConn() {
 		ac.cancel = nil
 	}
 	if ac.conn != nil {
-		_ = ac.conn.Close()
+		ac.c.conns.release(ac.conn)
 		ac.conn = nil
 	}
 }

@@ -140,6 +140,12 @@ func (s *Serializer) Close() {
 // AfterFunc runs f, serialized, once d has passed on the serializer's clock.
 // A d of zero or less runs f as soon as the queue allows. After Close it
 // returns a stopped timer.
+//
+// The deadline is read from the clock once, here, and is the timer's only
+// authority: the clock timer made beside it merely wakes the serializer.
+// If the clock moves between the two (a mock clock advanced by another
+// goroutine), the wake-up comes late, and [Serializer.WaitIdle] runs the
+// due timer itself; so a timer is never lost to the two steps.
 func (s *Serializer) AfterFunc(d time.Duration, f func()) Timer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -199,6 +205,12 @@ func (s *Serializer) WaitIdle(ctx context.Context, until time.Time) error {
 		if idle {
 			s.mu.Unlock()
 			return nil
+		}
+		if !s.running && len(s.timers) > 0 && !s.timers[0].deadline.After(s.clock.Now()) {
+			// Due by the clock, but its wake-up has not come (see
+			// AfterFunc): run it now rather than wait for a wake-up
+			// that may be due later than the deadline.
+			s.scheduleLocked(s.runDueTimers)
 		}
 		if s.changed == nil {
 			s.changed = make(chan struct{})

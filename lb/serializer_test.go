@@ -218,3 +218,40 @@ func TestSerializerZeroDelayTimerAndClose(t *testing.T) {
 		t.Errorf("timer made after Close was pending")
 	}
 }
+
+// skewClock is a mock clock that moves forward by skew between the moment
+// a caller reads the time and the moment it makes a timer: the race of two
+// goroutines, one advancing a mock clock, one scheduling.
+type skewClock struct {
+	*clock.Mock
+	skew time.Duration
+}
+
+func (c skewClock) AfterFunc(d time.Duration, f func()) *clock.Timer {
+	c.Mock.Add(c.skew)
+	return c.Mock.AfterFunc(d, f)
+}
+
+// A timer whose clock wake-up was made after the clock moved still runs at
+// its deadline: WaitIdle runs it instead of waiting for the late wake-up.
+func TestSerializerTimerSurvivesClockMovingWhileScheduled(t *testing.T) {
+	m := clock.NewMock()
+	s := lb.NewSerializer(skewClock{Mock: m, skew: time.Second})
+	defer s.Close()
+	start := m.Now()
+	var ran atomic.Bool
+	if err := s.Run(guard(t), func() { s.AfterFunc(5*time.Second, func() { ran.Store(true) }) }); err != nil {
+		t.Fatal(err)
+	}
+	deadline, ok := s.NextDeadline()
+	if !ok || !deadline.Equal(start.Add(5*time.Second)) {
+		t.Fatalf("NextDeadline() = %v, %v; want %v", deadline, ok, start.Add(5*time.Second))
+	}
+	m.Set(deadline) // the clock's own wake-up is due a second later
+	if err := s.WaitIdle(guard(t), m.Now()); err != nil {
+		t.Fatalf("WaitIdle: %v", err)
+	}
+	if !ran.Load() {
+		t.Fatal("timer did not run at its deadline")
+	}
+}

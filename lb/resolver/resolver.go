@@ -93,9 +93,13 @@ func (t Target) String() string {
 // Both methods may be called from any goroutine; the channel serializes the
 // updates with every other call into its balancer tree.
 type ClientConn interface {
-	// UpdateState publishes a complete update. A non-nil error means the
-	// channel rejected it (for example the balancer returned
-	// ErrBadResolverState); the resolver should resolve again with backoff.
+	// UpdateState publishes a complete update and never blocks. Updates
+	// that arrive faster than the channel applies them coalesce: the
+	// newest State wins. A non-nil error means the update will never be
+	// applied (lbkit's channel returns one only once it is closed); a
+	// resolver may then retry with backoff, but need not: when a balancer
+	// rejects an update (ErrBadResolverState) the channel itself asks for
+	// a new resolution with backoff.
 	UpdateState(State) error
 	// ReportError reports that resolution failed. The channel passes the
 	// error to its balancer; the last good State stays in force.
@@ -133,18 +137,37 @@ func (o BuildOptions) WithDefaults() BuildOptions {
 type Builder interface {
 	// Build starts resolving target and reports to cc. An error means the
 	// target cannot be resolved by this scheme at all (for example it is
-	// malformed); the channel fails to start with it.
+	// malformed); the channel fails to start with it. Build must return
+	// promptly: it starts the resolution (on a goroutine of the
+	// resolver's) and never waits for its I/O.
 	Build(target Target, cc ClientConn, opts BuildOptions) (Resolver, error)
 	// Scheme returns the scheme this builder resolves, in lower case.
 	Scheme() string
 }
 
 // Resolver watches one target and reports every change to its ClientConn.
+//
+// # Never wait on I/O
+//
+// The channel calls ResolveNow from its serialized calls, and Close when it
+// closes or goes idle, so a resolver that waits on I/O there stalls the
+// whole channel. Both must return promptly (well under a second) whatever
+// the resolver is doing: blocking I/O (reading a file, a DNS lookup, a
+// call to a control plane) runs on a goroutine that Close cancels but does
+// not wait for. An operation that cannot be cancelled (a read on a hung
+// network mount, a lookup function that ignores its context) is left to
+// finish on its own goroutine, which then reports nothing. Every built-in
+// resolver keeps this contract; lbkit's channel also protects itself from
+// one that does not, by closing resolvers on a goroutine of their own and
+// waiting for them only a short grace period.
 type Resolver interface {
 	// ResolveNow asks for a resolution soon. It is a hint: a resolver may
 	// rate-limit it. It must not block.
 	ResolveNow()
-	// Close stops the resolver. No call to the ClientConn happens after
-	// Close returns, and every goroutine the resolver started has ended.
+	// Close stops the resolver promptly, without waiting on I/O (see the
+	// type's documentation). No call to the ClientConn happens after Close
+	// returns, and every goroutine the resolver started has ended, except
+	// one left in an operation that cannot be cancelled, which reports
+	// nothing when it ends.
 	Close()
 }

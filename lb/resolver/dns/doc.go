@@ -48,12 +48,15 @@
 //
 // # Lifecycle and concurrency
 //
-// A resolver of a host name runs one goroutine. Close cancels the lookup in
-// flight (through its context), stops every timer and waits for that
-// goroutine to end, so no call to the ClientConn happens after Close
-// returns. Close must therefore not be called from inside the ClientConn's
-// UpdateState or ReportError. ResolveNow and Close are safe for concurrent
-// use; Close may be called more than once.
+// A resolver of a host name runs one goroutine, which alone calls the
+// ClientConn, and runs each lookup on a goroutine of its own. Close cancels
+// the lookup in flight (through its context), stops every timer and waits
+// for the first goroutine, never for the lookup: a [LookupFunc] that
+// ignores its context is left to finish by itself and its result is
+// dropped. So Close returns promptly, and no call to the ClientConn happens
+// after it returns. Close must therefore not be called from inside the
+// ClientConn's UpdateState or ReportError. ResolveNow and Close are safe
+// for concurrent use; Close may be called more than once.
 //
 // # Not supported
 //

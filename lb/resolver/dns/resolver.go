@@ -7,11 +7,12 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"time"
+	"net/netip"
 
 	"github.com/benbjohnson/clock"
 
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/resolver/internal/runloop"
 )
 
 // errLookupTimeout is the cancellation cause of a lookup that ran out of
@@ -29,71 +30,48 @@ type resolverConfig struct {
 	rand       *rand.Rand // owned by the resolver's goroutine
 }
 
-// dnsResolver resolves one host name on its own goroutine, run. Every field
-// is set by start and read-only afterwards; the goroutine is the only one
-// that calls the ClientConn.
+// dnsResolver resolves one host name from the goroutine of its
+// [runloop.Loop]. Every field is set by start and read-only afterwards; the
+// loop's goroutine is the only one that calls the ClientConn.
 type dnsResolver struct {
 	resolverConfig
-
-	// resolveNow holds at most one pending ResolveNow request, so requests
-	// made before a resolution starts coalesce into it.
-	resolveNow chan struct{}
-	// ctx is cancelled by Close; it is the parent of every lookup.
-	ctx    context.Context
-	cancel context.CancelFunc
-	// done is closed when run returns.
-	done chan struct{}
+	loop *runloop.Loop
 }
 
 func start(rc resolverConfig) *dnsResolver {
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &dnsResolver{
-		resolverConfig: rc,
-		resolveNow:     make(chan struct{}, 1),
-		ctx:            ctx,
-		cancel:         cancel,
-		done:           make(chan struct{}),
-	}
-	go r.run()
+	r := &dnsResolver{resolverConfig: rc}
+	r.loop = runloop.Start(rc.clock, r.run)
 	return r
 }
 
 // ResolveNow asks for a resolution, subject to the minimum interval. It
-// never blocks.
-func (r *dnsResolver) ResolveNow() {
-	select {
-	case r.resolveNow <- struct{}{}:
-	default: // one is pending already
-	}
-}
+// never blocks; requests made before a resolution starts coalesce into it.
+func (r *dnsResolver) ResolveNow() { r.loop.ResolveNow() }
 
-// Close cancels the lookup in flight and waits for the goroutine to end.
-func (r *dnsResolver) Close() {
-	r.cancel()
-	<-r.done
-}
+// Close cancels the lookup in flight and returns promptly: a lookup that
+// ignores its context is left to finish by itself, and its result is
+// dropped. Nothing is reported after Close returns.
+func (r *dnsResolver) Close() { r.loop.Close() }
 
 // run resolves, publishes, and waits for the next resolution until Close.
 //
-// Each deadline is computed from clock readings taken before the
-// ClientConn is called, so an observer of that call (a test advancing a mock
-// clock) sees a deadline that no longer moves.
-func (r *dnsResolver) run() {
-	defer close(r.done)
+// Each timer is made in one clock operation before the ClientConn is
+// called, so an observer of that call (a test advancing a mock clock) sees
+// a deadline that no longer moves: the minimum interval runs from the start
+// of a resolution, the backoff from its end.
+func (r *dnsResolver) run(l *runloop.Loop) {
 	failures := 0
 	for {
 		// This resolution answers every ResolveNow made before it starts.
-		select {
-		case <-r.resolveNow:
-		default:
-		}
-		started := r.clock.Now()
-		addrs, err := r.resolve()
-		if r.ctx.Err() != nil {
+		l.ForgetResolveNow()
+		earliestNext := l.Timer(r.cfg.minInterval)
+		addrs, ok, err := r.resolve(l)
+		if !ok {
+			earliestNext.Stop()
 			return // closed: report nothing
 		}
 		backoff := r.cfg.backoff.Delay(failures, r.rand)
-		retryAt := r.clock.Now().Add(backoff)
+		retry := l.Timer(backoff)
 		if err == nil {
 			if err = r.cc.UpdateState(resolver.State{Addresses: addrs}); err != nil {
 				err = fmt.Errorf("dns: channel rejected the addresses of %q: %w", r.host, err)
@@ -101,30 +79,55 @@ func (r *dnsResolver) run() {
 		} else {
 			r.cc.ReportError(err)
 		}
-		var next time.Time
 		if err != nil {
+			earliestNext.Stop()
 			failures++
-			next = retryAt
 			r.logger.Warn("dns: resolution failed; retrying after backoff", "host", r.host, "error", err, "failures", failures, "backoff", backoff)
-		} else {
-			failures = 0
-			r.logger.Debug("dns: resolved", "host", r.host, "addresses", len(addrs))
-			select {
-			case <-r.ctx.Done():
+			if !l.Sleep(retry) {
 				return
-			case <-r.resolveNow:
 			}
-			next = started.Add(r.cfg.minInterval)
+			continue
 		}
-		if !r.sleepUntil(next) {
+		retry.Stop()
+		failures = 0
+		r.logger.Debug("dns: resolved", "host", r.host, "addresses", len(addrs))
+		if !l.WaitResolveNow() || !l.Sleep(earliestNext) {
 			return
 		}
 	}
 }
 
-// resolve runs one lookup, bounded by the lookup timeout and by Close.
-func (r *dnsResolver) resolve() ([]resolver.Address, error) {
-	ctx, cancel := context.WithCancelCause(r.ctx)
+// resolve runs one lookup, bounded by the lookup timeout and by Close. It
+// reports false in ok, at once, when Close comes first, even if the lookup
+// function ignores its context.
+func (r *dnsResolver) resolve(l *runloop.Loop) (addrs []resolver.Address, ok bool, err error) {
+	res, ok := runloop.Do(l, func(ctx context.Context) lookupResult {
+		ips, err := r.lookupWithTimeout(ctx)
+		return lookupResult{ips, err}
+	})
+	if !ok {
+		return nil, false, nil
+	}
+	if res.err != nil {
+		return nil, true, res.err
+	}
+	addrs = make([]resolver.Address, len(res.ips))
+	for i, ip := range res.ips {
+		addrs[i] = resolver.Address{Addr: net.JoinHostPort(ip.Unmap().String(), r.port)}
+	}
+	return addrs, true, nil
+}
+
+// lookupResult is what one lookup returns.
+type lookupResult struct {
+	ips []netip.Addr
+	err error
+}
+
+// lookupWithTimeout runs the lookup function under the lookup timeout,
+// which runs on the resolver's clock.
+func (r *dnsResolver) lookupWithTimeout(parent context.Context) ([]netip.Addr, error) {
+	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	if d := r.cfg.lookupTimeout; d > 0 {
 		t := r.clock.AfterFunc(d, func() { cancel(errLookupTimeout) })
@@ -140,27 +143,5 @@ func (r *dnsResolver) resolve() ([]resolver.Address, error) {
 	if len(ips) == 0 {
 		return nil, fmt.Errorf("%w for %q", ErrNoAddresses, r.host)
 	}
-	addrs := make([]resolver.Address, len(ips))
-	for i, ip := range ips {
-		addrs[i] = resolver.Address{Addr: net.JoinHostPort(ip.Unmap().String(), r.port)}
-	}
-	return addrs, nil
-}
-
-// sleepUntil waits on the clock until t, and reports false if the resolver
-// was closed first. It makes a fresh timer each time: a mock clock's Timer
-// must not be Reset after it fired undrained.
-func (r *dnsResolver) sleepUntil(t time.Time) bool {
-	d := t.Sub(r.clock.Now())
-	if d <= 0 {
-		return r.ctx.Err() == nil
-	}
-	timer := r.clock.Timer(d)
-	select {
-	case <-r.ctx.Done():
-		timer.Stop()
-		return false
-	case <-timer.C:
-		return true
-	}
+	return ips, nil
 }

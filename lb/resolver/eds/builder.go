@@ -3,7 +3,6 @@ package eds
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"strings"
 	"time"
@@ -26,11 +25,26 @@ type ReadFileFunc func(name string) ([]byte, error)
 // config is what the options set. It is read-only once NewBuilder returns.
 type config struct {
 	pollInterval time.Duration
-	readFile     ReadFileFunc
+	readFile     ReadFileFunc // nil: readRegularFile
+	maxFileSize  int64
 }
 
 func defaultConfig() config {
-	return config{pollInterval: DefaultPollInterval, readFile: os.ReadFile}
+	return config{pollInterval: DefaultPollInterval, maxFileSize: DefaultMaxFileSize}
+}
+
+// read returns the content of the file named, through the configured
+// ReadFileFunc or else readRegularFile; either way, content over the size
+// limit is an error.
+func (c config) read(name string) ([]byte, error) {
+	if c.readFile == nil {
+		return readRegularFile(name, c.maxFileSize)
+	}
+	data, err := c.readFile(name)
+	if err == nil && int64(len(data)) > c.maxFileSize {
+		return nil, tooLarge(name, int64(len(data)), c.maxFileSize)
+	}
+	return data, err
 }
 
 // Option configures a [Builder]. An out-of-range value makes [NewBuilder]
@@ -56,15 +70,29 @@ func WithPollInterval(d time.Duration) Option {
 
 // WithReadFile replaces how a resolver reads its file, for example to read
 // through another file system or, in tests, to observe each read. f is
-// called from the resolver's goroutine only, with the cleaned absolute path
-// of the target; it should not block for long, since Close waits for it.
-// The default, or nil, is [os.ReadFile].
+// called with the cleaned absolute path of the target, on a goroutine that
+// Close does not wait for: a read that blocks delays nothing but the next
+// poll. Content over the size limit ([WithMaxFileSize]) is still refused.
+// The default, or nil, opens regular files only (a FIFO, device or
+// directory is an error wrapping [ErrNotRegularFile]) and reads at most the
+// size limit.
 func WithReadFile(f ReadFileFunc) Option {
 	return optionFunc(func(c *config) error {
-		if f == nil {
-			f = os.ReadFile
-		}
 		c.readFile = f
+		return nil
+	})
+}
+
+// WithMaxFileSize sets the largest file, in bytes, a resolver accepts;
+// a larger one is reported as an error wrapping [ErrFileTooLarge], and the
+// last good state stays in force. The default is [DefaultMaxFileSize],
+// 128 MiB. n must be positive.
+func WithMaxFileSize(n int64) Option {
+	return optionFunc(func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("WithMaxFileSize(%d): not positive", n)
+		}
+		c.maxFileSize = n
 		return nil
 	})
 }
@@ -73,7 +101,7 @@ func WithReadFile(f ReadFileFunc) Option {
 // behaves as NewBuilder(). A Builder is immutable and safe for concurrent
 // use.
 type Builder struct {
-	cfg config // readFile == nil only in the zero value
+	cfg config // pollInterval == 0 only in the zero value
 }
 
 var (
@@ -94,7 +122,7 @@ func NewBuilder(opts ...Option) (*Builder, error) {
 }
 
 func (b *Builder) config() config {
-	if b.cfg.readFile == nil {
+	if b.cfg.pollInterval == 0 {
 		return defaultConfig()
 	}
 	return b.cfg

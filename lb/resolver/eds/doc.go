@@ -143,7 +143,8 @@
 // poll interval ([DefaultPollInterval], 1 s, see [WithPollInterval]) on
 // [resolver.BuildOptions].Clock, and at once on ResolveNow (requests made
 // during a read coalesce; there is no rate limit, as a read is cheap). The
-// next poll is one interval after the start of the previous read.
+// next poll is one interval after the start of the previous read; its timer
+// is made before the read, in one clock operation.
 //
 //   - Write the file atomically (write a temporary file, then rename it over
 //     the old one): a read that sees a half-written file reports it as
@@ -151,6 +152,11 @@
 //   - A poll that finds the same content (by SHA-256) as the previous read
 //     does nothing. Changed content that yields the state already accepted
 //     is not published again.
+//   - Only a regular file is read: a FIFO, a device (eds:///dev/zero), a
+//     directory or a socket is reported as an error wrapping
+//     [ErrNotRegularFile], without reading a byte. A file over
+//     [DefaultMaxFileSize] (128 MiB, see [WithMaxFileSize]) is reported as
+//     an error wrapping [ErrFileTooLarge], without reading it whole.
 //   - A file that cannot be read or holds an invalid assignment is reported
 //     with the ClientConn's ReportError and nothing is published, so the
 //     last good state stays in force. A poll reports the same read error or
@@ -162,10 +168,13 @@
 //
 // # Lifecycle and concurrency
 //
-// A resolver runs one goroutine, which alone calls the ClientConn. Close
-// stops the polling and waits for that goroutine (and so for a read in
-// progress) to end: no ClientConn call happens after Close returns, so
-// Close must not be called from inside the ClientConn's methods.
+// A resolver runs one goroutine, which alone calls the ClientConn, and
+// reads the file on a goroutine of its own. Close stops the polling and
+// waits for the first goroutine, never for a read: a read that blocks (a
+// hung network mount, a custom [ReadFileFunc]) is left to finish by itself
+// and its result is dropped. So Close returns promptly whatever the file
+// system does, and no ClientConn call happens after it returns; Close must
+// not be called from inside the ClientConn's methods.
 // ResolveNow never blocks; ResolveNow and Close are safe for concurrent use,
 // and Close may be called more than once. Logs go to
 // [resolver.BuildOptions].Logger.

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"time"
 
 	"github.com/benbjohnson/clock"
 
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/resolver/internal/runloop"
 )
 
 // resolverConfig is what Build hands to a new fileResolver.
@@ -22,19 +22,13 @@ type resolverConfig struct {
 	logger *slog.Logger
 }
 
-// fileResolver watches one file on its own goroutine, run. The fields of
-// resolverConfig and the channels are set by start and read-only
-// afterwards. The fields below "owned by run" are touched by run only, so
-// they need no lock; run is also the only caller of the ClientConn.
+// fileResolver watches one file from the goroutine of its [runloop.Loop].
+// The fields of resolverConfig are set by start and read-only afterwards.
+// The fields below "owned by run" are touched by run only, so they need no
+// lock; run is also the only caller of the ClientConn.
 type fileResolver struct {
 	resolverConfig
-
-	// resolveNow holds at most one pending ResolveNow request, so requests
-	// made during a read coalesce into the next one.
-	resolveNow chan struct{}
-	ctx        context.Context // cancelled by Close
-	cancel     context.CancelFunc
-	done       chan struct{} // closed when run returns
+	loop *runloop.Loop
 
 	// Owned by run.
 	namer    Namer
@@ -45,76 +39,50 @@ type fileResolver struct {
 }
 
 func start(rc resolverConfig) *fileResolver {
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &fileResolver{
-		resolverConfig: rc,
-		resolveNow:     make(chan struct{}, 1),
-		ctx:            ctx,
-		cancel:         cancel,
-		done:           make(chan struct{}),
-	}
-	go r.run()
+	r := &fileResolver{resolverConfig: rc}
+	r.loop = runloop.Start(rc.clock, r.run)
 	return r
 }
 
-// ResolveNow asks for the file to be read at once. It never blocks.
-func (r *fileResolver) ResolveNow() {
-	select {
-	case r.resolveNow <- struct{}{}:
-	default: // one is pending already
-	}
-}
+// ResolveNow asks for the file to be read at once. It never blocks;
+// requests made during a read coalesce into the next one.
+func (r *fileResolver) ResolveNow() { r.loop.ResolveNow() }
 
-// Close stops polling and waits for the goroutine to end. A read in
-// progress finishes first; nothing is reported after Close returns.
-func (r *fileResolver) Close() {
-	r.cancel()
-	<-r.done
-}
+// Close stops polling and returns promptly: it does not wait for a read in
+// progress (a FIFO, a hung network mount), which is left to finish on its
+// own and whose result is dropped. Nothing is reported after Close returns.
+func (r *fileResolver) Close() { r.loop.Close() }
 
 // run reads the file, then waits for the poll interval or ResolveNow, until
 // Close.
 //
-// The time of the next poll is taken before the ClientConn is called, so
-// an observer of that call (a test advancing a mock clock) sees a deadline
-// that no longer moves: if the clock passes it before the timer is made,
-// the next read starts at once.
-func (r *fileResolver) run() {
-	defer close(r.done)
+// The timer of the next poll is made before the read, in one clock
+// operation, so an observer of the read (a test advancing a mock clock)
+// sees a deadline that no longer moves; a read that outlasts the interval
+// is followed by the next one at once.
+func (r *fileResolver) run(l *runloop.Loop) {
 	forced := true // the first read always reports
 	for {
-		next := r.clock.Now().Add(r.cfg.pollInterval)
-		r.poll(forced)
-		var ok bool
-		forced, ok = r.wait(next)
-		if !ok {
+		next := l.Timer(r.cfg.pollInterval)
+		if !r.poll(l, forced) {
+			next.Stop()
 			return
+		}
+		switch l.Wait(next) {
+		case runloop.Closed:
+			return
+		case runloop.Requested:
+			forced = true
+		default:
+			forced = false
 		}
 	}
 }
 
-// wait waits until next or a ResolveNow request. It reports whether the
-// wake-up was a ResolveNow, and false in ok if the resolver was closed.
-// It makes a fresh timer each time: a mock clock's Timer must not be
-// Reset after it fired undrained.
-func (r *fileResolver) wait(next time.Time) (resolveNow, ok bool) {
-	if r.ctx.Err() != nil {
-		return false, false
-	}
-	d := next.Sub(r.clock.Now())
-	if d <= 0 {
-		return false, true
-	}
-	timer := r.clock.Timer(d)
-	defer timer.Stop()
-	select {
-	case <-r.ctx.Done():
-		return false, false
-	case <-r.resolveNow:
-		return true, true
-	case <-timer.C:
-		return false, true
-	}
+// readResult is what one read returns.
+type readResult struct {
+	data []byte
+	err  error
 }
 
 // poll reads the file and reports what changed. forced is true for the
@@ -122,11 +90,23 @@ func (r *fileResolver) wait(next time.Time) (resolveNow, ok bool) {
 // even when it is the same as last time, report read errors even when
 // they are the same as last time, and re-publish a state the channel
 // rejected.
-func (r *fileResolver) poll(forced bool) {
-	data, err := r.cfg.readFile(r.file)
-	if r.ctx.Err() != nil {
-		return // closed: report nothing
+//
+// It reports false, having reported nothing, when the resolver was closed
+// during the read.
+func (r *fileResolver) poll(l *runloop.Loop, forced bool) bool {
+	res, ok := runloop.Do(l, func(context.Context) readResult {
+		data, err := r.cfg.read(r.file)
+		return readResult{data, err}
+	})
+	if !ok {
+		return false // closed: report nothing
 	}
+	r.process(res.data, res.err, forced)
+	return true
+}
+
+// process reports what one read found.
+func (r *fileResolver) process(data []byte, err error, forced bool) {
 	if err != nil {
 		msg := err.Error()
 		if forced || msg != r.readErr {

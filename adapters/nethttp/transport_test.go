@@ -145,11 +145,26 @@ func (d *doneCounter) ResolverError(error) {}
 func (d *doneCounter) ExitIdle()           {}
 func (d *doneCounter) Close()              { d.sc.Shutdown() }
 
+// steadyDialer "connects" without touching the network, to a connection
+// that is never lost: the SubConn stays READY whatever the backend does, so
+// a request's failure can only come from the request itself.
+type steadyDialer struct{}
+
+func (steadyDialer) Dial(context.Context, resolver.Address) (conn.Conn, error) {
+	return steadyConn{lost: make(chan struct{})}, nil
+}
+
+type steadyConn struct{ lost chan struct{} }
+
+func (c steadyConn) Lost() <-chan struct{} { return c.lost }
+func (steadyConn) Close() error            { return nil }
+
 func TestTransportCallsDoneWithTheOutcome(t *testing.T) {
 	outcomes := make(chan error, 10)
 	lb.Register(doneCounterBuilder{outcomes: outcomes})
 	a := backend(t, "a")
 	ch, err := conn.New("fixed:///svc", conn.WithResolver(staticBuilder{addrs: []string{hostOf(a)}}),
+		conn.WithDialer(steadyDialer{}),
 		conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"test_done_counter":{}}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -171,13 +186,14 @@ func TestTransportCallsDoneWithTheOutcome(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc/", nil)
-	if _, err := client.Do(req); err == nil {
+	_, reqErr := client.Do(req)
+	if reqErr == nil {
 		t.Fatal("request to a closed backend succeeded")
 	}
 	select {
 	case err := <-outcomes:
-		if err == nil {
-			t.Fatal("Done(nil) for a failed request")
+		if err == nil || !strings.Contains(reqErr.Error(), err.Error()) {
+			t.Fatalf("Done(%v) for the failed request %q, want its error", err, reqErr)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Done not called for a failed request")

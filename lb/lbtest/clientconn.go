@@ -87,9 +87,12 @@ type ClientConn struct {
 	events   []Event
 	taken    int // events returned by TakeEvents so far
 	subConns []*SubConn
-	// NewSubConnErr, when set before a NewSubConn call, makes that call
-	// fail with it.
+	// newSubConnErr, when set by FailNewSubConn, makes the next
+	// NewSubConn call fail with it.
 	newSubConnErr error
+	// queued holds the deliveries QueueState made since the last
+	// DeliverQueued, in order.
+	queued []func()
 }
 
 // NewClientConn returns a fake ClientConn whose SubConns deliver state
@@ -286,6 +289,7 @@ func (sc *SubConn) State() lb.ConnectivityState {
 // goroutine, not from inside a serialized callback.
 func (sc *SubConn) UpdateState(s lb.SubConnState) {
 	sc.cc.tb.Helper()
+	sc.cc.DeliverQueued()
 	deliver, ok := sc.prepare(s)
 	if !ok {
 		return
@@ -295,21 +299,44 @@ func (sc *SubConn) UpdateState(s lb.SubConnState) {
 	}
 }
 
-// QueueState queues s for the SubConn's listener on the serializer and
-// returns at once, without waiting; [Harness.Settle] waits for it and its
-// consequences. Reports queued back to back run back to back, as when many
-// connections change state while the tree is busy: use it to test that a
-// policy coalesces work across a burst. Like UpdateState, it must be called
-// from the test's goroutine, and a report queued for a SubConn that is shut
-// down by the time it runs is not delivered.
+// QueueState records s as the SubConn's state and queues its delivery
+// without waiting. Every report queued this way since the last delivery is
+// delivered back to back, in order, in one serialized call, when the
+// harness next waits on the serializer ([Harness.Settle], [Harness.Do],
+// [Harness.Advance], [SubConn.UpdateState]) or [ClientConn.DeliverQueued] is
+// called: as when many connections change state while the tree is busy.
+// Use it to test that a policy coalesces work across a burst: nothing the
+// first report schedules can run before the last report is delivered. A
+// report for a SubConn shut down by the time it is delivered is dropped.
+// Like UpdateState, it must be called from the test's goroutine.
 func (sc *SubConn) QueueState(s lb.SubConnState) {
 	sc.cc.tb.Helper()
 	deliver, ok := sc.prepare(s)
 	if !ok {
 		return
 	}
-	if !sc.cc.serializer.Schedule(deliver) {
-		sc.cc.tb.Fatalf("lbtest: queueing %v for %v: the serializer is closed", s.ConnectivityState, sc)
+	sc.cc.mu.Lock()
+	sc.cc.queued = append(sc.cc.queued, deliver)
+	sc.cc.mu.Unlock()
+}
+
+// DeliverQueued schedules, as one serialized call, the delivery of every
+// report queued with [SubConn.QueueState] since the last call, and returns
+// without waiting. The harness calls it before each of its waits.
+func (cc *ClientConn) DeliverQueued() {
+	cc.mu.Lock()
+	queued := cc.queued
+	cc.queued = nil
+	cc.mu.Unlock()
+	if len(queued) == 0 {
+		return
+	}
+	if !cc.serializer.Schedule(func() {
+		for _, deliver := range queued {
+			deliver()
+		}
+	}) {
+		cc.tb.Fatalf("lbtest: delivering %d queued SubConn states: the serializer is closed", len(queued))
 	}
 }
 

@@ -131,6 +131,7 @@ func (h *Harness) BuildPolicy(name, configJSON string) (lb.Balancer, lb.Config) 
 // scheduled have finished. A hang fails the test.
 func (h *Harness) Do(f func()) {
 	h.tb.Helper()
+	h.CC.DeliverQueued()
 	if err := runAndSettle(h.Serializer, f); err != nil {
 		h.tb.Fatalf("lbtest: serialized call: %v", err)
 	}
@@ -211,6 +212,7 @@ func (h *Harness) AdvanceToNextDeadline() (time.Duration, bool) {
 
 func (h *Harness) moveTo(t time.Time) {
 	h.tb.Helper()
+	h.CC.DeliverQueued()
 	if d := t.Sub(h.Clock.Now()); d > 0 {
 		h.Clock.Add(d)
 	}

@@ -76,7 +76,9 @@ func (p *stalePolicy) publish() {
 // fixedPicker always picks sc.
 type fixedPicker struct{ sc lb.SubConn }
 
-func (f fixedPicker) Pick(lb.PickInfo) (lb.PickResult, error) { return lb.PickResult{SubConn: f.sc}, nil }
+func (f fixedPicker) Pick(lb.PickInfo) (lb.PickResult, error) {
+	return lb.PickResult{SubConn: f.sc}, nil
+}
 
 func (p *stalePolicy) ResolverError(error) {}
 func (p *stalePolicy) ExitIdle()           {}

@@ -464,3 +464,28 @@ func mustBuilder(t testing.TB, opts ...dns.Option) *dns.Builder {
 	}
 	return b
 }
+
+// Close returns while a lookup that ignores its context blocks, and the
+// lookup's late result is dropped.
+func TestCloseDoesNotWaitForALookupIgnoringItsContext(t *testing.T) {
+	inLookup, release := make(chan struct{}), make(chan struct{})
+	stub := &stubLookup{clock: clock.NewMock(), respond: func(context.Context, int) ([]netip.Addr, error) {
+		close(inLookup)
+		<-release // ignores ctx
+		return []netip.Addr{netip.MustParseAddr("10.0.0.1")}, nil
+	}}
+	cc := &fakeCC{}
+	r := build(t, mustBuilder(t, dns.WithLookup(stub.lookup)), "a.test", cc, stub.clock)
+	<-inLookup
+	closed := make(chan struct{})
+	go func() { r.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for the lookup")
+	}
+	close(release)
+	if p := cc.Events.Peek(); len(p) > 0 {
+		t.Fatalf("ClientConn calls after Close: %v", p)
+	}
+}

@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -221,74 +217,6 @@ func TestCloseClosesConnsDialedDuringClose(t *testing.T) {
 			t.Fatalf("cycle %d: %d Conns returned by the dialer, %d closed when Close returned", i, r, s)
 		}
 	}
-}
-
-// openFDs counts the process's open file descriptors.
-func openFDs(t *testing.T) int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("cannot count file descriptors here: %v", err)
-	}
-	return len(entries)
-}
-
-// closingServer accepts connections and closes each when its peer does.
-func closingServer(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, _ = io.Copy(io.Discard, c)
-				c.Close()
-			}()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	return ln.Addr().String()
-}
-
-// Channels created and closed in a loop, against a real listener with the
-// real TCPDialer, some closed while dialing and some once READY, leave no
-// goroutine (TestMain's goleak) and no file descriptor behind.
-func TestNewCloseCyclesLeakNothing(t *testing.T) {
-	cycles := 300
-	if testing.Short() {
-		cycles = 50
-	}
-	newCloseCycles(t, cycles)
-}
-
-func newCloseCycles(t *testing.T, cycles int) {
-	addr := closingServer(t)
-	baseline := openFDs(t)
-	for i := range cycles {
-		c, err := New("static:///"+addr, WithRandSeed(uint64(i), 2))
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Connect()
-		if i%2 == 0 {
-			waitState(t, c, lb.Ready)
-		}
-		c.Close()
-	}
-	waitUntil(t, fmt.Sprintf("open file descriptors are back to %d", baseline), func() bool {
-		runtime.GC()
-		return openFDs(t) <= baseline
-	})
 }
 
 // updateCounter is a test policy that records the addresses of every

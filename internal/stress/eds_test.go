@@ -106,11 +106,11 @@ func TestEDSFileAbuse(t *testing.T) {
 		}()
 	}
 	abuses := []func(){
-		func() { os.WriteFile(file, nil, 0o600) },                    // truncated
+		func() { os.WriteFile(file, nil, 0o600) },                        // truncated
 		func() { os.WriteFile(file, []byte(`{"cluster_name":`), 0o600) }, // half written
-		func() { removeAll(file) },                                         // deleted
-		func() { removeAll(file); os.Mkdir(file, 0o700) },                  // a directory
-		func() { removeAll(file); syscall.Mkfifo(file, 0o600) },            // a FIFO
+		func() { removeAll(file) },                                       // deleted
+		func() { removeAll(file); os.Mkdir(file, 0o700) },                // a directory
+		func() { removeAll(file); syscall.Mkfifo(file, 0o600) },          // a FIFO
 	}
 	rewrites := count(1000, 10000)
 	for i := range rewrites {

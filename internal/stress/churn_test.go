@@ -108,53 +108,30 @@ func TestChannelChurn(t *testing.T) {
 	publish(1)
 
 	var counts tally
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				before := latest.Load()
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				r, err := ch.Pick(ctx, conn.PickOptions{})
-				cancel()
-				if err != nil {
-					counts.fail("failed picks", err)
-					continue
-				}
-				addr := r.SubConn.Address().Addr
-				if r.Done != nil {
-					r.Done(lb.DoneInfo{})
-				}
-				after := latest.Load()
-				if !sets.within(addr, before.prev, after.cur) {
-					counts.fail("picks of removed backends", fmt.Errorf("%s not in generations %d..%d", addr, before.prev, after.cur))
-				}
-				counts.add("picks", 1)
-			}
-		}()
-	}
-	wg.Add(1)
-	go func() { // killer
-		defer wg.Done()
-		krng := rand.New(rand.NewPCG(3, 4))
-		tick := time.NewTicker(3 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				counts.add("connections killed", flaky[krng.IntN(len(flaky))].kill())
-			}
+	pickers := startWorkers(32, func() {
+		before := latest.Load()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		r, err := ch.Pick(ctx, conn.PickOptions{})
+		cancel()
+		if err != nil {
+			counts.fail("failed picks", err)
+			return
 		}
-	}()
+		addr := r.SubConn.Address().Addr
+		if r.Done != nil {
+			r.Done(lb.DoneInfo{})
+		}
+		after := latest.Load()
+		if !sets.within(addr, before.prev, after.cur) {
+			counts.fail("picks of removed backends", fmt.Errorf("%s not in generations %d..%d", addr, before.prev, after.cur))
+		}
+		counts.add("picks", 1)
+	})
+	krng := rand.New(rand.NewPCG(3, 4))
+	killer := startWorkers(1, func() {
+		time.Sleep(3 * time.Millisecond)
+		counts.add("connections killed", flaky[krng.IntN(len(flaky))].kill())
+	})
 	tick := time.NewTicker(time.Millisecond)
 	end := time.Now().Add(duration)
 	gen := 1
@@ -164,15 +141,9 @@ func TestChannelChurn(t *testing.T) {
 		publish(gen)
 	}
 	tick.Stop()
-	close(stop)
-	wg.Wait()
-	closed := make(chan struct{})
-	go func() { ch.Close(); close(closed) }()
-	select {
-	case <-closed:
-	case <-guard(t).Done():
-		t.Fatal("Close hung")
-	}
+	pickers.end()
+	killer.end()
+	closeReturns(t, ch)
 	counts.add("updates published", gen)
 	t.Logf("churn over %v: %v", duration, &counts)
 	if counts.get("picks") == 0 {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -79,32 +78,19 @@ func TestEDSFileAbuse(t *testing.T) {
 	}
 
 	var counts tally
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				r, err := ch.Pick(ctx, conn.PickOptions{})
-				cancel()
-				if err != nil {
-					counts.fail("failed picks", err)
-					continue
-				}
-				if r.Done != nil {
-					r.Done(lb.DoneInfo{})
-				}
-				counts.add("picks", 1)
-			}
-		}()
-	}
+	pickers := startWorkers(16, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		r, err := ch.Pick(ctx, conn.PickOptions{})
+		cancel()
+		if err != nil {
+			counts.fail("failed picks", err)
+			return
+		}
+		if r.Done != nil {
+			r.Done(lb.DoneInfo{})
+		}
+		counts.add("picks", 1)
+	})
 	abuses := []func(){
 		func() { os.WriteFile(file, nil, 0o600) },                        // truncated
 		func() { os.WriteFile(file, []byte(`{"cluster_name":`), 0o600) }, // half written
@@ -121,15 +107,8 @@ func TestEDSFileAbuse(t *testing.T) {
 			time.Sleep(3 * time.Millisecond) // a few polls see the broken file
 		}
 	}
-	close(stop)
-	wg.Wait()
-	closed := make(chan struct{})
-	go func() { ch.Close(); close(closed) }()
-	select {
-	case <-closed:
-	case <-guard(t).Done():
-		t.Fatal("Close hung")
-	}
+	pickers.end()
+	closeReturns(t, ch)
 	counts.add("rewrites", rewrites)
 	t.Logf("eds file abuse: %v", &counts)
 	if n := counts.get("failed picks"); n > 0 {

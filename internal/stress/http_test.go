@@ -102,45 +102,32 @@ func TestHTTPBackendsKilledAndRestored(t *testing.T) {
 	var counts tally
 	var mu sync.Mutex
 	lastSeen := map[string]time.Time{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				start := time.Now()
-				ctx, cancel := context.WithTimeout(context.Background(), reqTimeout)
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc/", nil)
-				resp, err := client.Do(req)
-				var body []byte
-				if err == nil {
-					body, err = io.ReadAll(resp.Body)
-					resp.Body.Close()
-				}
-				cancel()
-				if took := time.Since(start); took > reqTimeout+time.Second {
-					counts.fail("requests past their deadline", fmt.Errorf("took %v", took))
-				}
-				if err != nil {
-					counts.add("errors", 1)
-					if errors.Is(err, context.DeadlineExceeded) {
-						counts.add("errors: deadline", 1)
-					}
-					continue
-				}
-				counts.add("responses", 1)
-				mu.Lock()
-				lastSeen[string(body)] = time.Now()
-				mu.Unlock()
+	load := startWorkers(8, func() {
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), reqTimeout)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc/", nil)
+		resp, err := client.Do(req)
+		var body []byte
+		if err == nil {
+			body, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		if took := time.Since(start); took > reqTimeout+time.Second {
+			counts.fail("requests past their deadline", fmt.Errorf("took %v", took))
+		}
+		if err != nil {
+			counts.add("errors", 1)
+			if errors.Is(err, context.DeadlineExceeded) {
+				counts.add("errors: deadline", 1)
 			}
-		}()
-	}
+			return
+		}
+		counts.add("responses", 1)
+		mu.Lock()
+		lastSeen[string(body)] = time.Now()
+		mu.Unlock()
+	})
 	// servedSince waits until every backend has answered after since, and
 	// returns how long that took.
 	servedSince := func(since time.Time) time.Duration {
@@ -181,8 +168,7 @@ func TestHTTPBackendsKilledAndRestored(t *testing.T) {
 		}
 		worst = max(worst, servedSince(time.Now()))
 	}
-	close(stop)
-	wg.Wait()
+	load.end()
 	tr.CloseIdleConnections()
 	ch.Close()
 	t.Logf("%d rounds of kill/restart: %v; slowest recovery %v (backoff at most %v)", rounds, &counts, worst, maxBackoff)

@@ -171,3 +171,47 @@ func (t *tally) String() string {
 	defer t.mu.Unlock()
 	return fmt.Sprintf("%v", t.counts)
 }
+
+// workers runs goroutines that repeat one step until stopped.
+type workers struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// startWorkers starts n goroutines, each calling step until end is called.
+func startWorkers(n int, step func()) *workers {
+	w := &workers{stop: make(chan struct{})}
+	for range n {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			for {
+				select {
+				case <-w.stop:
+					return
+				default:
+					step()
+				}
+			}
+		}()
+	}
+	return w
+}
+
+// end stops the workers and waits for them.
+func (w *workers) end() {
+	close(w.stop)
+	w.wg.Wait()
+}
+
+// closeReturns closes c and fails the test if Close hangs.
+func closeReturns(t *testing.T, c io.Closer) {
+	t.Helper()
+	closed := make(chan struct{})
+	go func() { c.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-guard(t).Done():
+		t.Fatal("Close hung")
+	}
+}

@@ -26,3 +26,67 @@ func TestCoreDoesNotDependOnGRPC(t *testing.T) {
 		t.Errorf("core go.mod requires google.golang.org/grpc:\n%s", mod)
 	}
 }
+
+// layers ranks the core module's packages: a package may import only
+// packages of a lower rank (tests aside). An entry ending in "/" matches
+// every package below it, any other entry one package; the first match
+// wins, so the list runs from the most specific entry to the least.
+var layers = []struct {
+	pkg  string
+	rank int
+}{
+	{"lb/attributes", 0},
+	{"lb/edf", 0},
+	{"lb/backoff", 0},
+	{"lb/resolver/internal/", 0}, // helpers of the resolvers
+	{"lb/resolver", 1},
+	{"lb/hierarchy", 2},
+	{"lb/weight", 2},
+	{"lb", 3},
+	{"lb/resolver/", 3}, // the resolvers: never lb or a policy
+	{"lb/childmanager", 4},
+	{"lb/lbtest", 4},
+	{"lb/", 5}, // the policies
+	{"conn", 6},
+	{"adapters/", 7},
+	{"cmd/", 8},
+	{"internal/", 8},
+}
+
+func rankOf(pkg string) (int, bool) {
+	for _, l := range layers {
+		if pkg == l.pkg || (strings.HasSuffix(l.pkg, "/") && strings.HasPrefix(pkg, l.pkg)) {
+			return l.rank, true
+		}
+	}
+	return 0, false
+}
+
+// Dependencies point one way, as docs/architecture.md draws them:
+// attributes ← resolver ← hierarchy, weight ← lb and the resolvers ←
+// childmanager, lbtest ← policies ← conn ← adapters and commands.
+func TestPackageOrder(t *testing.T) {
+	const module = "github.com/lbkit/lbkit/"
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		rank, ok := rankOf(pkg)
+		if !ok {
+			t.Errorf("package %s has no layer in lb/deps_test.go", pkg)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			imp = strings.TrimPrefix(imp, module)
+			if r, _ := rankOf(imp); r >= rank {
+				t.Errorf("%s (layer %d) imports %s (layer %d): imports must point to a lower layer", pkg, rank, imp, r)
+			}
+		}
+	}
+}

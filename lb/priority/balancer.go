@@ -32,12 +32,15 @@ type childData struct {
 
 type child = childmanager.Child[childData]
 
-// published identifies what the policy last sent to its parent: a child's
-// state at some generation, or one of the policy's own states.
+// published identifies what the policy sends to its parent: a child's
+// state at some generation (it rises only when the child's report
+// changes), or one of the policy's own states (seq tells resolver errors
+// apart, as each may say something new).
 type published struct {
 	child *child
 	gen   uint64
 	own   ownState
+	seq   uint64
 }
 
 type ownState int
@@ -80,9 +83,12 @@ type priorityBalancer struct {
 	updateErrs *[]error
 
 	// current is the child in use, nil when none is.
-	current   *child
-	published published
-	closed    bool
+	current *child
+	pub     *childmanager.Publisher[published]
+	// resolverErrs counts resolver errors published as the policy's own
+	// state.
+	resolverErrs uint64
+	closed       bool
 }
 
 func newBalancer(cc lb.ClientConn, opts lb.BuildOptions, bopts options) *priorityBalancer {
@@ -91,6 +97,7 @@ func newBalancer(cc lb.ClientConn, opts lb.BuildOptions, bopts options) *priorit
 		opts:   opts,
 		logger: opts.Logger.With("policy", Name),
 		bopts:  bopts,
+		pub:    childmanager.NewPublisher(cc, func(a, b published) bool { return a == b }, nil),
 	}
 	b.children = childmanager.New(cc, opts, childmanager.Hooks[childData]{
 		StateChanged: b.childStateChanged,
@@ -183,7 +190,8 @@ func (b *priorityBalancer) ResolverError(err error) {
 	}
 	if b.children.Len() == 0 {
 		b.current = nil
-		b.publish(published{own: ownResolverError}, lb.State{
+		b.resolverErrs++
+		b.publish(published{own: ownResolverError, seq: b.resolverErrs}, lb.State{
 			ConnectivityState: lb.TransientFailure,
 			Picker:            lb.NewErrPicker(lb.TransientFailureError(err)),
 		}, true)
@@ -224,6 +232,9 @@ func (b *priorityBalancer) Close() {
 func (b *priorityBalancer) childStateChanged(c *child) {
 	s := c.State()
 	d := &c.Data
+	if childmanager.SameState(s, lb.State{ConnectivityState: d.state, Picker: d.picker}) {
+		return // the same report again: nothing to apply, nothing to publish
+	}
 	d.state, d.picker = s.ConnectivityState, s.Picker
 	d.gen++
 	switch s.ConnectivityState {

@@ -81,13 +81,9 @@ func (b *priorityBalancer) setCurrentPriority(p int, deactivateLower, force bool
 }
 
 // publish sends s to the parent unless what it describes, what, is what was
-// last sent and force is false.
+// last sent; then, if force, the last state is sent again.
 func (b *priorityBalancer) publish(what published, s lb.State, force bool) {
-	if !force && what == b.published {
-		return
-	}
-	b.published = what
-	b.cc.UpdateState(s)
+	b.pub.Publish(what, force, func() lb.State { return s })
 }
 
 // createChild is gRFC A56's CreateChild followed by the child's first

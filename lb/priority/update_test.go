@@ -415,3 +415,19 @@ func TestChildUpdateErrorsAreReturned(t *testing.T) {
 		t.Errorf("rejected configs published %d states", got-n)
 	}
 }
+
+// A child that publishes the same state with the same picker again changes
+// nothing: the policy publishes nothing (docs/choices.md, "Publishing").
+func TestIdenticalChildReportIsNotPublishedAgain(t *testing.T) {
+	e := newEnv(t)
+	e.update(nil, scriptChild("p0"))
+	for _, state := range []lb.ConnectivityState{lb.Ready, lb.Connecting, lb.TransientFailure} {
+		p := e.report("p0", state, "r-"+state.String())
+		n := len(e.h.CC.States.All())
+		s := e.tr.get("p0")
+		e.h.Do(func() { s.cc.UpdateState(lb.State{ConnectivityState: state, Picker: p}) })
+		if got := len(e.h.CC.States.All()); got != n {
+			t.Fatalf("%v: the same report again published %d more states, want none", state, got-n)
+		}
+	}
+}

@@ -24,8 +24,9 @@ type targetData struct {
 	// the scheduler's carry-over (edf.NewFrom) recognizes it across
 	// pickers. Freed slots are reused by later targets.
 	slot int
-	// reported is the state the child last published.
+	// reported and picker are what the child last published.
 	reported lb.ConnectivityState
+	picker   lb.Picker
 	// aggState is the state the target counts as in the aggregate: the
 	// reported state, except that TRANSIENT_FAILURE sticks until READY.
 	aggState lb.ConnectivityState
@@ -75,11 +76,12 @@ type wtBalancer struct {
 	// sched is the scheduler of the latest READY picker, the base of the
 	// next one's carry-over; nil until the first.
 	sched *edf.Scheduler[int]
-	// last describes what was last published and lastState is it;
-	// published is false until something was.
-	last      pubKey
-	lastState lb.State
-	published bool
+	// pub sends the policy's state, skipping one made of what was last
+	// sent.
+	pub *childmanager.Publisher[pubKey]
+	// resolverErrs counts resolver errors published as the policy's own
+	// state.
+	resolverErrs uint64
 }
 
 func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *wtBalancer {
@@ -88,6 +90,7 @@ func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *wtBalancer {
 		opts:   opts,
 		logger: opts.Logger.With("policy", Name),
 	}
+	b.pub = childmanager.NewPublisher(cc, pubKey.equal, b.refresh)
 	b.children = childmanager.New(cc, opts, childmanager.Hooks[targetData]{
 		StateChanged: b.childStateChanged,
 		Removed:      b.childRemoved,
@@ -187,9 +190,12 @@ func (b *wtBalancer) ResolverError(err error) {
 		return
 	}
 	if b.children.Len() == 0 {
-		b.setState(pubKey{state: lb.TransientFailure, own: ownResolverError}, lb.State{
-			ConnectivityState: lb.TransientFailure,
-			Picker:            lb.NewErrPicker(lb.TransientFailureError(fmt.Errorf("weightedtarget: resolver error: %w", err))),
+		b.resolverErrs++
+		b.pub.Publish(pubKey{state: lb.TransientFailure, own: ownResolverError, seq: b.resolverErrs}, true, func() lb.State {
+			return lb.State{
+				ConnectivityState: lb.TransientFailure,
+				Picker:            lb.NewErrPicker(lb.TransientFailureError(fmt.Errorf("weightedtarget: resolver error: %w", err))),
+			}
 		})
 		return
 	}
@@ -233,8 +239,11 @@ func (b *wtBalancer) Close() {
 func (b *wtBalancer) childStateChanged(c *child) {
 	s := c.State()
 	d := &c.Data
+	if childmanager.SameState(s, lb.State{ConnectivityState: d.reported, Picker: d.picker}) {
+		return // the same report again: nothing to apply, nothing to publish
+	}
 	prev := d.reported
-	d.reported = s.ConnectivityState
+	d.reported, d.picker = s.ConnectivityState, s.Picker
 	d.gen++
 	switch s.ConnectivityState {
 	case lb.Ready:

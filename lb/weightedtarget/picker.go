@@ -42,6 +42,8 @@ type pubKey struct {
 	// that failure (TRANSIENT_FAILURE only).
 	failed  *child
 	failSeq uint64
+	// seq tells the policy's own resolver-error states apart.
+	seq uint64
 }
 
 type readyKey struct {
@@ -60,7 +62,7 @@ const (
 
 func (k pubKey) equal(o pubKey) bool {
 	return k.state == o.state && k.own == o.own && k.failed == o.failed &&
-		k.failSeq == o.failSeq && slices.Equal(k.ready, o.ready)
+		k.failSeq == o.failSeq && k.seq == o.seq && slices.Equal(k.ready, o.ready)
 }
 
 // publish computes the aggregate state of the targets and publishes it with
@@ -83,18 +85,19 @@ func (b *wtBalancer) publish(force bool) {
 		return
 	}
 	key := b.aggregate()
-	if b.published && key.equal(b.last) {
-		if force {
-			if key.state == lb.Idle {
-				// The last IDLE picker may have fired already: a fresh
-				// one asks the targets to leave IDLE again.
-				b.lastState.Picker = &idlePicker{b: b}
-			}
-			b.cc.UpdateState(b.lastState)
-		}
-		return
+	b.pub.Publish(key, force, func() lb.State {
+		b.logger.Debug("weightedtarget: publishing", "state", key.state)
+		return lb.State{ConnectivityState: key.state, Picker: b.buildPicker(key)}
+	})
+}
+
+// refresh renews a state sent again unchanged: the last IDLE picker may
+// have fired already, and a fresh one asks the targets to leave IDLE again.
+func (b *wtBalancer) refresh(s lb.State) lb.State {
+	if s.ConnectivityState == lb.Idle {
+		s.Picker = &idlePicker{b: b}
 	}
-	b.setState(key, lb.State{ConnectivityState: key.state, Picker: b.buildPicker(key)})
+	return s
 }
 
 // aggregate returns the key of what the policy should publish now.
@@ -123,13 +126,6 @@ func (b *wtBalancer) aggregate() pubKey {
 		}
 	}
 	return key
-}
-
-// setState records key and s as published and sends s to the parent.
-func (b *wtBalancer) setState(key pubKey, s lb.State) {
-	b.last, b.lastState, b.published = key, s, true
-	b.logger.Debug("weightedtarget: publishing", "state", s.ConnectivityState)
-	b.cc.UpdateState(s)
 }
 
 // buildPicker returns the picker for key (see publish).

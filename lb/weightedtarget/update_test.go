@@ -210,3 +210,23 @@ func TestTargetReaddedIsNew(t *testing.T) {
 	e.report("b", lb.Ready, "r")
 	checkPeriods(t, pickSeq(t, e.wantState(lb.Ready).Picker, e.names("a", "b"), 20), 2, map[string]int{"a": 1, "b": 1})
 }
+
+// A target that publishes the same state with the same picker again changes
+// nothing: the policy publishes nothing, and a repeated TRANSIENT_FAILURE
+// is not a newer failure (docs/choices.md, "Publishing").
+func TestIdenticalTargetReportIsNotPublishedAgain(t *testing.T) {
+	e := newEnv(t)
+	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
+	for _, state := range []lb.ConnectivityState{lb.Ready, lb.TransientFailure} {
+		a := e.script("a")
+		var p lb.Picker
+		e.h.Do(func() { p = a.report(state, "a-"+state.String()) })
+		e.report("b", state, "b-"+state.String())
+		again := lb.State{ConnectivityState: state, Picker: p}
+		n := e.published()
+		e.h.Do(func() { a.cc.UpdateState(again) })
+		if got := e.published(); got != n {
+			t.Fatalf("%v: the same report again published %d more states, want none", state, got-n)
+		}
+	}
+}

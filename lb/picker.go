@@ -3,6 +3,7 @@ package lb
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 )
 
 // The errors a Picker returns; see [Picker] and [ClassifyPickError].
@@ -113,3 +114,25 @@ func NewErrPicker(err error) Picker { return errPicker{err: err} }
 // NewQueuePicker returns a picker whose every Pick returns
 // [ErrNoSubConnAvailable], for a policy that is connecting.
 func NewQueuePicker() Picker { return errPicker{err: ErrNoSubConnAvailable} }
+
+// NewIdlePicker returns the picker a balancer publishes in IDLE: every
+// Pick queues the request ([ErrNoSubConnAvailable]), and the first one
+// schedules exitIdle on s, so that the balancer leaves IDLE once and the
+// picker it then publishes serves the queued requests. Pick is safe for
+// concurrent use and does not allocate.
+func NewIdlePicker(s Scheduler, exitIdle func()) Picker {
+	return &idlePicker{sched: s, exitIdle: exitIdle}
+}
+
+type idlePicker struct {
+	sched    Scheduler
+	exitIdle func()
+	fired    atomic.Bool
+}
+
+func (p *idlePicker) Pick(PickInfo) (PickResult, error) {
+	if !p.fired.Load() && p.fired.CompareAndSwap(false, true) {
+		p.sched.Schedule(p.exitIdle)
+	}
+	return PickResult{}, ErrNoSubConnAvailable
+}

@@ -163,6 +163,6 @@ func (b *balancer) selectSubConn(sd *subConn) {
 // that asks to leave IDLE, and ask for re-resolution.
 func (b *balancer) goIdle() {
 	b.selected = nil
-	b.report(lb.Idle, newIdlePicker(b))
+	b.report(lb.Idle, lb.NewIdlePicker(b.sched, b.ExitIdle))
 	b.cc.ResolveNow()
 }

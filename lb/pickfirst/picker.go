@@ -1,8 +1,6 @@
 package pickfirst
 
 import (
-	"sync/atomic"
-
 	"github.com/lbkit/lbkit/lb"
 )
 
@@ -18,22 +16,3 @@ func newReadyPicker(sc lb.SubConn) *readyPicker {
 
 // Pick returns the READY SubConn.
 func (p *readyPicker) Pick(lb.PickInfo) (lb.PickResult, error) { return p.result, nil }
-
-// idlePicker is reported in IDLE. Its first Pick schedules the balancer's
-// ExitIdle on the tree's scheduler; every Pick queues the request, which
-// the CONNECTING picker that ExitIdle reports keeps queued.
-type idlePicker struct {
-	b     *balancer
-	fired atomic.Bool
-}
-
-func newIdlePicker(b *balancer) *idlePicker { return &idlePicker{b: b} }
-
-// Pick queues the request and, the first time, asks the balancer to leave
-// IDLE.
-func (p *idlePicker) Pick(lb.PickInfo) (lb.PickResult, error) {
-	if !p.fired.Load() && p.fired.CompareAndSwap(false, true) {
-		p.b.sched.Schedule(p.b.ExitIdle)
-	}
-	return lb.PickResult{}, lb.ErrNoSubConnAvailable
-}

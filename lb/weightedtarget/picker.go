@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/edf"
@@ -77,7 +76,7 @@ func (k pubKey) equal(o pubKey) bool {
 //     picker when only one is READY;
 //   - CONNECTING: a queueing picker;
 //   - IDLE: a queueing picker whose first pick asks every target to leave
-//     IDLE ([idlePicker]);
+//     IDLE ([lb.NewIdlePicker]);
 //   - TRANSIENT_FAILURE: a failing picker naming the target that failed
 //     last and wrapping its error (see failureOf).
 func (b *wtBalancer) publish(force bool) {
@@ -95,7 +94,7 @@ func (b *wtBalancer) publish(force bool) {
 // have fired already, and a fresh one asks the targets to leave IDLE again.
 func (b *wtBalancer) refresh(s lb.State) lb.State {
 	if s.ConnectivityState == lb.Idle {
-		s.Picker = &idlePicker{b: b}
+		s.Picker = lb.NewIdlePicker(b.opts.Scheduler, b.ExitIdle)
 	}
 	return s
 }
@@ -144,7 +143,7 @@ func (b *wtBalancer) buildPicker(key pubKey) lb.Picker {
 			key.failed.Name(), key.failed.Data.failErr)
 		return lb.NewErrPicker(lb.TransientFailureError(err))
 	case lb.Idle:
-		return &idlePicker{b: b}
+		return lb.NewIdlePicker(b.opts.Scheduler, b.ExitIdle)
 	}
 	return lb.NewQueuePicker()
 }
@@ -202,23 +201,6 @@ type weightedPicker struct {
 // (see package edf), takes no lock.
 func (p *weightedPicker) Pick(info lb.PickInfo) (lb.PickResult, error) {
 	return p.pickers[p.sched.Pick()].Pick(info)
-}
-
-// idlePicker is published in IDLE. Its first Pick schedules the policy's
-// ExitIdle on the tree's scheduler; every Pick queues the request, which
-// the picker published after the targets leave IDLE then serves.
-type idlePicker struct {
-	b     *wtBalancer
-	fired atomic.Bool
-}
-
-// Pick queues the request and, the first time, asks every target to leave
-// IDLE.
-func (p *idlePicker) Pick(lb.PickInfo) (lb.PickResult, error) {
-	if !p.fired.Load() && p.fired.CompareAndSwap(false, true) {
-		p.b.opts.Scheduler.Schedule(p.b.ExitIdle)
-	}
-	return lb.PickResult{}, lb.ErrNoSubConnAvailable
 }
 
 // failureOf returns the error of a child's TRANSIENT_FAILURE picker by

@@ -78,9 +78,6 @@ type priorityBalancer struct {
 	// reaches the children; choosing is set while the choice runs.
 	updating bool
 	choosing bool
-	// updateErrs collects the children's UpdateClientConnState errors
-	// while updating or while the choice forced by an update runs.
-	updateErrs *[]error
 
 	// current is the child in use, nil when none is.
 	current *child
@@ -136,9 +133,6 @@ func (b *priorityBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 	b.config, b.resolverState, b.addrs = cfg, s.ResolverState, groups.Children
 
 	var errs []error
-	b.updateErrs = &errs
-	defer func() { b.updateErrs = nil }()
-
 	b.updating = true
 	for _, c := range b.children.Children() {
 		childCfg, ok := cfg.Children[c.Name()]
@@ -149,36 +143,27 @@ func (b *priorityBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 			c.Remove()
 		default:
 			c.SetIgnoreResolveNow(childCfg.IgnoreReresolutionRequests)
-			b.updateChild(c, childCfg)
+			errs = append(errs, b.updateChild(c, childCfg))
 		}
 	}
 	b.updating = false
 
-	b.choosePriority(true)
+	errs = append(errs, b.choosePriority(true))
 	return errors.Join(errs...)
 }
 
-// updateChild sends a child its config and addresses, and keeps or logs its
-// error.
-func (b *priorityBalancer) updateChild(c *child, childCfg ChildConfig) {
+// updateChild sends a child its config and addresses, and returns its
+// error, naming the child.
+func (b *priorityBalancer) updateChild(c *child, childCfg ChildConfig) error {
 	rs := resolver.State{
 		Addresses:     b.addrs[c.Name()],
 		ServiceConfig: b.resolverState.ServiceConfig,
 		Attributes:    b.resolverState.Attributes,
 	}
-	err := c.Update(childCfg.Policy, rs)
-	if err == nil {
-		return
+	if err := c.Update(childCfg.Policy, rs); err != nil {
+		return fmt.Errorf("priority: child %q: %w", c.Name(), err)
 	}
-	err = fmt.Errorf("priority: child %q: %w", c.Name(), err)
-	if b.updateErrs != nil {
-		*b.updateErrs = append(*b.updateErrs, err)
-		return
-	}
-	// A child created by failover, outside a parent update: nobody to
-	// return the error to. Its own state (normally TRANSIENT_FAILURE)
-	// drives the choice, and it can ask for re-resolution itself.
-	b.logger.Warn("priority: child rejected its update", "child", c.Name(), "err", err)
+	return nil
 }
 
 // ResolverError passes err to every existing child, then runs the choice
@@ -201,7 +186,7 @@ func (b *priorityBalancer) ResolverError(err error) {
 	b.children.ResolverError(err)
 	b.updating = false
 	if b.config != nil {
-		b.choosePriority(false)
+		b.logChoiceErr(b.choosePriority(false))
 	}
 }
 
@@ -268,5 +253,15 @@ func (b *priorityBalancer) maybeChoosePriority() {
 	if b.closed || b.updating || b.choosing || b.config == nil {
 		return
 	}
-	b.choosePriority(false)
+	b.logChoiceErr(b.choosePriority(false))
+}
+
+// logChoiceErr logs the error of a choice made outside a parent update: a
+// child created by failover that rejected its update has nobody to return
+// the error to. Its own state (normally TRANSIENT_FAILURE) drives the
+// choice, and it can ask for re-resolution itself.
+func (b *priorityBalancer) logChoiceErr(err error) {
+	if err != nil {
+		b.logger.Warn("priority: child rejected its update", "err", err)
+	}
 }

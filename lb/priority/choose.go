@@ -19,7 +19,9 @@ var errEmptyPriorities = errors.New("priority policy has empty priority list")
 // published, as needed after a parent update; otherwise nothing is
 // published when neither the chosen child nor its state changed, so running
 // the choice again with no change reports nothing new.
-func (b *priorityBalancer) choosePriority(force bool) {
+//
+// It returns the errors of the children it created, each naming its child.
+func (b *priorityBalancer) choosePriority(force bool) error {
 	b.choosing = true
 	defer func() { b.choosing = false }()
 
@@ -30,22 +32,25 @@ func (b *priorityBalancer) choosePriority(force bool) {
 			ConnectivityState: lb.TransientFailure,
 			Picker:            lb.NewErrPicker(lb.TransientFailureError(errEmptyPriorities)),
 		}, force)
-		return
+		return nil
 	}
+	var errs []error
 	for p, name := range priorities {
 		c := b.children.Get(name)
 		if c == nil {
-			c = b.createChild(name)
+			var err error
+			c, err = b.createChild(name)
+			errs = append(errs, err)
 		} else {
 			c.Reactivate()
 		}
 		switch {
 		case c.Data.state == lb.Ready || c.Data.state == lb.Idle:
 			b.setCurrentPriority(p, true, force)
-			return
+			return errors.Join(errs...)
 		case c.Data.failover != nil:
 			b.setCurrentPriority(p, false, force)
-			return
+			return errors.Join(errs...)
 		}
 	}
 	// No child is READY or IDLE or has a pending failover timer: use the
@@ -53,10 +58,11 @@ func (b *priorityBalancer) choosePriority(force bool) {
 	for p, name := range priorities {
 		if b.children.Get(name).Data.state == lb.Connecting {
 			b.setCurrentPriority(p, false, force)
-			return
+			return errors.Join(errs...)
 		}
 	}
 	b.setCurrentPriority(len(priorities)-1, false, force)
+	return errors.Join(errs...)
 }
 
 // setCurrentPriority is gRFC A56's SetCurrentPriority: it makes the child at
@@ -89,7 +95,7 @@ func (b *priorityBalancer) publish(what published, s lb.State, force bool) {
 // createChild is gRFC A56's CreateChild followed by the child's first
 // update: the failover timer starts before the child is built, so a child
 // that becomes READY inline, during its first update, stops it at once.
-func (b *priorityBalancer) createChild(name string) *child {
+func (b *priorityBalancer) createChild(name string) (*child, error) {
 	c := b.children.Add(name)
 	initial := c.State()
 	c.Data = childData{state: initial.ConnectivityState, picker: initial.Picker}
@@ -97,8 +103,7 @@ func (b *priorityBalancer) createChild(name string) *child {
 	childCfg := b.config.Children[name]
 	c.SetIgnoreResolveNow(childCfg.IgnoreReresolutionRequests)
 	b.logger.Debug("priority: creating child", "child", name, "policy", childCfg.Policy.Name)
-	b.updateChild(c, childCfg)
-	return c
+	return c, b.updateChild(c, childCfg)
 }
 
 // startFailoverTimer starts c's failover timer. When it fires, c is treated

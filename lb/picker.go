@@ -106,6 +106,30 @@ type errPicker struct{ err error }
 
 func (p errPicker) Pick(PickInfo) (PickResult, error) { return PickResult{}, p.err }
 
+// Failure returns the error every Pick returns.
+func (p errPicker) Failure() error { return p.err }
+
+// FailingPicker is a picker that fails every pick with one error and says
+// which, so that a parent policy can report a child's failure without
+// calling Pick (which has effects: an IDLE picker starts connecting, a
+// picked SubConn needs its Done). The pickers of [NewErrPicker] and
+// [NewQueuePicker] implement it; so should a policy's own picker for
+// TRANSIENT_FAILURE.
+type FailingPicker interface {
+	Picker
+	// Failure returns the error every Pick returns.
+	Failure() error
+}
+
+// FailureOf returns the error p fails every pick with if p is a
+// [FailingPicker], and nil otherwise. It never calls Pick.
+func FailureOf(p Picker) error {
+	if f, ok := p.(FailingPicker); ok {
+		return f.Failure()
+	}
+	return nil
+}
+
 // NewErrPicker returns a picker whose every Pick returns err. Use it with
 // [TransientFailureError] for a policy in TRANSIENT_FAILURE, or with
 // [DropError] to fail every request.

@@ -1,7 +1,6 @@
 package weightedtarget
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,16 +15,13 @@ var (
 	// errNoTargets is the error when the config has no target.
 	errNoTargets = errors.New("weightedtarget: no targets in the config")
 	// errNoFailure stands for the error of a child that reported
-	// TRANSIENT_FAILURE with a picker that does not fail (it queues, or
-	// picks): the child broke the convention, so there is no error to
-	// report but the state.
-	errNoFailure = errors.New("reported TRANSIENT_FAILURE with a picker that does not fail")
+	// TRANSIENT_FAILURE with a picker that does not say its error (it is
+	// not an lb.FailingPicker) or that queues: there is no error to report
+	// but the state.
+	errNoFailure = errors.New("reported TRANSIENT_FAILURE with a picker that gives no error")
 	// errNotUsable is the error when no target counts in the aggregate
 	// (every child reported SHUTDOWN, which balancers do not publish).
 	errNotUsable = errors.New("weightedtarget: no target is usable")
-	// errProbe is given to the Done callback of a pick made by failureOf,
-	// which carries no request.
-	errProbe = errors.New("weightedtarget: probe pick for a TRANSIENT_FAILURE error")
 )
 
 // pubKey describes a published state: its connectivity state, and what its
@@ -203,22 +199,15 @@ func (p *weightedPicker) Pick(info lb.PickInfo) (lb.PickResult, error) {
 	return p.pickers[p.sched.Pick()].Pick(info)
 }
 
-// failureOf returns the error of a child's TRANSIENT_FAILURE picker by
-// calling its Pick once, from inside the tree's serialized calls, when the
-// child reports the state; the error is kept while the target's failure is
-// sticky and is what the policy's own picker reports. A picker that does
-// not fail (it queues, as a priority child whose failover timer fired may
-// publish, or it picks) gives errNoFailure; a pick that succeeded is ended
-// at once through its Done callback.
+// failureOf returns the error of a child's TRANSIENT_FAILURE picker, read
+// with [lb.FailureOf] without picking, when the child reports the state;
+// the error is kept while the target's failure is sticky and is what the
+// policy's own picker reports. A picker that does not say (it is not an
+// [lb.FailingPicker]) or does not fail (it queues, as a priority child
+// whose failover timer fired may publish) gives errNoFailure.
 func failureOf(p lb.Picker) error {
-	r, err := p.Pick(lb.PickInfo{Ctx: context.Background()})
-	switch {
-	case err == nil:
-		if r.Done != nil {
-			r.Done(lb.DoneInfo{Err: errProbe})
-		}
-		return errNoFailure
-	case errors.Is(err, lb.ErrNoSubConnAvailable):
+	err := lb.FailureOf(p)
+	if err == nil || errors.Is(err, lb.ErrNoSubConnAvailable) {
 		return errNoFailure
 	}
 	return err

@@ -164,4 +164,7 @@ func (p *scriptPicker) Pick(lb.PickInfo) (lb.PickResult, error) {
 	return p.result, nil
 }
 
+// Failure makes a failing script picker an lb.FailingPicker.
+func (p *scriptPicker) Failure() error { return p.err }
+
 var errScriptNotFound = errors.New("no such script child")

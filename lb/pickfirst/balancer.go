@@ -10,8 +10,9 @@ import (
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
-// errZeroAddresses is the picker error after an empty update.
-var errZeroAddresses = errors.New("pickfirst: resolver produced zero addresses")
+// ErrNoAddresses is wrapped by the picker error after an update with no
+// address. Match it with errors.Is.
+var ErrNoAddresses = errors.New("pickfirst: resolver produced zero addresses")
 
 // balancer is one pick_first policy instance.
 //
@@ -97,8 +98,8 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 		b.shutdownAll(old)
 		b.selected = nil
 		b.firstPass = false
-		b.report(lb.TransientFailure, lb.NewErrPicker(lb.TransientFailureError(errZeroAddresses)))
-		return fmt.Errorf("%w: %w", errZeroAddresses, lb.ErrBadResolverState)
+		b.report(lb.TransientFailure, lb.NewErrPicker(lb.TransientFailureError(ErrNoAddresses)))
+		return fmt.Errorf("%w: %w", ErrNoAddresses, lb.ErrBadResolverState)
 	}
 
 	if b.selected != nil {

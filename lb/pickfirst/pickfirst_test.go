@@ -227,8 +227,8 @@ func TestEmptyAddressListIsNotSticky(t *testing.T) {
 	}
 	e.want(shutdown(0, "a"), state(tf))
 	e.wantTF()
-	if msg := e.pickErr().Error(); !strings.Contains(msg, "produced zero addresses") {
-		t.Fatalf("pick error %q does not say %q", msg, "produced zero addresses")
+	if err := e.pickErr(); !errors.Is(err, pickfirst.ErrNoAddresses) {
+		t.Fatalf("pick error %v, want pickfirst.ErrNoAddresses", err)
 	}
 
 	// Not sticky: the next good update reports CONNECTING.

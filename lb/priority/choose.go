@@ -6,9 +6,10 @@ import (
 	"github.com/lbkit/lbkit/lb"
 )
 
-// errEmptyPriorities is the error of the picker published when the config
-// lists no priority; its message is gRFC A56's.
-var errEmptyPriorities = errors.New("priority policy has empty priority list")
+// ErrEmptyPriorities is wrapped by the error of the picker published when
+// the config lists no priority; its message is gRFC A56's. Match it with
+// errors.Is.
+var ErrEmptyPriorities = errors.New("priority policy has empty priority list")
 
 // choosePriority is gRFC A56's ChoosePriority: it walks the priorities from
 // the highest, creating children as it reaches them, and uses the first
@@ -30,7 +31,7 @@ func (b *priorityBalancer) choosePriority(force bool) error {
 		b.current = nil
 		b.publish(published{own: ownEmptyPriorities}, lb.State{
 			ConnectivityState: lb.TransientFailure,
-			Picker:            lb.NewErrPicker(lb.TransientFailureError(errEmptyPriorities)),
+			Picker:            lb.NewErrPicker(lb.TransientFailureError(ErrEmptyPriorities)),
 		}, force)
 		return nil
 	}

@@ -156,8 +156,8 @@ func TestEmptyPriorities(t *testing.T) {
 	}
 	e.wantState(lb.TransientFailure, "<error: priority policy has empty priority list>")
 	_, err := e.last().Picker.Pick(lb.PickInfo{})
-	if !errors.Is(err, lb.ErrTransientFailure) {
-		t.Errorf("empty-list picker error %v is not a transient failure", err)
+	if !errors.Is(err, lb.ErrTransientFailure) || !errors.Is(err, ErrEmptyPriorities) {
+		t.Errorf("empty-list picker error %v is not ErrEmptyPriorities as a transient failure", err)
 	}
 	// From a non-empty list to an empty one: children are deactivated.
 	e.update(nil, scriptChild("p0"))

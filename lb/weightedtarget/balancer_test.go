@@ -117,8 +117,8 @@ func TestNoTargets(t *testing.T) {
 	e := newEnv(t)
 	e.update(nil)
 	err := pickErr(e.wantState(lb.TransientFailure).Picker)
-	if !errors.Is(err, lb.ErrTransientFailure) || !errors.Is(err, errNoTargets) {
-		t.Fatalf("pick error %v, want errNoTargets as a transient failure", err)
+	if !errors.Is(err, lb.ErrTransientFailure) || !errors.Is(err, ErrNoTargets) {
+		t.Fatalf("pick error %v, want ErrNoTargets as a transient failure", err)
 	}
 	// From targets to none: every target is closed.
 	e.update(nil, scriptTarget("a", 1))

@@ -11,9 +11,11 @@ import (
 
 // Errors of the pickers the policy publishes in TRANSIENT_FAILURE; every
 // picker error is also wrapped with [lb.TransientFailureError].
+// ErrNoTargets is wrapped by the error of the picker published when the
+// config has no target. Match it with errors.Is.
+var ErrNoTargets = errors.New("weightedtarget: no targets in the config")
+
 var (
-	// errNoTargets is the error when the config has no target.
-	errNoTargets = errors.New("weightedtarget: no targets in the config")
 	// errNoFailure stands for the error of a child that reported
 	// TRANSIENT_FAILURE with a picker that does not say its error (it is
 	// not an lb.FailingPicker) or that queues: there is no error to report
@@ -130,7 +132,7 @@ func (b *wtBalancer) buildPicker(key pubKey) lb.Picker {
 		return b.readyPicker(key.ready)
 	case lb.TransientFailure:
 		if key.own == ownNoTargets {
-			return lb.NewErrPicker(lb.TransientFailureError(errNoTargets))
+			return lb.NewErrPicker(lb.TransientFailureError(ErrNoTargets))
 		}
 		if key.failed == nil {
 			return lb.NewErrPicker(lb.TransientFailureError(errNotUsable))

@@ -24,7 +24,8 @@
 // second Build detaches the first, which then receives nothing more. While
 // no resolver is attached, UpdateState keeps the state and returns nil
 // before the first Build and an error wrapping [ErrClosed] after the
-// attached resolver was closed; ReportError is dropped.
+// attached resolver was closed; ReportError keeps the error, and the next
+// Build reports it after the state, unless a newer state supersedes it.
 //
 // # Concurrency
 //

@@ -55,6 +55,7 @@ type Builder struct {
 	// it after Close returns.
 	mu      sync.Mutex
 	state   *resolver.State // latest pushed state; nil if none yet
+	err     error           // error reported with no resolver attached, after state; nil if none
 	current *manualResolver // attached resolver; nil before Build and after Close
 	built   bool            // Build was called at least once
 }
@@ -75,7 +76,8 @@ func NewBuilder(scheme string, opts ...Option) *Builder {
 func (b *Builder) Scheme() string { return b.scheme }
 
 // Build attaches a new resolver reporting to cc, detaching any earlier one,
-// and delivers the latest state to cc before it returns, if there is one.
+// and delivers the latest state to cc before it returns, if there is one,
+// then an error reported while no resolver was attached, if there is one.
 // It never fails; target and opts are not used. An error from
 // cc.UpdateState during Build is dropped: the builder cannot report it, and
 // the channel already knows.
@@ -87,6 +89,10 @@ func (b *Builder) Build(_ resolver.Target, cc resolver.ClientConn, _ resolver.Bu
 	b.built = true
 	if st := b.state; st != nil {
 		_ = cc.UpdateState(cloneState(*st))
+	}
+	if b.err != nil {
+		cc.ReportError(b.err)
+		b.err = nil
 	}
 	return r, nil
 }
@@ -100,7 +106,7 @@ func (b *Builder) UpdateState(s resolver.State) error {
 	s = cloneState(s)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.state = &s
+	b.state, b.err = &s, nil // a newer state supersedes a kept error
 	r := b.current
 	if r == nil {
 		if b.built {
@@ -115,13 +121,17 @@ func (b *Builder) UpdateState(s resolver.State) error {
 }
 
 // ReportError reports err to the attached resolver's ClientConn. With no
-// resolver attached it does nothing.
+// resolver attached it keeps err for the next Build, which reports it after
+// the latest state, unless a state is pushed first (a newer state
+// supersedes it).
 func (b *Builder) ReportError(err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if r := b.current; r != nil {
 		r.cc.ReportError(err)
+		return
 	}
+	b.err = err
 }
 
 // ResolveNowCount returns how many times ResolveNow has been called on the

@@ -85,13 +85,24 @@ func TestUpdateBeforeBuildIsDeliveredOnBuild(t *testing.T) {
 	if err := b.UpdateState(state("b:2")); err != nil {
 		t.Fatalf("UpdateState before Build = %v, want nil", err)
 	}
-	b.ReportError(errors.New("dropped: nothing attached"))
+	b.ReportError(errors.New("superseded by the next state"))
+	if err := b.UpdateState(state("b:2")); err != nil {
+		t.Fatalf("UpdateState before Build = %v, want nil", err)
+	}
+	kept := errors.New("kept for Build")
+	b.ReportError(kept)
 	cc := &recorder{}
 	r := build(t, b, cc)
 	defer r.Close()
 	wantStates(t, cc, state("b:2"))
-	if _, errs := cc.snapshot(); len(errs) != 0 {
-		t.Errorf("errors %v reached the ClientConn, want none", errs)
+	if _, errs := cc.snapshot(); len(errs) != 1 || errs[0] != kept {
+		t.Errorf("errors %v reached the ClientConn, want only the one reported after the last state", errs)
+	}
+	cc2 := &recorder{}
+	r2 := build(t, b, cc2) // delivered once
+	defer r2.Close()
+	if _, errs := cc2.snapshot(); len(errs) != 0 {
+		t.Errorf("a second Build delivered errors %v again", errs)
 	}
 }
 

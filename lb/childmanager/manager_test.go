@@ -63,6 +63,7 @@ func (f *fake) UpdateClientConnState(s lb.ClientConnState) error {
 			if err != nil {
 				return err
 			}
+			sc.Connect()
 			f.subConns = append(f.subConns, sc)
 			f.scStates = append(f.scStates, lb.Idle)
 		}

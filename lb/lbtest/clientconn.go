@@ -349,6 +349,15 @@ func (sc *SubConn) prepare(s lb.SubConnState) (deliver func(), ok bool) {
 	if sc.shutdown {
 		return nil, false
 	}
+	switch s.ConnectivityState {
+	case lb.Idle:
+	case lb.Shutdown:
+		sc.cc.tb.Fatalf("lbtest: %v: SHUTDOWN is reported by Shutdown, which the policy calls", sc)
+	default:
+		if sc.connects == 0 {
+			sc.cc.tb.Fatalf("lbtest: %v cannot report %v: the policy never called Connect, and a channel connects a SubConn only once asked", sc, s.ConnectivityState)
+		}
+	}
 	sc.state = s.ConnectivityState
 	return func() {
 		if !sc.IsShutdown() {

@@ -250,6 +250,20 @@ func (h *Harness) SubConn(i int) *SubConn {
 	return scs[i]
 }
 
+// SubConnFor returns the newest SubConn whose first address is addr,
+// failing the test if there is none.
+func (h *Harness) SubConnFor(addr string) *SubConn {
+	h.tb.Helper()
+	scs := h.CC.SubConns()
+	for i := len(scs) - 1; i >= 0; i-- {
+		if scs[i].addrs[0].Addr == addr {
+			return scs[i]
+		}
+	}
+	h.tb.Fatalf("lbtest: no SubConn for %s among the %d created", addr, len(scs))
+	return nil
+}
+
 // WantEvents fails the test unless the calls recorded since the previous
 // TakeEvents (or WantEvents) are exactly want, each written as
 // [Event.String] writes it, such as "Connect(SubConn(0: [a:1]))" or

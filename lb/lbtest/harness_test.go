@@ -3,7 +3,9 @@ package lbtest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,4 +173,38 @@ func TestResolverClientConn(t *testing.T) {
 	if cc.Events.Pending() != 3 {
 		t.Fatalf("Peek received events")
 	}
+}
+
+// fatalRecorder records a Fatalf instead of ending the test.
+type fatalRecorder struct {
+	lbtest.TB
+	fatal string
+}
+
+func (f *fatalRecorder) Fatalf(format string, args ...any) { f.fatal = fmt.Sprintf(format, args...) }
+func (f *fatalRecorder) Helper()                           {}
+
+// A SubConn the policy never asked to connect cannot report CONNECTING,
+// READY or TRANSIENT_FAILURE: the harness refuses what a channel never does.
+func TestSubConnRefusesLeavingIdleWithoutConnect(t *testing.T) {
+	h := lbtest.New(t)
+	rec := &fatalRecorder{TB: t}
+	cc := lbtest.NewClientConn(rec, h.Serializer, "test")
+	var sc lb.SubConn
+	h.Do(func() {
+		sc, _ = cc.NewSubConn([]resolver.Address{{Addr: "a:1"}}, lb.NewSubConnOptions{StateListener: func(lb.SubConnState) {}})
+	})
+	fake := cc.SubConns()[0]
+	fake.QueueState(lb.SubConnState{ConnectivityState: lb.Ready})
+	if !strings.Contains(rec.fatal, "never called Connect") {
+		t.Fatalf("READY without Connect: harness said %q, want a refusal naming Connect", rec.fatal)
+	}
+	rec.fatal = ""
+	h.Do(sc.Connect)
+	fake.QueueState(lb.SubConnState{ConnectivityState: lb.Ready})
+	if rec.fatal != "" {
+		t.Fatalf("READY after Connect refused: %s", rec.fatal)
+	}
+	cc.DeliverQueued()
+	h.Settle()
 }

@@ -30,11 +30,11 @@ func TestTypicalFailoverFlow(t *testing.T) {
 		t.Fatalf("children = %v, want [p0]", got)
 	}
 	e.wantState(lb.Connecting, "<queue>")
-	sc0 := e.subConnFor("10.0.0.1:80")
+	sc0 := e.h.SubConnFor("10.0.0.1:80")
 
 	// p0 fails: p1 is created and used.
 	sc0.Fail(errConn)
-	sc1 := e.subConnFor("10.0.1.1:80")
+	sc1 := e.h.SubConnFor("10.0.1.1:80")
 	e.wantState(lb.Connecting, "<queue>")
 	if got := e.childNames(); !slices.Equal(got, []string{"p0", "p1"}) {
 		t.Fatalf("children = %v, want [p0 p1]", got)
@@ -115,7 +115,7 @@ func TestFailoverTimerStartsNextPriority(t *testing.T) {
 
 	// p0 really connecting again does not restart its timer (TF was more
 	// recent than READY), but the first CONNECTING child wins over the last.
-	e.subConnFor("10.0.0.1:80").Connecting()
+	e.h.SubConnFor("10.0.0.1:80").Connecting()
 	if e.failoverPending("p0") {
 		t.Errorf("p0's failover timer restarted by CONNECTING after TRANSIENT_FAILURE")
 	}
@@ -128,7 +128,7 @@ func TestFailoverTimerRestartRules(t *testing.T) {
 	t.Run("duplicate CONNECTING does not restart", func(t *testing.T) {
 		e := newEnv(t)
 		twoLeaves(e)
-		sc0 := e.subConnFor("10.0.0.1:80")
+		sc0 := e.h.SubConnFor("10.0.0.1:80")
 		sc0.Ready()
 		sc0.Connecting() // READY -> CONNECTING: the timer starts now
 		if !e.failoverPending("p0") {
@@ -148,7 +148,7 @@ func TestFailoverTimerRestartRules(t *testing.T) {
 	t.Run("IDLE then CONNECTING starts it", func(t *testing.T) {
 		e := newEnv(t)
 		twoLeaves(e)
-		sc0 := e.subConnFor("10.0.0.1:80")
+		sc0 := e.h.SubConnFor("10.0.0.1:80")
 		sc0.Idle()
 		if e.failoverPending("p0") {
 			t.Fatalf("IDLE did not stop the failover timer")
@@ -161,7 +161,7 @@ func TestFailoverTimerRestartRules(t *testing.T) {
 	t.Run("TRANSIENT_FAILURE then CONNECTING does not start it", func(t *testing.T) {
 		e := newEnv(t)
 		twoLeaves(e)
-		sc0 := e.subConnFor("10.0.0.1:80")
+		sc0 := e.h.SubConnFor("10.0.0.1:80")
 		sc0.Ready()
 		sc0.Fail(errConn)
 		sc0.Connecting()
@@ -171,9 +171,9 @@ func TestFailoverTimerRestartRules(t *testing.T) {
 	})
 	t.Run("READY, IDLE and TRANSIENT_FAILURE stop it", func(t *testing.T) {
 		for _, report := range []func(*env){
-			func(e *env) { e.subConnFor("10.0.0.1:80").Ready() },
-			func(e *env) { e.subConnFor("10.0.0.1:80").Idle() },
-			func(e *env) { e.subConnFor("10.0.0.1:80").Fail(errConn) },
+			func(e *env) { e.h.SubConnFor("10.0.0.1:80").Ready() },
+			func(e *env) { e.h.SubConnFor("10.0.0.1:80").Idle() },
+			func(e *env) { e.h.SubConnFor("10.0.0.1:80").Fail(errConn) },
 		} {
 			e := newEnv(t)
 			e.update([]resolver.Address{paddr("10.0.0.1:80", "p0")}, leafChild("p0"))
@@ -194,9 +194,9 @@ func TestFailoverTimerRestartRules(t *testing.T) {
 func TestIdleChildIsUsedLikeReady(t *testing.T) {
 	e := newEnv(t)
 	twoLeaves(e)
-	sc0 := e.subConnFor("10.0.0.1:80")
+	sc0 := e.h.SubConnFor("10.0.0.1:80")
 	sc0.Fail(errConn)
-	sc1 := e.subConnFor("10.0.1.1:80")
+	sc1 := e.h.SubConnFor("10.0.1.1:80")
 	sc1.Ready()
 
 	// p0 reports IDLE: it is chosen, and p1 is deactivated, as for READY.
@@ -258,7 +258,7 @@ func TestDurationOptions(t *testing.T) {
 	if e.child("p1") == nil {
 		t.Fatalf("p1 not created at the 1 s failover timeout")
 	}
-	e.subConnFor("10.0.0.1:80").Ready()
+	e.h.SubConnFor("10.0.0.1:80").Ready()
 	e.h.Advance(time.Minute - time.Nanosecond)
 	if e.child("p1") == nil {
 		t.Fatalf("p1 destroyed before the 1 min deactivation delay")

@@ -210,19 +210,6 @@ func (e *env) failoverPending(name string) bool {
 	return ok
 }
 
-// subConnFor returns the newest SubConn created for addr.
-func (e *env) subConnFor(addr string) *lbtest.SubConn {
-	e.t.Helper()
-	scs := e.h.CC.SubConns()
-	for i := len(scs) - 1; i >= 0; i-- {
-		if scs[i].Addresses()[0].Addr == addr {
-			return scs[i]
-		}
-	}
-	e.t.Fatalf("no SubConn for %s", addr)
-	return nil
-}
-
 // logBuffer is a concurrency-safe buffer for a test logger.
 type logBuffer struct {
 	mu  sync.Mutex

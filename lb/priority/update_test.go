@@ -27,8 +27,8 @@ func TestChildMovedToAnotherPriorityIsNotRecreated(t *testing.T) {
 	e := newEnv(t)
 	addrs := []resolver.Address{paddr("10.0.0.1:80", "p0"), paddr("10.0.1.1:80", "p1"), paddr("10.0.2.1:80", "p2")}
 	e.update(addrs, leafChild("p0"), leafChild("p1"))
-	e.subConnFor("10.0.0.1:80").Fail(errConn)
-	sc1 := e.subConnFor("10.0.1.1:80")
+	e.h.SubConnFor("10.0.0.1:80").Fail(errConn)
+	sc1 := e.h.SubConnFor("10.0.1.1:80")
 	sc1.Ready()
 	old := e.child("p1")
 
@@ -45,7 +45,7 @@ func TestChildMovedToAnotherPriorityIsNotRecreated(t *testing.T) {
 	}
 	// Reordered back below a new p0' that fails: still the same p1.
 	e.update(addrs, leafChild("p2"), leafChild("p1"))
-	e.subConnFor("10.0.2.1:80").Fail(errConn)
+	e.h.SubConnFor("10.0.2.1:80").Fail(errConn)
 	if e.child("p1") != old || e.current() != "p1" {
 		t.Fatalf("after reordering, current %q, same child %v", e.current(), e.child("p1") == old)
 	}
@@ -57,9 +57,9 @@ func TestChildMovedToAnotherPriorityIsNotRecreated(t *testing.T) {
 func removeAndReadd(t *testing.T, e *env) (sc0, sc1 *lbtest.SubConn) {
 	t.Helper()
 	twoLeaves(e)
-	sc0 = e.subConnFor("10.0.0.1:80")
+	sc0 = e.h.SubConnFor("10.0.0.1:80")
 	sc0.Fail(errConn)
-	sc1 = e.subConnFor("10.0.1.1:80")
+	sc1 = e.h.SubConnFor("10.0.1.1:80")
 	sc1.Ready()
 	sc0.Ready()
 	e.h.Advance(5 * time.Minute)
@@ -79,7 +79,7 @@ func TestRemovedChildIsDeactivatedThenReadded(t *testing.T) {
 	if !sc1.IsShutdown() {
 		t.Fatalf("re-added p1 did not get its new addresses (old SubConn alive)")
 	}
-	sc1b := e.subConnFor("10.0.1.2:80")
+	sc1b := e.h.SubConnFor("10.0.1.2:80")
 	if got := e.childNames(); !slices.Equal(got, []string{"p0", "p1(inactive)"}) {
 		t.Fatalf("after re-add: children %v, want p1 still inactive", got)
 	}
@@ -105,7 +105,7 @@ func TestRemovedChildIsReactivatedOnlyWhenChosen(t *testing.T) {
 	e := newEnv(t)
 	sc0, _ := removeAndReadd(t, e)
 	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0"), paddr("10.0.1.2:80", "p1")}, leafChild("p0"), leafChild("p1"))
-	sc1b := e.subConnFor("10.0.1.2:80")
+	sc1b := e.h.SubConnFor("10.0.1.2:80")
 	sc1b.Ready()
 	if e.current() != "p0" {
 		t.Fatalf("current = %q, want p0", e.current())
@@ -134,7 +134,7 @@ func TestRemovedChildIsDestroyedAtOnceWithA115(t *testing.T) {
 		t.Fatalf("re-added p1 was created while p0 is READY: %v", got)
 	}
 	sc0.Fail(errConn)
-	if e.child("p1") == nil || e.subConnFor("10.0.1.2:80") == nil {
+	if e.child("p1") == nil || e.h.SubConnFor("10.0.1.2:80") == nil {
 		t.Fatalf("p1 not created when chosen")
 	}
 	// Lower priorities still wait out the deactivation delay.
@@ -246,7 +246,7 @@ func TestInlineUpdateStateDuringUpdateDoesNotChooseMidUpdate(t *testing.T) {
 func TestChildPolicyChange(t *testing.T) {
 	e := newEnv(t)
 	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0")}, leafChild("p0"))
-	sc := e.subConnFor("10.0.0.1:80")
+	sc := e.h.SubConnFor("10.0.0.1:80")
 	sc.Ready()
 	e.wantState(lb.Ready, "<leaf>")
 
@@ -315,7 +315,7 @@ func TestExitIdleReachesCurrentChildOnly(t *testing.T) {
 func TestCloseStopsChildrenAndTimers(t *testing.T) {
 	e := newEnv(t)
 	twoLeaves(e)
-	sc0 := e.subConnFor("10.0.0.1:80")
+	sc0 := e.h.SubConnFor("10.0.0.1:80")
 	sc0.Fail(errConn) // p1 created, its failover timer pending
 	sc0.Ready()       // p1 deactivated: its deactivation timer pending too
 	if !e.failoverPending("p1") || e.child("p1").Active() {
@@ -399,7 +399,7 @@ func TestChildUpdateErrorsAreReturned(t *testing.T) {
 	e := newEnv(t)
 	// p1 has no address; it is created only when p0 fails.
 	twoLeaves(e)
-	e.subConnFor("10.0.0.1:80").Fail(errConn)
+	e.h.SubConnFor("10.0.0.1:80").Fail(errConn)
 	err := e.updateErr(mustParse(t, configJSON(leafChild("p0"), leafChild("p1"))), []resolver.Address{paddr("10.0.0.1:80", "p0")})
 	if !errors.Is(err, lb.ErrBadResolverState) || !strings.Contains(err.Error(), `"p1"`) {
 		t.Fatalf("UpdateClientConnState error = %v, want p1's ErrBadResolverState", err)

@@ -139,17 +139,17 @@ func TestRemovedTargetIsClosedAtOnce(t *testing.T) {
 	}
 	e.update(addrs, leafTarget("b", 1))
 	for _, addr := range []string{"10.0.0.1:80", "10.0.0.2:80"} {
-		if !e.subConnFor(addr).IsShutdown() {
+		if !e.h.SubConnFor(addr).IsShutdown() {
 			t.Errorf("%s of removed target a not shut down", addr)
 		}
 	}
-	if e.subConnFor("10.0.1.1:80").IsShutdown() {
+	if e.h.SubConnFor("10.0.1.1:80").IsShutdown() {
 		t.Errorf("b's SubConn shut down")
 	}
 	if _, ok := e.h.Serializer.NextDeadline(); ok {
 		t.Errorf("a timer is pending: removal must not be deferred")
 	}
-	b := e.subConnFor("10.0.1.1:80")
+	b := e.h.SubConnFor("10.0.1.1:80")
 	if got, err := countSubConns(e.wantState(lb.Ready).Picker, 10); err != nil || got[b] != 10 {
 		t.Fatalf("picks %v, %v; want all 10 on b", got, err)
 	}
@@ -175,7 +175,7 @@ func TestChildPolicyChangeReplacesChild(t *testing.T) {
 	e := newEnv(t)
 	addrs := []resolver.Address{paddr("10.0.0.1:80", "a")}
 	e.update(addrs, leafTarget("a", 1), scriptTarget("b", 1))
-	old := e.subConnFor("10.0.0.1:80")
+	old := e.h.SubConnFor("10.0.0.1:80")
 	old.Fail(errConn)
 	e.report("b", lb.TransientFailure, "down")
 	e.wantState(lb.TransientFailure)

@@ -215,19 +215,6 @@ func pickErr(p lb.Picker) error {
 	return err
 }
 
-// subConnFor returns the newest SubConn created for addr.
-func (e *env) subConnFor(addr string) *lbtest.SubConn {
-	e.t.Helper()
-	scs := e.h.CC.SubConns()
-	for i := len(scs) - 1; i >= 0; i-- {
-		if scs[i].Addresses()[0].Addr == addr {
-			return scs[i]
-		}
-	}
-	e.t.Fatalf("no SubConn for %s", addr)
-	return nil
-}
-
 // childNames returns the existing targets' names.
 func (e *env) childNames() []string {
 	var out []string

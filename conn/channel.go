@@ -101,7 +101,7 @@ func New(target string, opts ...Option) (*Channel, error) {
 	}
 	var defSC *serviceConfig
 	if cfg.defaultServiceConfig != "" {
-		if defSC, err = parseServiceConfig([]byte(cfg.defaultServiceConfig)); err != nil {
+		if defSC, err = parseServiceConfig([]byte(cfg.defaultServiceConfig), cfg.registry); err != nil {
 			return nil, fmt.Errorf("conn: WithDefaultServiceConfig: %w", err)
 		}
 	}

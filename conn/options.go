@@ -9,6 +9,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
@@ -39,6 +40,7 @@ type config struct {
 	idleTimeout          time.Duration
 	backoff              backoff.Config
 	minConnectTimeout    time.Duration
+	registry             *lb.Registry
 }
 
 func defaultConfig() config {
@@ -119,6 +121,16 @@ func WithMinConnectTimeout(d time.Duration) Option {
 	return optionFunc(func(cfg *config) { cfg.minConnectTimeout = d })
 }
 
+// WithRegistry looks up the policies that service configs name in r, and
+// the default policy ([DefaultPolicy]) too. Parent policies parse their
+// children's lists with the registry they were built with (see
+// priority.WithRegistry and weightedtarget.Builder), so register in r
+// parents built with r. If this option is not supplied, or r is nil, it is
+// [lb.DefaultRegistry], where the built-in policies register themselves.
+func WithRegistry(r *lb.Registry) Option {
+	return optionFunc(func(cfg *config) { cfg.registry = r })
+}
+
 func (c *config) validate() error {
 	var errs []error
 	if c.idleTimeout < 0 {
@@ -145,6 +157,9 @@ func (c *config) withDefaults() {
 	}
 	if c.dialer == nil {
 		c.dialer = TCPDialer{}
+	}
+	if c.registry == nil {
+		c.registry = lb.DefaultRegistry()
 	}
 }
 

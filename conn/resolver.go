@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/lbkit/lbkit/lb"
@@ -80,13 +81,13 @@ type serviceConfig struct {
 
 // parseServiceConfig parses {"loadBalancingConfig": [...]}, or the older
 // {"loadBalancingPolicy": "name"}. Other fields are ignored.
-func parseServiceConfig(raw json.RawMessage) (*serviceConfig, error) {
+func parseServiceConfig(raw json.RawMessage, reg *lb.Registry) (*serviceConfig, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
 		return nil, fmt.Errorf("service config: %w", err)
 	}
 	if list, _, ok := obj.Raw("loadBalancingConfig"); ok {
-		p, err := lb.ParseLoadBalancingConfig(list)
+		p, err := reg.ParseLoadBalancingConfig(list)
 		if err != nil {
 			return nil, fmt.Errorf("service config: %w", err)
 		}
@@ -99,9 +100,9 @@ func parseServiceConfig(raw json.RawMessage) (*serviceConfig, error) {
 	if name == "" {
 		return &serviceConfig{}, nil
 	}
-	b := lb.Get(name)
+	b := reg.Get(name)
 	if b == nil {
-		return nil, fmt.Errorf("service config: loadBalancingPolicy: no registered policy %q", name)
+		return nil, fmt.Errorf("service config: loadBalancingPolicy: no registered policy %q (registered: %s)", name, strings.Join(reg.Names(), ", "))
 	}
 	p := &lb.ParsedPolicy{Name: name, Builder: b}
 	if cp, ok := b.(lb.ConfigParser); ok {
@@ -128,7 +129,7 @@ func (c *Channel) policyFor() (*lb.ParsedPolicy, error) {
 			return sc.policy, nil
 		}
 	}
-	b := lb.Get(DefaultPolicy)
+	b := c.cfg.registry.Get(DefaultPolicy)
 	if b == nil {
 		return nil, errNoDefaultPolicy
 	}
@@ -149,7 +150,7 @@ func (c *Channel) onResolverState(r *resolverCC, s resolver.State) {
 		return
 	}
 	if s.ServiceConfig != nil {
-		sc, err := parseServiceConfig(s.ServiceConfig)
+		sc, err := parseServiceConfig(s.ServiceConfig, c.cfg.registry)
 		switch {
 		case err != nil && c.lastSC == nil && c.current == nil:
 			c.logger.Warn("invalid service config and no valid one yet", "error", err)

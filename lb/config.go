@@ -84,18 +84,32 @@ type ParsedPolicy struct {
 var errEmptyList = errors.New("empty policy list")
 
 // ParseLoadBalancingConfig parses a service config's loadBalancingConfig
-// value with [ParsePolicyList]; error paths start at "loadBalancingConfig".
+// value with [ParsePolicyList] against [DefaultRegistry]; error paths start
+// at "loadBalancingConfig".
 func ParseLoadBalancingConfig(raw json.RawMessage) (*ParsedPolicy, error) {
-	p, err := ParsePolicyList(raw)
+	return defaultRegistry.ParseLoadBalancingConfig(raw)
+}
+
+// ParseLoadBalancingConfig parses a service config's loadBalancingConfig
+// value with [Registry.ParsePolicyList]; error paths start at
+// "loadBalancingConfig".
+func (r *Registry) ParseLoadBalancingConfig(raw json.RawMessage) (*ParsedPolicy, error) {
+	p, err := r.ParsePolicyList(raw)
 	if err != nil {
 		return nil, PrefixConfigError("loadBalancingConfig", err)
 	}
 	return p, nil
 }
 
+// ParsePolicyList parses a list of policies against [DefaultRegistry]; see
+// [Registry.ParsePolicyList].
+func ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
+	return defaultRegistry.ParsePolicyList(raw)
+}
+
 // ParsePolicyList parses a list of policies in gRPC's loadBalancingConfig
 // form, [{"name": {config}}, ...], as used at the top of a service config and
-// for child policies. The rules:
+// for child policies, looking policies up in r. The rules:
 //   - the list must be a non-empty JSON array;
 //   - entries are tried in order; an entry must be an object with exactly
 //     one key, the policy name;
@@ -108,7 +122,7 @@ func ParseLoadBalancingConfig(raw json.RawMessage) (*ParsedPolicy, error) {
 //
 // Errors are [*ConfigError]s whose path is relative to the list, such as
 // `[0].priority_experimental.children["p1"].config`.
-func ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
+func (r *Registry) ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, &ConfigError{Err: errEmptyList}
@@ -131,7 +145,7 @@ func ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
 			return nil, ConfigErrorf(at, "want exactly one policy name in an entry, got %d keys", len(obj))
 		}
 		for name, cfg := range obj {
-			b := Get(name)
+			b := r.Get(name)
 			if b == nil {
 				skipped = append(skipped, strconv.Quote(name))
 				continue
@@ -147,7 +161,8 @@ func ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
 			return p, nil
 		}
 	}
-	return nil, ConfigErrorf("", "no registered policy in list (unregistered: %s)", strings.Join(skipped, ", "))
+	return nil, ConfigErrorf("", "no registered policy in list (unregistered: %s; registered: %s)",
+		strings.Join(skipped, ", "), strings.Join(r.Names(), ", "))
 }
 
 // decodeObject decodes a JSON object into its raw fields. Duplicate keys
@@ -164,11 +179,9 @@ func decodeObject(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	return obj, nil
 }
 
-// JSONKind names the JSON type of raw for error messages: "an object", "an
+// jsonKind names the JSON type of raw for error messages: "an object", "an
 // array", "a string", "a boolean", "null", "a number", "invalid JSON" or
 // "nothing".
-func JSONKind(raw json.RawMessage) string { return jsonKind(raw) }
-
 func jsonKind(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
@@ -212,16 +225,6 @@ func ParseConfigObject(raw json.RawMessage) (ConfigObject, error) {
 		return ConfigObject{}, ConfigErrorf("", "want a JSON object, got %s", jsonKind(trimmed))
 	}
 	return ConfigObject{fields: obj}, nil
-}
-
-// Has reports whether the object has a field with one of names.
-func (o ConfigObject) Has(names ...string) bool {
-	for _, n := range names {
-		if _, ok := o.fields[n]; ok {
-			return true
-		}
-	}
-	return false
 }
 
 // Raw returns the raw value of the first present field among names (for

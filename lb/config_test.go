@@ -13,14 +13,15 @@ import (
 )
 
 // testParent is a registered test policy whose config nests a child policy
-// list, like priority's children, to pin nested error paths.
-type testParent struct{}
+// list, like priority's children, to pin nested error paths. It parses the
+// list with its registry.
+type testParent struct{ reg *lb.Registry }
 
 type testParentConfig struct{ child *lb.ParsedPolicy }
 
 func (testParent) Name() string                                     { return "test_parent" }
 func (testParent) Build(lb.ClientConn, lb.BuildOptions) lb.Balancer { return nil }
-func (testParent) ParseConfig(raw json.RawMessage) (lb.Config, error) {
+func (b testParent) ParseConfig(raw json.RawMessage) (lb.Config, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
 		return nil, err
@@ -33,7 +34,7 @@ func (testParent) ParseConfig(raw json.RawMessage) (lb.Config, error) {
 	}
 	cfg := &testParentConfig{}
 	for name, c := range children {
-		p, err := lb.ParsePolicyList(c.Config)
+		p, err := b.reg.ParsePolicyList(c.Config)
 		if err != nil {
 			return nil, lb.PrefixConfigError("children"+lb.KeyPath(name)+".config", err)
 		}
@@ -70,12 +71,13 @@ type testNoConfig struct{}
 func (testNoConfig) Name() string                                     { return "test_no_config" }
 func (testNoConfig) Build(lb.ClientConn, lb.BuildOptions) lb.Balancer { return nil }
 
-func init() {
-	lb.Register(testParent{})
-	lb.Register(testLeaf{name: "test_leaf_a"})
-	lb.Register(testLeaf{name: "test_leaf_b"})
-	lb.Register(testNoConfig{})
-}
+// testRegistry holds the test policies, apart from the default registry,
+// so that the names it lists are these alone.
+var testRegistry = func() *lb.Registry {
+	r := lb.NewRegistry(testLeaf{name: "test_leaf_a"}, testLeaf{name: "test_leaf_b"}, testNoConfig{})
+	r.Register(testParent{reg: r})
+	return r
+}()
 
 func TestParseLoadBalancingConfig(t *testing.T) {
 	for _, tc := range []struct {
@@ -98,7 +100,7 @@ func TestParseLoadBalancingConfig(t *testing.T) {
 		{"not a list", `{"test_leaf_a":{}}`, "error: loadBalancingConfig: want a JSON array of policies, got an object"},
 		{"invalid JSON", `[{"test_leaf_a":`, "error: loadBalancingConfig: want a JSON array of policies, got invalid JSON"},
 		{"no registered policy", `[{"x":{}},{"y":{}}]`,
-			`error: loadBalancingConfig: no registered policy in list (unregistered: "x", "y")`},
+			`error: loadBalancingConfig: no registered policy in list (unregistered: "x", "y"; registered: test_leaf_a, test_leaf_b, test_no_config, test_parent)`},
 		{"two keys before the winner", `[{"x":{},"y":{}},{"test_leaf_a":{}}]`,
 			"error: loadBalancingConfig[0]: want exactly one policy name in an entry, got 2 keys"},
 		{"zero keys", `[{}]`, "error: loadBalancingConfig[0]: want exactly one policy name in an entry, got 0 keys"},
@@ -110,7 +112,7 @@ func TestParseLoadBalancingConfig(t *testing.T) {
 		{"nested valid", `[{"test_parent":{"children":{"p1":{"config":[{"zzz":{}},{"test_leaf_a":{}}]}}}}]`, "test_parent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := lb.ParseLoadBalancingConfig(json.RawMessage(tc.in))
+			p, err := testRegistry.ParseLoadBalancingConfig(json.RawMessage(tc.in))
 			if msg, isErr := strings.CutPrefix(tc.want, "error: "); isErr {
 				if err == nil {
 					t.Fatalf("parse(%s) = %s, want error %q", tc.in, p.Name, msg)
@@ -192,7 +194,7 @@ func TestPropertyPolicyListMatchesModel(t *testing.T) {
 			parts[i] = e.json()
 		}
 		raw := "[" + strings.Join(parts, ",") + "]"
-		p, err := lb.ParsePolicyList(json.RawMessage(raw))
+		p, err := testRegistry.ParsePolicyList(json.RawMessage(raw))
 		name, errIndex, ok := modelParse(entries)
 		if ok {
 			if err != nil || p.Name != name {
@@ -262,7 +264,7 @@ func FuzzParseLoadBalancingConfig(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		p, err := lb.ParseLoadBalancingConfig(json.RawMessage(in))
+		p, err := testRegistry.ParseLoadBalancingConfig(json.RawMessage(in))
 		if err != nil {
 			var ce *lb.ConfigError
 			if !errors.As(err, &ce) || !strings.HasPrefix(ce.Path, "loadBalancingConfig") {
@@ -270,7 +272,7 @@ func FuzzParseLoadBalancingConfig(f *testing.F) {
 			}
 			return
 		}
-		if p == nil || p.Builder == nil || lb.Get(p.Name) == nil {
+		if p == nil || p.Builder == nil || testRegistry.Get(p.Name) == nil {
 			t.Fatalf("success without a registered builder: %+v", p)
 		}
 	})

@@ -6,34 +6,61 @@ import (
 	"sync"
 )
 
-// registry maps a policy name to its builder. It is lbkit's one piece of
-// process-wide mutable state: written by Register, normally from init
-// functions, and read when configs are parsed.
-var registry = struct {
-	sync.RWMutex
-	m map[string]Builder
-}{m: make(map[string]Builder)}
+// Registry maps policy names to builders. A channel looks up the policies
+// a service config names in one registry ([DefaultRegistry] unless it is
+// given another), and parent policies parse their children's lists with
+// one. Names are case-sensitive, as in gRPC service configs.
+//
+// A Registry is safe for concurrent use. Create it with [NewRegistry].
+type Registry struct {
+	mu sync.RWMutex
+	m  map[string]Builder
+}
+
+// NewRegistry returns a registry holding builders, each under its Name.
+func NewRegistry(builders ...Builder) *Registry {
+	r := &Registry{m: make(map[string]Builder)}
+	for _, b := range builders {
+		r.Register(b)
+	}
+	return r
+}
 
 // Register makes b the builder for the policy named b.Name(), replacing any
-// builder registered before under that name. Names are case-sensitive, as
-// in gRPC service configs. Register is meant to be called from init
-// functions.
-func Register(b Builder) {
-	registry.Lock()
-	defer registry.Unlock()
-	registry.m[b.Name()] = b
+// builder registered before under that name.
+func (r *Registry) Register(b Builder) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[b.Name()] = b
 }
 
 // Get returns the builder registered under name, or nil.
-func Get(name string) Builder {
-	registry.RLock()
-	defer registry.RUnlock()
-	return registry.m[name]
+func (r *Registry) Get(name string) Builder {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.m[name]
 }
 
-// Registered returns the names of every registered policy, sorted.
-func Registered() []string {
-	registry.RLock()
-	defer registry.RUnlock()
-	return slices.Sorted(maps.Keys(registry.m))
+// Names returns the names of every registered policy, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Sorted(maps.Keys(r.m))
 }
+
+// defaultRegistry is lbkit's one piece of process-wide mutable state:
+// written by Register, normally from init functions.
+var defaultRegistry = NewRegistry()
+
+// DefaultRegistry returns the process-wide registry: the one [Register]
+// writes, where the built-in policies register themselves, and the one a
+// channel and the parent policies use unless given another.
+func DefaultRegistry() *Registry { return defaultRegistry }
+
+// Register registers b in [DefaultRegistry]. It is meant to be called from
+// init functions.
+func Register(b Builder) { defaultRegistry.Register(b) }
+
+// Get returns the builder registered under name in [DefaultRegistry], or
+// nil.
+func Get(name string) Builder { return defaultRegistry.Get(name) }

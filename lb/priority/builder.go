@@ -31,6 +31,7 @@ type options struct {
 	failoverTimeout   time.Duration
 	deactivationDelay time.Duration
 	retainRemoved     bool
+	registry          *lb.Registry
 }
 
 type optionFunc func(*options)
@@ -74,6 +75,16 @@ func WithRetainRemovedChildren(retain bool) Option {
 	return optionFunc(func(o *options) { o.retainRemoved = retain })
 }
 
+// WithRegistry parses the children's policy lists against r. If this
+// option is not supplied, or r is nil, it is [lb.DefaultRegistry].
+func WithRegistry(r *lb.Registry) Option {
+	return optionFunc(func(o *options) {
+		if r != nil {
+			o.registry = r
+		}
+	})
+}
+
 // Builder builds priority_experimental balancers and parses their config.
 // The zero Builder is not usable; make one with [NewBuilder]. A Builder is
 // immutable and safe for concurrent use.
@@ -90,6 +101,7 @@ func NewBuilder(opts ...Option) *Builder {
 		failoverTimeout:   DefaultFailoverTimeout,
 		deactivationDelay: DefaultDeactivationDelay,
 		retainRemoved:     true,
+		registry:          lb.DefaultRegistry(),
 	}
 	for _, opt := range opts {
 		opt.apply(&o)
@@ -103,8 +115,8 @@ func (*Builder) Name() string { return Name }
 // ParseConfig parses the policy's JSON config into a [*Config]; see
 // [Config] for the format and the rules. Every error is an
 // [*lb.ConfigError] whose path is relative to the policy's object.
-func (*Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
-	cfg, err := parseConfig(raw)
+func (b *Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
+	cfg, err := parseConfig(raw, b.opts.registry)
 	if err != nil {
 		return nil, err
 	}

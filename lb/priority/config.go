@@ -56,7 +56,7 @@ type ChildConfig struct {
 	IgnoreReresolutionRequests bool
 }
 
-func parseConfig(raw json.RawMessage) (*Config, error) {
+func parseConfig(raw json.RawMessage, reg *lb.Registry) (*Config, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func parseConfig(raw json.RawMessage) (*Config, error) {
 	names := slices.Sorted(maps.Keys(children)) // errors in a stable order
 	for _, name := range names {
 		at := lb.JoinPath("children", lb.KeyPath(name))
-		child, err := parseChild(children[name])
+		child, err := parseChild(children[name], reg)
 		if err != nil {
 			return nil, lb.PrefixConfigError(at, err)
 		}
@@ -120,7 +120,7 @@ func (c *Config) validate() error {
 }
 
 // parseChild parses one child's object; error paths are relative to it.
-func parseChild(raw json.RawMessage) (ChildConfig, error) {
+func parseChild(raw json.RawMessage, reg *lb.Registry) (ChildConfig, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
 		return ChildConfig{}, err
@@ -130,7 +130,7 @@ func parseChild(raw json.RawMessage) (ChildConfig, error) {
 		return ChildConfig{}, err
 	}
 	list, _, _ := obj.Raw("config")
-	p, err := lb.ParsePolicyList(list)
+	p, err := reg.ParsePolicyList(list)
 	if err != nil {
 		return ChildConfig{}, lb.PrefixConfigError("config", err)
 	}

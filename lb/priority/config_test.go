@@ -37,7 +37,7 @@ func TestParseConfig(t *testing.T) {
 	}
 
 	for _, js := range []string{``, `null`, `{}`, `{"children": {}, "priorities": []}`, `{"children": null, "priorities": null}`} {
-		cfg, err := parseConfig(json.RawMessage(js))
+		cfg, err := parseConfig(json.RawMessage(js), lb.DefaultRegistry())
 		if err != nil || len(cfg.Children) != 0 || len(cfg.Priorities) != 0 {
 			t.Errorf("parseConfig(%q) = %+v, %v; want an empty config", js, cfg, err)
 		}
@@ -72,7 +72,7 @@ func TestParseConfigErrors(t *testing.T) {
 			`children["p1"].config[0].priority_experimental.priorities[0]`, `"x" names no child`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseConfig(json.RawMessage(tc.js))
+			_, err := parseConfig(json.RawMessage(tc.js), lb.DefaultRegistry())
 			var ce *lb.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("error = %v (%T), want a *lb.ConfigError", err, err)
@@ -95,7 +95,8 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		cfg, ok := lbtest.CheckConfigParse(t, parseConfig, raw)
+		parse := func(raw json.RawMessage) (*Config, error) { return parseConfig(raw, lb.DefaultRegistry()) }
+		cfg, ok := lbtest.CheckConfigParse(t, parse, raw)
 		if !ok {
 			return
 		}
@@ -112,4 +113,20 @@ func FuzzParseConfig(f *testing.F) {
 			seen[name] = true
 		}
 	})
+}
+
+// Children's policy lists are parsed against the builder's registry.
+func TestWithRegistry(t *testing.T) {
+	js := `{"children":{"p0":{"config":[{"leaf_only_in_my_registry":{}}]}},"priorities":["p0"]}`
+	if _, err := NewBuilder().ParseConfig(json.RawMessage(js)); err == nil {
+		t.Fatal("the default registry resolved a policy registered elsewhere")
+	}
+	reg := lb.NewRegistry(lbtest.NewLeafBuilder("leaf_only_in_my_registry"))
+	cfg, err := NewBuilder(WithRegistry(reg)).ParseConfig(json.RawMessage(js))
+	if err != nil {
+		t.Fatalf("ParseConfig with the registry: %v", err)
+	}
+	if got := cfg.(*Config).Children["p0"].Policy.Name; got != "leaf_only_in_my_registry" {
+		t.Fatalf("child policy %q", got)
+	}
 }

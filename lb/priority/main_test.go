@@ -57,7 +57,7 @@ func configJSON(children ...childSpec) string {
 
 func mustParse(tb lbtest.TB, js string) *Config {
 	tb.Helper()
-	cfg, err := parseConfig(json.RawMessage(js))
+	cfg, err := parseConfig(json.RawMessage(js), lb.DefaultRegistry())
 	if err != nil {
 		tb.Fatalf("parsing %s: %v", js, err)
 	}

@@ -12,10 +12,14 @@ const Name = "weighted_target_experimental"
 func init() { lb.Register(Builder{}) }
 
 // Builder builds weighted_target_experimental balancers and parses their
-// config. The zero Builder is ready to use; it has no options. A Builder is
-// immutable and safe for concurrent use. The package registers Builder{}
-// under [Name] in its init function.
-type Builder struct{}
+// config. The zero Builder is ready to use. A Builder is immutable and safe
+// for concurrent use. The package registers Builder{} under [Name] in its
+// init function.
+type Builder struct {
+	// Registry is what the targets' child policy lists are parsed
+	// against; nil means [lb.DefaultRegistry].
+	Registry *lb.Registry
+}
 
 // Name returns [Name].
 func (Builder) Name() string { return Name }
@@ -24,8 +28,12 @@ func (Builder) Name() string { return Name }
 // for the format and the rules. Every error is an [*lb.ConfigError] whose
 // path is relative to the policy's object, such as
 // `targets["a"].weight: must be >= 1, got 0`.
-func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
-	cfg, err := parseConfig(raw)
+func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
+	reg := b.Registry
+	if reg == nil {
+		reg = lb.DefaultRegistry()
+	}
+	cfg, err := parseConfig(raw, reg)
 	if err != nil {
 		return nil, err
 	}

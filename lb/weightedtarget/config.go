@@ -53,7 +53,7 @@ type Target struct {
 	ChildPolicy *lb.ParsedPolicy
 }
 
-func parseConfig(raw json.RawMessage) (*Config, error) {
+func parseConfig(raw json.RawMessage, reg *lb.Registry) (*Config, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
 		return nil, err
@@ -66,7 +66,7 @@ func parseConfig(raw json.RawMessage) (*Config, error) {
 	// Sorted, so that the error reported for a config with several bad
 	// targets is always the same one.
 	for _, name := range slices.Sorted(maps.Keys(targets)) {
-		t, err := parseTarget(targets[name])
+		t, err := parseTarget(targets[name], reg)
 		if err != nil {
 			return nil, lb.PrefixConfigError(lb.JoinPath("targets", lb.KeyPath(name)), err)
 		}
@@ -76,7 +76,7 @@ func parseConfig(raw json.RawMessage) (*Config, error) {
 }
 
 // parseTarget parses one target's object; error paths are relative to it.
-func parseTarget(raw json.RawMessage) (Target, error) {
+func parseTarget(raw json.RawMessage, reg *lb.Registry) (Target, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
 		return Target{}, err
@@ -90,7 +90,7 @@ func parseTarget(raw json.RawMessage) (Target, error) {
 	if !ok {
 		field = "childPolicy"
 	}
-	p, err := lb.ParsePolicyList(list)
+	p, err := reg.ParsePolicyList(list)
 	if err != nil {
 		return Target{}, lb.PrefixConfigError(field, err)
 	}

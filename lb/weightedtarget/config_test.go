@@ -44,7 +44,7 @@ func TestParseConfig(t *testing.T) {
 	}
 
 	for _, js := range []string{``, `null`, `{}`, `{"targets": {}}`, `{"targets": null}`} {
-		cfg, err := parseConfig(json.RawMessage(js))
+		cfg, err := parseConfig(json.RawMessage(js), lb.DefaultRegistry())
 		if err != nil || len(cfg.Targets) != 0 {
 			t.Errorf("parseConfig(%q) = %+v, %v; want an empty config", js, cfg, err)
 		}
@@ -89,7 +89,7 @@ func TestParseConfigErrors(t *testing.T) {
 			`targets["a"].childPolicy[0].weighted_target_experimental.targets["x"].weight`, "must be >= 1, got 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseConfig(json.RawMessage(tc.js))
+			_, err := parseConfig(json.RawMessage(tc.js), lb.DefaultRegistry())
 			var ce *lb.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("error = %v (%T), want a *lb.ConfigError", err, err)
@@ -131,7 +131,8 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		cfg, ok := lbtest.CheckConfigParse(t, parseConfig, raw)
+		parse := func(raw json.RawMessage) (*Config, error) { return parseConfig(raw, lb.DefaultRegistry()) }
+		cfg, ok := lbtest.CheckConfigParse(t, parse, raw)
 		if !ok {
 			return
 		}
@@ -140,4 +141,20 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("accepted config is invalid: %v", err)
 		}
 	})
+}
+
+// Targets' child policy lists are parsed against the builder's registry.
+func TestBuilderRegistry(t *testing.T) {
+	js := `{"targets":{"a":{"weight":1,"childPolicy":[{"leaf_only_in_my_registry":{}}]}}}`
+	if _, err := (Builder{}).ParseConfig(json.RawMessage(js)); err == nil {
+		t.Fatal("the default registry resolved a policy registered elsewhere")
+	}
+	reg := lb.NewRegistry(lbtest.NewLeafBuilder("leaf_only_in_my_registry"))
+	cfg, err := Builder{Registry: reg}.ParseConfig(json.RawMessage(js))
+	if err != nil {
+		t.Fatalf("ParseConfig with the registry: %v", err)
+	}
+	if got := cfg.(*Config).Targets["a"].ChildPolicy.Name; got != "leaf_only_in_my_registry" {
+		t.Fatalf("child policy %q", got)
+	}
 }

@@ -21,7 +21,7 @@ import (
 
 func TestMain(m *testing.M) {
 	lb.Register(lbtest.NewLeafBuilder(leafName))
-	lb.Register(scriptBuilder{})
+	lb.Register(lbtest.NewScriptBuilder(scriptName))
 	goleak.VerifyTestMain(m)
 }
 
@@ -73,7 +73,7 @@ func paddr(addr string, path ...string) resolver.Address {
 type env struct {
 	t  lbtest.TB
 	h  *lbtest.Harness
-	tr *tracker
+	tr *lbtest.Scripts
 }
 
 func newEnv(t lbtest.TB, opts ...Option) *env {
@@ -84,7 +84,7 @@ func newEnv(t lbtest.TB, opts ...Option) *env {
 func newEnvHarness(t lbtest.TB, h *lbtest.Harness, opts ...Option) *env {
 	t.Helper()
 	h.Build(NewBuilder(opts...))
-	return &env{t: t, h: h, tr: newTracker()}
+	return &env{t: t, h: h, tr: lbtest.NewScripts()}
 }
 
 func (e *env) b() *priorityBalancer { return e.h.Balancer.(*priorityBalancer) }
@@ -103,7 +103,7 @@ func (e *env) updateErr(cfg *Config, addrs []resolver.Address) error {
 	return e.h.UpdateClientConnState(lb.ClientConnState{
 		ResolverState: resolver.State{
 			Addresses:  addrs,
-			Attributes: attributes.With(attributes.Attributes{}, trackerKey, e.tr),
+			Attributes: e.tr.Attributes(attributes.Attributes{}),
 		},
 		BalancerConfig: cfg,
 	})
@@ -111,14 +111,14 @@ func (e *env) updateErr(cfg *Config, addrs []resolver.Address) error {
 
 // report makes the script child id publish state with a picker named
 // token, and returns that picker.
-func (e *env) report(id string, state lb.ConnectivityState, token string) *scriptPicker {
+func (e *env) report(id string, state lb.ConnectivityState, token string) *lbtest.ScriptPicker {
 	e.t.Helper()
-	s := e.tr.get(id)
+	s := e.tr.Get(id)
 	if s == nil {
 		e.t.Fatalf("no script child %q", id)
 	}
-	var p *scriptPicker
-	e.h.Do(func() { p = s.report(state, token) })
+	var p *lbtest.ScriptPicker
+	e.h.Do(func() { p = s.Report(state, token) })
 	return p
 }
 
@@ -148,8 +148,8 @@ func (e *env) wantState(state lb.ConnectivityState, token string) {
 // "<leaf>" for a leaf's READY picker.
 func pickerToken(p lb.Picker) string {
 	switch p := p.(type) {
-	case *scriptPicker:
-		return p.token
+	case *lbtest.ScriptPicker:
+		return p.Token
 	case nil:
 		return "<nil>"
 	}
@@ -236,6 +236,10 @@ const (
 	failover = DefaultFailoverTimeout
 	retain   = DefaultDeactivationDelay
 )
+
+// scriptName is the script child policy (lbtest.NewScriptBuilder): the
+// test sets its state directly.
+const scriptName = "test_script"
 
 // leafName is the test leaf policy (lbtest.NewLeafBuilder): one SubConn per
 // address, connected at once, round robin over the READY ones.

@@ -99,7 +99,7 @@ func newMachine(t *rapid.T) *machine {
 	opts.Scheduler = sched
 	h.Do(func() { h.Balancer = NewBuilder(WithRetainRemovedChildren(retainRemoved)).Build(h.CC, opts) })
 	mc := &machine{
-		e:     &env{t: t, h: h, tr: newTracker()},
+		e:     &env{t: t, h: h, tr: lbtest.NewScripts()},
 		sched: sched,
 		m:     newModel(h.Clock.Now(), retainRemoved),
 		names: []string{"a", "b", "c", "d"},
@@ -216,10 +216,10 @@ func (mc *machine) Wait(t *rapid.T) {
 }
 
 func (mc *machine) ExitIdle(t *rapid.T) {
-	counts := func() map[*script]int {
-		out := make(map[*script]int)
-		for _, s := range mc.e.tr.scripts() {
-			out[s] = s.exitIdles
+	counts := func() map[*lbtest.Script]int {
+		out := make(map[*lbtest.Script]int)
+		for _, s := range mc.e.tr.All() {
+			out[s] = s.ExitIdles()
 		}
 		return out
 	}
@@ -228,11 +228,11 @@ func (mc *machine) ExitIdle(t *rapid.T) {
 	after := counts()
 	for s, n := range after {
 		want := before[s]
-		if cur := mc.m.current(); cur != "" && s == mc.e.tr.get(cur) {
+		if cur := mc.m.current(); cur != "" && s == mc.e.tr.Get(cur) {
 			want++
 		}
 		if n != want {
-			t.Fatalf("ExitIdle reached %s %d times, want %d (current child %q)", s.id, n-before[s], want-before[s], mc.m.current())
+			t.Fatalf("ExitIdle reached %s %d times, want %d (current child %q)", s.ID(), n-before[s], want-before[s], mc.m.current())
 		}
 	}
 }
@@ -303,17 +303,17 @@ func (mc *machine) Check(t *rapid.T) {
 
 	// Each existing child runs its newest script balancer; every other
 	// script balancer was closed.
-	live := make(map[*script]bool)
+	live := make(map[*lbtest.Script]bool)
 	for _, name := range m.sortedChildren() {
-		s := e.tr.get(name)
-		if s == nil || s.closed {
+		s := e.tr.Get(name)
+		if s == nil || s.Closed() {
 			t.Fatalf("child %s has no live balancer", name)
 		}
 		live[s] = true
 	}
-	for _, s := range e.tr.scripts() {
-		if !live[s] && !s.closed {
-			t.Fatalf("a balancer of destroyed child %s was not closed", s.id)
+	for _, s := range e.tr.All() {
+		if !live[s] && !s.Closed() {
+			t.Fatalf("a balancer of destroyed child %s was not closed", s.ID())
 		}
 	}
 }

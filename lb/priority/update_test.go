@@ -170,8 +170,8 @@ func TestEmptyPriorities(t *testing.T) {
 	n := len(e.h.CC.States.All())
 	e.report("p0", lb.Connecting, "connecting") // a removed child's report changes nothing
 	e.h.ExitIdle()
-	if got := len(e.h.CC.States.All()); got != n || e.tr.get("p0").exitIdles != 0 {
-		t.Fatalf("published %d more states, ExitIdle reached p0 %d times; want 0, 0", got-n, e.tr.get("p0").exitIdles)
+	if got := len(e.h.CC.States.All()); got != n || e.tr.Get("p0").ExitIdles() != 0 {
+		t.Fatalf("published %d more states, ExitIdle reached p0 %d times; want 0, 0", got-n, e.tr.Get("p0").ExitIdles())
 	}
 }
 
@@ -184,7 +184,7 @@ func TestIgnoreReresolutionRequests(t *testing.T) {
 	e.report("p0", lb.TransientFailure, "tf")
 	resolveNow := func(id string) int {
 		before := e.h.CC.ResolveNows.Pending()
-		e.h.Do(func() { e.tr.get(id).cc.ResolveNow() })
+		e.h.Do(func() { e.tr.Get(id).ClientConn().ResolveNow() })
 		return e.h.CC.ResolveNows.Pending() - before
 	}
 	if got := resolveNow("p0"); got != 0 {
@@ -254,7 +254,7 @@ func TestChildPolicyChange(t *testing.T) {
 	if !sc.IsShutdown() {
 		t.Fatalf("old policy's SubConn not shut down")
 	}
-	if e.tr.get("p0") == nil || e.child("p0").Policy() != scriptName {
+	if e.tr.Get("p0") == nil || e.child("p0").Policy() != scriptName {
 		t.Fatalf("new policy not built")
 	}
 	// The new policy has published nothing: CONNECTING, and since p0 was
@@ -288,11 +288,11 @@ func TestResolverError(t *testing.T) {
 		n := len(e.h.CC.States.All())
 		e.h.ResolverError(boom)
 		for _, id := range []string{"p0", "p1"} {
-			if errs := e.tr.get(id).resolverErrs; len(errs) != 1 || !errors.Is(errs[0], boom) {
+			if errs := e.tr.Get(id).ResolverErrors(); len(errs) != 1 || !errors.Is(errs[0], boom) {
 				t.Errorf("%s got resolver errors %v, want [%v]", id, errs, boom)
 			}
 		}
-		if e.tr.get("p2") != nil {
+		if e.tr.Get("p2") != nil {
 			t.Errorf("ResolverError created p2")
 		}
 		if got := len(e.h.CC.States.All()); got != n {
@@ -307,7 +307,7 @@ func TestExitIdleReachesCurrentChildOnly(t *testing.T) {
 	e.report("p0", lb.TransientFailure, "p0-tf")
 	e.report("p1", lb.Idle, "p1-idle")
 	e.h.ExitIdle()
-	if p0, p1 := e.tr.get("p0").exitIdles, e.tr.get("p1").exitIdles; p0 != 0 || p1 != 1 {
+	if p0, p1 := e.tr.Get("p0").ExitIdles(), e.tr.Get("p1").ExitIdles(); p0 != 0 || p1 != 1 {
 		t.Fatalf("ExitIdle reached p0 %d and p1 %d times, want 0 and 1", p0, p1)
 	}
 }
@@ -369,7 +369,7 @@ func TestHierarchicalAddresses(t *testing.T) {
 		{Addr: "10.9.9.9:80"},
 		paddr("10.0.1.1:80", "p1", "localityB"),
 	}, scriptChild("p0"), scriptChild("p1"))
-	got := e.tr.get("p0").updates[0].ResolverState.Addresses
+	got := e.tr.Get("p0").Updates()[0].ResolverState.Addresses
 	if len(got) != 2 {
 		t.Fatalf("p0 got %v, want its 2 addresses", got)
 	}
@@ -379,7 +379,7 @@ func TestHierarchicalAddresses(t *testing.T) {
 	if _, ok := hierarchy.Get(got[1]); ok || got[1].Addr != "10.0.0.2:80" {
 		t.Errorf("p0's second address = %v, want 10.0.0.2:80 without a path", got[1])
 	}
-	if a := e.tr.get("p0").updates[0].ResolverState.Attributes; a.Len() != 1 {
+	if a := e.tr.Get("p0").Updates()[0].ResolverState.Attributes; a.Len() != 1 {
 		t.Errorf("resolver attributes not passed to the child: %v", a)
 	}
 	out := logs.String()
@@ -390,7 +390,7 @@ func TestHierarchicalAddresses(t *testing.T) {
 	}
 	// p1, created later by failover, gets its addresses from that update.
 	e.report("p0", lb.TransientFailure, "tf")
-	if got := e.tr.get("p1").updates[0].ResolverState.Addresses; len(got) != 1 || got[0].Addr != "10.0.1.1:80" {
+	if got := e.tr.Get("p1").Updates()[0].ResolverState.Addresses; len(got) != 1 || got[0].Addr != "10.0.1.1:80" {
 		t.Fatalf("p1 got %v, want 10.0.1.1:80", got)
 	}
 }
@@ -424,8 +424,8 @@ func TestIdenticalChildReportIsNotPublishedAgain(t *testing.T) {
 	for _, state := range []lb.ConnectivityState{lb.Ready, lb.Connecting, lb.TransientFailure} {
 		p := e.report("p0", state, "r-"+state.String())
 		n := len(e.h.CC.States.All())
-		s := e.tr.get("p0")
-		e.h.Do(func() { s.cc.UpdateState(lb.State{ConnectivityState: state, Picker: p}) })
+		s := e.tr.Get("p0")
+		e.h.Do(func() { s.ClientConn().UpdateState(lb.State{ConnectivityState: state, Picker: p}) })
 		if got := len(e.h.CC.States.All()); got != n {
 			t.Fatalf("%v: the same report again published %d more states, want none", state, got-n)
 		}

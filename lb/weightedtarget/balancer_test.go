@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
@@ -125,7 +126,7 @@ func TestNoTargets(t *testing.T) {
 	e.report("a", lb.Ready, "r")
 	e.update(nil)
 	e.wantState(lb.TransientFailure)
-	if !e.script("a").closed || len(e.childNames()) != 0 {
+	if !e.script("a").Closed() || len(e.childNames()) != 0 {
 		t.Fatalf("target a not closed when the config dropped it")
 	}
 }
@@ -166,7 +167,7 @@ func TestWeightChangeAppliesAtOnce(t *testing.T) {
 	e.update(nil, scriptTarget("a", 4), scriptTarget("b", 1))
 	seq := pickSeq(t, e.wantState(lb.Ready).Picker, names, 500)
 	checkPeriods(t, seq, 5, map[string]int{"a": 4, "b": 1})
-	if len(e.script("a").updates) != 2 || e.script("a").closed {
+	if len(e.script("a").Updates()) != 2 || e.script("a").Closed() {
 		t.Errorf("a weight change recreated the target")
 	}
 }
@@ -186,7 +187,7 @@ func TestChildPolicyChangeReplacesChild(t *testing.T) {
 	}
 	var policy string
 	e.h.Do(func() { policy = e.b().children.Get("a").Policy() })
-	if policy != scriptName || e.tr.get("a") == nil {
+	if policy != scriptName || e.tr.Get("a") == nil {
 		t.Fatalf("target a runs %q, want %q", policy, scriptName)
 	}
 	// The new policy has not failed: a counts as CONNECTING again.
@@ -264,7 +265,7 @@ func TestSingleReadyTargetPublishesItsOwnPicker(t *testing.T) {
 	e := newEnv(t)
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
 	e.report("a", lb.Ready, "only")
-	if p, ok := e.wantState(lb.Ready).Picker.(*scriptPicker); !ok || p.token != "a/only" {
+	if p, ok := e.wantState(lb.Ready).Picker.(*lbtest.ScriptPicker); !ok || p.Token != "only" {
 		t.Fatalf("published %T, want a's own picker", e.last().Picker)
 	}
 }

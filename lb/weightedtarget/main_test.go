@@ -22,7 +22,7 @@ import (
 
 func TestMain(m *testing.M) {
 	lb.Register(lbtest.NewLeafBuilder(leafName))
-	lb.Register(scriptBuilder{})
+	lb.Register(lbtest.NewScriptBuilder(scriptName))
 	goleak.VerifyTestMain(m)
 }
 
@@ -38,12 +38,12 @@ func leafTarget(name string, weight uint32) targetSpec {
 }
 
 func scriptTarget(name string, weight uint32) targetSpec {
-	return targetSpec{name: name, weight: weight, policy: fmt.Sprintf(`[{"test_script": {"id": %q}}]`, name)}
+	return targetSpec{name: name, weight: weight, policy: fmt.Sprintf(`[{"test_script": {"id": %q, "subConn": true}}]`, name)}
 }
 
 func inlineTarget(name string, weight uint32, s lb.ConnectivityState) targetSpec {
 	return targetSpec{name: name, weight: weight,
-		policy: fmt.Sprintf(`[{"test_script": {"id": %q, "inline": %q}}]`, name, s)}
+		policy: fmt.Sprintf(`[{"test_script": {"id": %q, "subConn": true, "inline": %q}}]`, name, s)}
 }
 
 // configJSON returns the JSON config of targets.
@@ -73,14 +73,14 @@ func paddr(addr string, path ...string) resolver.Address {
 type env struct {
 	t  lbtest.TB
 	h  *lbtest.Harness
-	tr *tracker
+	tr *lbtest.Scripts
 }
 
 func newEnv(t lbtest.TB, opts ...lbtest.Option) *env {
 	t.Helper()
 	h := lbtest.New(t, opts...)
 	h.Build(Builder{})
-	return &env{t: t, h: h, tr: newTracker()}
+	return &env{t: t, h: h, tr: lbtest.NewScripts()}
 }
 
 func (e *env) b() *wtBalancer { return e.h.Balancer.(*wtBalancer) }
@@ -99,18 +99,18 @@ func (e *env) updateErr(cfg lb.Config, addrs []resolver.Address) error {
 	return e.h.UpdateClientConnState(lb.ClientConnState{
 		ResolverState: resolver.State{
 			Addresses:  addrs,
-			Attributes: attributes.With(attributes.Attributes{}, trackerKey, e.tr),
+			Attributes: e.tr.Attributes(attributes.Attributes{}),
 		},
 		BalancerConfig: cfg,
 	})
 }
 
 // script returns the newest script child with id.
-func (e *env) script(id string) *script {
+func (e *env) script(id string) *lbtest.Script {
 	e.t.Helper()
-	s := e.tr.get(id)
+	s := e.tr.Get(id)
 	if s == nil {
-		e.t.Fatalf("%v: %q", errScriptNotFound, id)
+		e.t.Fatalf("no script child %q", id)
 	}
 	return s
 }
@@ -120,7 +120,7 @@ func (e *env) script(id string) *script {
 func (e *env) report(id string, state lb.ConnectivityState, token string) {
 	e.t.Helper()
 	s := e.script(id)
-	e.h.Do(func() { s.report(state, token) })
+	e.h.Do(func() { s.Report(state, token) })
 }
 
 // last returns the last published state.
@@ -150,7 +150,7 @@ func (e *env) wantState(want lb.ConnectivityState) lb.State {
 func (e *env) names(ids ...string) map[lb.SubConn]string {
 	out := make(map[lb.SubConn]string, len(ids))
 	for _, id := range ids {
-		out[e.script(id).sc] = id
+		out[e.script(id).SubConn()] = id
 	}
 	return out
 }
@@ -247,6 +247,10 @@ func (b *logBuffer) String() string {
 func newLogger(b *logBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// scriptName is the script child policy (lbtest.NewScriptBuilder): the
+// test sets its state directly.
+const scriptName = "test_script"
 
 // leafName is the test leaf policy (lbtest.NewLeafBuilder): one SubConn per
 // address, connected at once, round robin over the READY ones.

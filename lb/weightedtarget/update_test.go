@@ -22,7 +22,7 @@ func TestHierarchicalAddresses(t *testing.T) {
 		{Addr: "10.9.9.9:80"},
 		paddr("10.0.1.1:80", "b"),
 	}, scriptTarget("a", 1), scriptTarget("b", 1))
-	got := e.script("a").updates[0].ResolverState.Addresses
+	got := e.script("a").Updates()[0].ResolverState.Addresses
 	if len(got) != 2 {
 		t.Fatalf("a got %v, want its 2 addresses", got)
 	}
@@ -32,10 +32,10 @@ func TestHierarchicalAddresses(t *testing.T) {
 	if _, ok := hierarchy.Get(got[1]); ok || got[1].Addr != "10.0.0.2:80" {
 		t.Errorf("a's second address = %v, want 10.0.0.2:80 without a path", got[1])
 	}
-	if got := e.script("b").updates[0].ResolverState.Addresses; len(got) != 1 || got[0] != (resolver.Address{Addr: "10.0.1.1:80"}) {
+	if got := e.script("b").Updates()[0].ResolverState.Addresses; len(got) != 1 || got[0] != (resolver.Address{Addr: "10.0.1.1:80"}) {
 		t.Errorf("b got %v, want the plain 10.0.1.1:80", got)
 	}
-	if a := e.script("a").updates[0].ResolverState.Attributes; a.Len() != 1 {
+	if a := e.script("a").Updates()[0].ResolverState.Attributes; a.Len() != 1 {
 		t.Errorf("resolver attributes not passed to the child: %v", a)
 	}
 	out := logs.String()
@@ -78,7 +78,7 @@ func TestResolverError(t *testing.T) {
 		n := e.published()
 		e.h.ResolverError(boom)
 		for _, id := range []string{"a", "b"} {
-			if errs := e.script(id).resolverErrs; len(errs) != 1 || !errors.Is(errs[0], boom) {
+			if errs := e.script(id).ResolverErrors(); len(errs) != 1 || !errors.Is(errs[0], boom) {
 				t.Errorf("%s got resolver errors %v, want [%v]", id, errs, boom)
 			}
 		}
@@ -96,12 +96,12 @@ func TestExitIdleReachesEveryTarget(t *testing.T) {
 	// Children answering inline do not publish one by one.
 	for _, id := range []string{"a", "b", "c"} {
 		s := e.script(id)
-		s.onExitIdle = func() { s.report(lb.Ready, "woken") }
+		s.SetOnExitIdle(func() { s.Report(lb.Ready, "woken") })
 	}
 	n := e.published()
 	e.h.ExitIdle()
 	for _, id := range []string{"a", "b", "c"} {
-		if got := e.script(id).exitIdles; got != 1 {
+		if got := e.script(id).ExitIdles(); got != 1 {
 			t.Errorf("ExitIdle reached %s %d times, want 1", id, got)
 		}
 	}
@@ -116,7 +116,7 @@ func TestIdleTargetIsAskedToLeaveIdle(t *testing.T) {
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
 	e.report("a", lb.Ready, "r")
 	e.report("b", lb.Idle, "idle")
-	if got := e.script("b").exitIdles; got != 1 {
+	if got := e.script("b").ExitIdles(); got != 1 {
 		t.Fatalf("IDLE target asked to leave IDLE %d times, want 1", got)
 	}
 	// A repeated IDLE report does not ask again; a new entry into IDLE
@@ -124,10 +124,10 @@ func TestIdleTargetIsAskedToLeaveIdle(t *testing.T) {
 	e.report("b", lb.Idle, "idle2")
 	e.report("b", lb.Connecting, "c")
 	e.report("b", lb.Idle, "idle3")
-	if got := e.script("b").exitIdles; got != 2 {
+	if got := e.script("b").ExitIdles(); got != 2 {
 		t.Fatalf("asked to leave IDLE %d times, want 2", got)
 	}
-	if got := e.script("a").exitIdles; got != 0 {
+	if got := e.script("a").ExitIdles(); got != 0 {
 		t.Errorf("READY target asked to leave IDLE %d times", got)
 	}
 }
@@ -138,14 +138,14 @@ func TestIdlePickerAsksTargetsToLeaveIdle(t *testing.T) {
 	e.report("a", lb.Idle, "idle")
 	e.report("b", lb.Idle, "idle")
 	p := e.wantState(lb.Idle).Picker
-	before := e.script("a").exitIdles
+	before := e.script("a").ExitIdles()
 	for range 3 {
 		if err := pickErr(p); !errors.Is(err, lb.ErrNoSubConnAvailable) {
 			t.Fatalf("IDLE pick error %v, want ErrNoSubConnAvailable", err)
 		}
 	}
 	e.h.Settle()
-	if got := e.script("a").exitIdles - before; got != 1 {
+	if got := e.script("a").ExitIdles() - before; got != 1 {
 		t.Fatalf("IDLE picker asked a to leave IDLE %d times, want 1", got)
 	}
 	// The targets stayed IDLE; a parent update publishes a fresh IDLE
@@ -153,7 +153,7 @@ func TestIdlePickerAsksTargetsToLeaveIdle(t *testing.T) {
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
 	_ = pickErr(e.wantState(lb.Idle).Picker)
 	e.h.Settle()
-	if got := e.script("a").exitIdles - before; got != 2 {
+	if got := e.script("a").ExitIdles() - before; got != 2 {
 		t.Fatalf("after the update, a was asked to leave IDLE %d times in all, want 2", got)
 	}
 }
@@ -212,7 +212,7 @@ func TestTargetReaddedIsNew(t *testing.T) {
 	first := e.script("a")
 	e.update(nil, scriptTarget("b", 1))
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
-	if e.script("a") == first || !first.closed {
+	if e.script("a") == first || !first.Closed() {
 		t.Fatalf("re-added target a reused its closed balancer")
 	}
 	e.report("a", lb.Ready, "r")
@@ -229,11 +229,11 @@ func TestIdenticalTargetReportIsNotPublishedAgain(t *testing.T) {
 	for _, state := range []lb.ConnectivityState{lb.Ready, lb.TransientFailure} {
 		a := e.script("a")
 		var p lb.Picker
-		e.h.Do(func() { p = a.report(state, "a-"+state.String()) })
+		e.h.Do(func() { p = a.Report(state, "a-"+state.String()) })
 		e.report("b", state, "b-"+state.String())
 		again := lb.State{ConnectivityState: state, Picker: p}
 		n := e.published()
-		e.h.Do(func() { a.cc.UpdateState(again) })
+		e.h.Do(func() { a.ClientConn().UpdateState(again) })
 		if got := e.published(); got != n {
 			t.Fatalf("%v: the same report again published %d more states, want none", state, got-n)
 		}

@@ -1,0 +1,48 @@
+package lbtest_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/attributes"
+	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+func TestScript(t *testing.T) {
+	h := lbtest.New(t)
+	b := lbtest.NewScriptBuilder("test_script")
+	h.Build(b)
+	cfg, err := b.(lb.ConfigParser).ParseConfig(json.RawMessage(`{"id": "a", "subConn": true, "inline": "CONNECTING"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scripts := lbtest.NewScripts()
+	if err := h.UpdateClientConnState(lb.ClientConnState{
+		ResolverState:  resolver.State{Attributes: scripts.Attributes(attributes.Attributes{})},
+		BalancerConfig: cfg,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := scripts.Get("a")
+	if s == nil || len(scripts.All()) != 1 || len(s.Updates()) != 1 {
+		t.Fatalf("script a not recorded: %v", scripts.All())
+	}
+	if st := h.State(); st.ConnectivityState != lb.Connecting || st.Picker.(*lbtest.ScriptPicker).Token != "inline:a" {
+		t.Fatalf("inline state %v, want CONNECTING from the inline picker", st.ConnectivityState)
+	}
+	var ready, failed *lbtest.ScriptPicker
+	h.Do(func() { ready = s.Report(lb.Ready, "up") })
+	if r, err := ready.Pick(lb.PickInfo{}); err != nil || r.SubConn != s.SubConn() || s.SubConn() == nil {
+		t.Fatalf("READY picker: %v, %v; want the script's SubConn", r.SubConn, err)
+	}
+	h.Do(func() { failed = s.Report(lb.TransientFailure, "down") })
+	if err := lb.FailureOf(failed); !errors.Is(err, lb.ErrTransientFailure) || err.Error() != "a: down" {
+		t.Fatalf("TRANSIENT_FAILURE picker fails with %v, want the transient failure \"a: down\"", err)
+	}
+	if _, err := b.(lb.ConfigParser).ParseConfig(json.RawMessage(`{"inline": "SOMETIMES"}`)); err == nil {
+		t.Fatal("an unknown inline state was accepted")
+	}
+}

@@ -162,6 +162,16 @@ func (c *Channel) WaitForStateChange(ctx context.Context, from lb.ConnectivitySt
 	}
 }
 
+// Settle waits until the channel has no work queued and no timer due on its
+// clock, or until ctx ends (returning its error). It is for tests that drive
+// the channel with a mock clock ([WithClock]): after advancing the clock,
+// Settle returns once every timer that became due has run, with all it
+// caused inside the channel, so the test need not poll. Work outside the
+// channel (a dial in flight, a resolver's own goroutine) is not waited for.
+func (c *Channel) Settle(ctx context.Context) error {
+	return c.ser.WaitIdle(ctx, c.clock.Now())
+}
+
 // Connect makes an IDLE channel start resolving and connecting, and asks its
 // balancer to leave IDLE; it does not wait.
 func (c *Channel) Connect() {

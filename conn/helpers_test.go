@@ -180,7 +180,7 @@ func newTestChannel(t testing.TB, opts ...Option) (*Channel, *testResolver, *clo
 // timer due.
 func settle(t testing.TB, c *Channel) {
 	t.Helper()
-	if err := c.ser.WaitIdle(guard(t), c.clock.Now()); err != nil {
+	if err := c.Settle(guard(t)); err != nil {
 		t.Fatalf("settle: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package childmanager_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/lbkit/lbkit/lb"
@@ -35,10 +36,11 @@ func TestPublisher(t *testing.T) {
 	}
 }
 
+// uncomparablePicker cannot be compared with ==: it holds a slice.
 type uncomparablePicker struct{ ids []int }
 
-func (uncomparablePicker) Pick(lb.PickInfo) (lb.PickResult, error) {
-	return lb.PickResult{}, lb.ErrNoSubConnAvailable
+func (p uncomparablePicker) Pick(lb.PickInfo) (lb.PickResult, error) {
+	return lb.PickResult{}, fmt.Errorf("%w (%d ids)", lb.ErrNoSubConnAvailable, len(p.ids))
 }
 
 func TestSameState(t *testing.T) {

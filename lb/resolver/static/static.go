@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/weight"
 )
 
 // Scheme is the scheme this package resolves.
@@ -63,13 +64,31 @@ func ParseAddresses(target resolver.Target) ([]resolver.Address, error) {
 	elems := strings.Split(target.Endpoint, ",")
 	addrs := make([]resolver.Address, 0, len(elems))
 	for i, e := range elems {
-		addr, err := parseElement(e)
+		a, err := parseWeighted(e)
 		if err != nil {
 			return nil, fmt.Errorf("static: element %d %q: %w", i, e, err)
 		}
-		addrs = append(addrs, resolver.Address{Addr: addr})
+		addrs = append(addrs, a)
 	}
 	return addrs, nil
+}
+
+// parseWeighted parses one element, host:port or host:port=weight.
+func parseWeighted(e string) (resolver.Address, error) {
+	hostPort, w, weighted := strings.Cut(e, "=")
+	addr, err := parseElement(hostPort)
+	if err != nil {
+		return resolver.Address{}, err
+	}
+	a := resolver.Address{Addr: addr}
+	if !weighted {
+		return a, nil
+	}
+	n, err := strconv.ParseUint(w, 10, 32)
+	if err != nil || n == 0 {
+		return resolver.Address{}, fmt.Errorf("invalid weight %q: want a whole number from 1 to %d", w, uint32(1<<32-1))
+	}
+	return weight.Set(a, uint32(n)), nil
 }
 
 // parseElement checks one host:port element and returns it in canonical

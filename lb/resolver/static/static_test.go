@@ -10,6 +10,7 @@ import (
 
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/static"
+	"github.com/lbkit/lbkit/lb/weight"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -95,6 +96,10 @@ func TestBuildRejectsBadElements(t *testing.T) {
 		{resolver.Target{Endpoint: "::1:80"}, `static: element 0 "::1:80": too many colons in address`},
 		{resolver.Target{Endpoint: ":80"}, `static: element 0 ":80": empty host`},
 		{resolver.Target{Endpoint: "a b:80"}, `static: element 0 "a b:80": host "a b" contains white space`},
+		{resolver.Target{Endpoint: "a:1=0"}, `static: element 0 "a:1=0": invalid weight "0"`},
+		{resolver.Target{Endpoint: "a:1=2,b:1=x"}, `static: element 1 "b:1=x": invalid weight "x"`},
+		{resolver.Target{Endpoint: "a:1=4294967296"}, `static: element 0 "a:1=4294967296": invalid weight`},
+		{resolver.Target{Endpoint: "a:1="}, `static: element 0 "a:1=": invalid weight ""`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.target.Endpoint, func(t *testing.T) {
@@ -111,5 +116,23 @@ func TestBuildRejectsBadElements(t *testing.T) {
 				t.Errorf("published %v after a failed Build", cc.states)
 			}
 		})
+	}
+}
+
+func TestWeightsInTheTarget(t *testing.T) {
+	addrs, err := static.ParseAddresses(resolver.Target{Scheme: static.Scheme, Endpoint: "10.0.0.1:80=1,10.0.0.2:80,[::1]:80=4294967295"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		addr   string
+		weight uint32
+		has    bool
+	}{{"10.0.0.1:80", 1, true}, {"10.0.0.2:80", 0, false}, {"[::1]:80", 4294967295, true}}
+	for i, w := range want {
+		got, ok := weight.Get(addrs[i])
+		if addrs[i].Addr != w.addr || ok != w.has || got != w.weight {
+			t.Errorf("address %d = %v (weight %d, %v), want %s weight %d, %v", i, addrs[i], got, ok, w.addr, w.weight, w.has)
+		}
 	}
 }

@@ -33,13 +33,13 @@ func TestPickFirstConnectsAndPicks(t *testing.T) {
 
 func TestPickFirstFailsOverToSecondAddress(t *testing.T) {
 	s1, s2 := startServer(t), startServer(t)
-	c, r, _ := newTestChannel(t)
+	c, r, _ := newTestChannel(t, WithDialer(TCPDialer{Hold: true}))
 	r.update(t, resolver.State{Addresses: addrs(s1.addr, s2.addr)})
 	if got := pickAddr(t, c); got != s1.addr {
 		t.Fatalf("picked %s, want %s", got, s1.addr)
 	}
 	s1.stop()
-	// The lost connection is noticed without reading the socket: the
+	// With a held connection, its loss is noticed without a request: the
 	// channel leaves READY.
 	waitState(t, c, lb.Idle)
 	if got := pickAddr(t, c); got != s2.addr {
@@ -52,7 +52,7 @@ func TestPickFirstFailsOverToSecondAddress(t *testing.T) {
 
 func TestReconnectAfterBackoffOnMockClock(t *testing.T) {
 	s1 := startServer(t)
-	c, r, mock := newTestChannel(t)
+	c, r, mock := newTestChannel(t, WithDialer(TCPDialer{Hold: true}))
 	r.update(t, resolver.State{Addresses: addrs(s1.addr)})
 	pickAddr(t, c)
 	s1.stop()

@@ -39,7 +39,12 @@
 // in order; READY on success; on failure TRANSIENT_FAILURE for the backoff
 // period (gRPC's connection-backoff: 1 s, ×1.6, jitter 0.2, at most 120 s,
 // each attempt given at least 20 s), then IDLE; a lost connection goes IDLE.
-// The transport is a [Dialer]; the default dials TCP (or a Unix socket for
-// an address starting with "/" or "@") and notices a peer close or reset
-// without the user reading the socket.
+// The transport is a [Dialer]. The default, [TCPDialer], checks that a TCP
+// connection (or a Unix socket's, for an address starting with "/" or
+// "@") can be made, and closes it at once: the SubConn is then READY until
+// a request reports a failure ([SubConn.ReportError], which the net/http
+// adapter calls when a backend cannot be reached) or a health check fails.
+// Nothing is held per endpoint. TCPDialer.TLS makes the check a TLS
+// handshake; TCPDialer.Hold keeps the connection open to notice its loss
+// without a request.
 package conn

@@ -120,7 +120,7 @@ func TestFailFastPickWaitsWhenPickedSubConnLeftReady(t *testing.T) {
 	events := make(chan subConnEvent, 100)
 	lb.Register(stalePolicyBuilder{events: events})
 	a, b := startServer(t), startServer(t)
-	c, r, _ := newTestChannel(t, WithDefaultServiceConfig(`{"loadBalancingConfig":[{"test_stale_picker":{}}]}`))
+	c, r, _ := newTestChannel(t, WithDialer(TCPDialer{Hold: true}), WithDefaultServiceConfig(`{"loadBalancingConfig":[{"test_stale_picker":{}}]}`))
 	r.update(t, resolver.State{Addresses: addrs(a.addr, b.addr)})
 	c.Connect()
 	waitEvents(t, events, subConnEvent{a.addr, lb.Ready}, subConnEvent{b.addr, lb.Ready})

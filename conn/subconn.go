@@ -214,6 +214,9 @@ func (ac *addrConn) onConnected(attempt int, a resolver.Address, conn *ownedConn
 	ac.addr.Store(&a)
 	c.logger.Debug("connected", "addr", a.Addr)
 	ac.setState(lb.Ready, nil)
+	if conn.Lost() == nil {
+		return // nothing to watch: requests and health checks judge it
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

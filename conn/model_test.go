@@ -1,0 +1,202 @@
+package conn
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// countingHandler counts the channel's log records by message.
+type countingHandler struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.counts == nil {
+		h.counts = map[string]int{}
+	}
+	h.counts[r.Message]++
+	return nil
+}
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler      { return h }
+func (h *countingHandler) count(msg string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.counts[msg]
+}
+
+// headerTimeoutServer is a real HTTP server that closes a connection on
+// which no request header arrives within 100 ms, as many servers do.
+func headerTimeoutServer(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.NotFoundHandler(), ReadHeaderTimeout: 100 * time.Millisecond}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// The default connection model holds nothing, so servers that close idle
+// connections after 100 ms cause no SubConn state change over 10 s of
+// idling; the held probe, closed by the same servers, flaps within 0.5 s.
+func TestCheckModelDoesNotFlapAgainstHeaderTimeouts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		dialer Dialer
+		flaps  bool
+		idle   time.Duration
+	}{
+		{"check (default)", nil, false, 10 * time.Second},
+		{"hold", TCPDialer{Hold: true}, true, 500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			addrs := []string{headerTimeoutServer(t), headerTimeoutServer(t)}
+			logs := &countingHandler{}
+			opts := []Option{WithLogger(slog.New(logs)),
+				WithDefaultServiceConfig(`{"loadBalancingConfig":[{"weighted_round_robin":{}}]}`)}
+			if tc.dialer != nil {
+				opts = append(opts, WithDialer(tc.dialer))
+			}
+			c, err := New("static:///"+strings.Join(addrs, ","), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.Connect()
+			waitState(t, c, lb.Ready)
+			idle := tc.idle
+			time.Sleep(idle) // real time: the servers' timeout is real
+			lost := logs.count("connection lost")
+			if tc.flaps && lost == 0 {
+				t.Fatalf("held probe: no connection lost in %v against a 100 ms header timeout", idle)
+			}
+			if !tc.flaps && lost != 0 {
+				t.Fatalf("%d connections lost in %v idle, want none", lost, idle)
+			}
+			t.Logf("%s: %d connections lost in %v idle", tc.name, lost, idle)
+		})
+	}
+}
+
+// With TLS set, the check is a full handshake: the TLS server logs nothing,
+// and a certificate that names only a hostname is verified against it.
+func TestTLSCheckDoesNotTroubleTLSServers(t *testing.T) {
+	var serverLog bytes.Buffer
+	var mu sync.Mutex
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.Config.ErrorLog = log.New(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return serverLog.Write(p)
+	}), "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	addr := strings.TrimPrefix(srv.URL, "https://")
+	// httptest's certificate names example.com (and 127.0.0.1).
+	c, err := New("static:///"+addr, WithDialer(TCPDialer{TLS: &tls.Config{RootCAs: roots, ServerName: "example.com"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Pick(guard(t), PickOptions{WaitForReady: true}); err != nil {
+		t.Fatalf("Pick: %v", err)
+	}
+	c.Close()
+	srv.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(serverLog.String(), "handshake error") {
+		t.Fatalf("the TLS server logged: %s", serverLog.String())
+	}
+
+	// A wrong server name fails the check: the SubConn never becomes READY.
+	bad, err := New("static:///"+addr, WithDialer(TCPDialer{TLS: &tls.Config{RootCAs: roots, ServerName: "other.test"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	bad.Connect()
+	waitState(t, bad, lb.TransientFailure)
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// The default model keeps no goroutine per endpoint; the held probe keeps
+// one per endpoint (two, with the dialer's reader).
+func TestCheckModelHoldsNoGoroutinePerEndpoint(t *testing.T) {
+	const endpoints = 40
+	var targets []string
+	for range endpoints {
+		targets = append(targets, headerTimeoutServer(t))
+	}
+	growth := func(d Dialer) int {
+		before := runtime.NumGoroutine()
+		opts := []Option{WithDefaultServiceConfig(`{"loadBalancingConfig":[{"weighted_round_robin":{}}]}`)}
+		if d != nil {
+			opts = append(opts, WithDialer(d))
+		}
+		c, err := New("static:///"+strings.Join(targets, ","), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Connect()
+		waitState(t, c, lb.Ready)
+		ready := 0
+		ctx := guard(t)
+		for ready < endpoints && ctx.Err() == nil { // every endpoint READY
+			ready = 0
+			for _, ac := range readyConns(c) {
+				if ac {
+					ready++
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return runtime.NumGoroutine() - before
+	}
+	if g := growth(nil); g >= endpoints/4 {
+		t.Fatalf("check model: %d goroutines for %d READY endpoints, want none per endpoint", g, endpoints)
+	}
+	if g := growth(TCPDialer{Hold: true}); g < endpoints {
+		t.Fatalf("hold model: %d goroutines for %d endpoints, want at least one each", g, endpoints)
+	}
+}
+
+// readyConns reports, for each connection of the channel, whether it is
+// READY; read inside the serializer.
+func readyConns(c *Channel) []bool {
+	var out []bool
+	_ = c.ser.Run(context.Background(), func() {
+		for _, ac := range c.addrConns {
+			out = append(out, ac.state == lb.Ready)
+		}
+	})
+	return out
+}
+

@@ -34,7 +34,7 @@ func (w *balancerWrapper) NewSubConn(addrs []resolver.Address, opts lb.NewSubCon
 	if opts.StateListener == nil {
 		return nil, errors.New("conn: NewSubConn: StateListener is nil")
 	}
-	sc := w.c.newSubConn(w, addrs, opts.StateListener)
+	sc := w.c.newSubConn(w, addrs, opts)
 	w.subs[sc] = struct{}{}
 	w.created++
 	return sc, nil

@@ -50,9 +50,10 @@ type Channel struct {
 	wg      sync.WaitGroup // every goroutine the channel starts, but resolver closers
 	closing sync.Once
 	conns   connSet // every Conn a dialer returned and nobody closed yet
-	// resolverClosers counts the goroutines closing replaced resolvers;
-	// Close waits for them at most resolverCloseGrace.
-	resolverClosers sync.WaitGroup
+	// detached counts the goroutines that run code the channel does not
+	// control and that Close cancels but waits for only detachedGrace:
+	// closing replaced resolvers, and health checks.
+	detached sync.WaitGroup
 
 	// Owned by the serializer.
 	rand           *rand.Rand
@@ -63,6 +64,7 @@ type Channel struct {
 	current        *balancerWrapper
 	pending        *balancerWrapper
 	lastSC         *serviceConfig // last valid service config from the resolver
+	health         *healthSettings // health checking in force; nil when off
 	addrConns      map[connKey]*addrConn
 	resolveRetries int
 	resolveTimer   lb.Timer
@@ -118,6 +120,7 @@ func New(target string, opts ...Option) (*Channel, error) {
 		idle:      true,
 		addrConns: make(map[connKey]*addrConn),
 	}
+	c.health = c.effectiveHealth()
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.stateGen.Store(&stateGen{state: lb.Idle, changed: make(chan struct{})})
 	c.gen.Store(&pickerGen{picker: lb.NewQueuePicker(), idle: true, done: make(chan struct{})})
@@ -213,42 +216,47 @@ func (c *Channel) Close() error {
 		if n := c.conns.closeAll(); n > 0 {
 			c.logger.Debug("closed connections whose dial completed during Close", "connections", n)
 		}
-		c.waitResolverClosers()
+		c.waitDetached()
 	})
 	return nil
 }
 
-// resolverCloseGrace bounds how long Close waits for resolvers to close.
-// It is real time, not the channel's clock: it guards against a resolver
-// whose Close breaks its contract, and a mock clock does not move while
+// detachedGrace bounds how long Close waits for resolvers to close and
+// health checks to return. It is real time, not the channel's clock: it
+// guards against a resolver or checker that breaks its contract (waits on
+// I/O in Close, ignores its context), and a mock clock does not move while
 // Close waits.
-const resolverCloseGrace = 200 * time.Millisecond
+const detachedGrace = 200 * time.Millisecond
 
 // closeResolver closes r on a goroutine of its own, so that neither the
 // serializer nor idle entry waits for it.
-func (c *Channel) closeResolver(r resolver.Resolver) {
-	c.resolverClosers.Add(1)
+func (c *Channel) closeResolver(r resolver.Resolver) { c.goDetached(r.Close) }
+
+// goDetached runs f on a goroutine that Close waits for at most
+// detachedGrace.
+func (c *Channel) goDetached(f func()) {
+	c.detached.Add(1)
 	go func() {
-		defer c.resolverClosers.Done()
-		r.Close()
+		defer c.detached.Done()
+		f()
 	}()
 }
 
-// waitResolverClosers waits for every resolver to have closed, at most
-// resolverCloseGrace.
-func (c *Channel) waitResolverClosers() {
+// waitDetached waits for every detached goroutine to end, at most
+// detachedGrace.
+func (c *Channel) waitDetached() {
 	done := make(chan struct{})
 	go func() {
-		c.resolverClosers.Wait()
+		c.detached.Wait()
 		close(done)
 	}()
-	grace := time.NewTimer(resolverCloseGrace)
+	grace := time.NewTimer(detachedGrace)
 	defer grace.Stop()
 	select {
 	case <-done:
 	case <-grace.C:
-		c.logger.Error("resolver did not close in time; leaving it to finish on its own (its Close must not wait on I/O)",
-			"scheme", c.parsed.Scheme, "grace", resolverCloseGrace)
+		c.logger.Error("a resolver's Close or a health check did not return in time; leaving it to finish on its own (resolvers must not wait on I/O in Close; checkers must return when their context ends)",
+			"scheme", c.parsed.Scheme, "grace", detachedGrace)
 	}
 }
 

@@ -105,6 +105,12 @@ func TestTLSCheckDoesNotTroubleTLSServers(t *testing.T) {
 	var serverLog bytes.Buffer
 	var mu sync.Mutex
 	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	closed := make(chan struct{}, 10)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
 	srv.Config.ErrorLog = log.New(writerFunc(func(p []byte) (int, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -125,6 +131,11 @@ func TestTLSCheckDoesNotTroubleTLSServers(t *testing.T) {
 		t.Fatalf("Pick: %v", err)
 	}
 	c.Close()
+	select { // the server has finished with the check's connection
+	case <-closed:
+	case <-guard(t).Done():
+		t.Fatal("the server never closed the check's connection")
+	}
 	srv.Close()
 	mu.Lock()
 	defer mu.Unlock()

@@ -41,6 +41,8 @@ type config struct {
 	backoff              backoff.Config
 	minConnectTimeout    time.Duration
 	registry             *lb.Registry
+	healthCheck          *HealthCheck // nil: only if the service config asks
+	healthCheckOff       bool
 }
 
 func defaultConfig() config {
@@ -131,8 +133,31 @@ func WithRegistry(r *lb.Registry) Option {
 	return optionFunc(func(cfg *config) { cfg.registry = r })
 }
 
+// WithHealthCheck turns on active health checking (gRFC A17) with h, for
+// the SubConns of policies that ask for it (weighted_round_robin,
+// round_robin, least_request; not pick_first, as A17 says). The service
+// config's healthCheckConfig.serviceName, when set, is passed to the
+// checker. If this option is not supplied, health checking is on only when
+// the service config sets healthCheckConfig.serviceName, with the defaults
+// of [HealthCheck] (a TCP connect check).
+func WithHealthCheck(h HealthCheck) Option {
+	return optionFunc(func(cfg *config) { cfg.healthCheck = &h })
+}
+
+// WithoutHealthCheck turns health checking off, even when the service
+// config asks for it (A17's channel argument). If this option is not
+// supplied, the service config and [WithHealthCheck] decide.
+func WithoutHealthCheck() Option {
+	return optionFunc(func(cfg *config) { cfg.healthCheckOff = true })
+}
+
 func (c *config) validate() error {
 	var errs []error
+	if c.healthCheck != nil {
+		if err := c.healthCheck.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.idleTimeout < 0 {
 		errs = append(errs, fmt.Errorf("WithIdleTimeout: must be >= 0, got %v", c.idleTimeout))
 	}

@@ -23,6 +23,7 @@ type stalePolicy struct {
 	subs   map[string]lb.SubConn
 	first  string
 	ready  bool
+	health bool
 }
 
 type subConnEvent struct {
@@ -30,11 +31,20 @@ type subConnEvent struct {
 	state lb.ConnectivityState
 }
 
-type stalePolicyBuilder struct{ events chan<- subConnEvent }
+type stalePolicyBuilder struct {
+	events chan<- subConnEvent
+	name   string // "test_stale_picker" if empty
+	health bool   // ask for health checks
+}
 
-func (stalePolicyBuilder) Name() string { return "test_stale_picker" }
+func (b stalePolicyBuilder) Name() string {
+	if b.name == "" {
+		return "test_stale_picker"
+	}
+	return b.name
+}
 func (b stalePolicyBuilder) Build(cc lb.ClientConn, _ lb.BuildOptions) lb.Balancer {
-	return &stalePolicy{cc: cc, events: b.events, subs: map[string]lb.SubConn{}}
+	return &stalePolicy{cc: cc, events: b.events, subs: map[string]lb.SubConn{}, health: b.health}
 }
 
 func (p *stalePolicy) UpdateClientConnState(s lb.ClientConnState) error {
@@ -43,7 +53,7 @@ func (p *stalePolicy) UpdateClientConnState(s lb.ClientConnState) error {
 			continue
 		}
 		addr := a.Addr
-		sc, err := p.cc.NewSubConn([]resolver.Address{a}, lb.NewSubConnOptions{StateListener: func(st lb.SubConnState) {
+		sc, err := p.cc.NewSubConn([]resolver.Address{a}, lb.NewSubConnOptions{HealthCheck: p.health, StateListener: func(st lb.SubConnState) {
 			p.events <- subConnEvent{addr, st.ConnectivityState}
 			if st.ConnectivityState == lb.Ready && !p.ready {
 				p.ready = true
@@ -356,5 +366,5 @@ func TestStuckResolverStallsNothing(t *testing.T) {
 	}
 	close(r.release)
 	waitUntil(t, "both stuck resolvers have closed", func() bool { return r.closed.Load() == 2 })
-	c.resolverClosers.Wait()
+	c.detached.Wait()
 }

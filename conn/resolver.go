@@ -77,42 +77,75 @@ func (r *resolverCC) apply() {
 // serviceConfig is a parsed service config.
 type serviceConfig struct {
 	policy *lb.ParsedPolicy // nil: the default policy
+	// healthService is healthCheckConfig.serviceName; nil when unset,
+	// which leaves health checking off (gRFC A17).
+	healthService *string
 }
 
 // parseServiceConfig parses {"loadBalancingConfig": [...]}, or the older
-// {"loadBalancingPolicy": "name"}. Other fields are ignored.
+// {"loadBalancingPolicy": "name"}, and {"healthCheckConfig": {"serviceName":
+// "..."}}. Other fields are ignored.
 func parseServiceConfig(raw json.RawMessage, reg *lb.Registry) (*serviceConfig, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
 		return nil, fmt.Errorf("service config: %w", err)
 	}
+	sc := &serviceConfig{}
+	if sc.healthService, err = parseHealthCheckConfig(obj); err != nil {
+		return nil, fmt.Errorf("service config: %w", err)
+	}
+	if sc.policy, err = parsePolicy(obj, reg); err != nil {
+		return nil, fmt.Errorf("service config: %w", err)
+	}
+	return sc, nil
+}
+
+// parseHealthCheckConfig returns healthCheckConfig.serviceName, or nil when
+// either is unset or null.
+func parseHealthCheckConfig(obj lb.ConfigObject) (*string, error) {
+	raw, _, ok := obj.Raw("healthCheckConfig")
+	if !ok {
+		return nil, nil
+	}
+	hc, err := lb.ParseConfigObject(raw)
+	if err != nil {
+		return nil, lb.PrefixConfigError("healthCheckConfig", err)
+	}
+	if v, _, ok := hc.Raw("serviceName"); !ok || strings.TrimSpace(string(v)) == "null" {
+		return nil, nil
+	}
+	var name string
+	if err := hc.Decode(&name, "serviceName"); err != nil {
+		return nil, lb.PrefixConfigError("healthCheckConfig", err)
+	}
+	return &name, nil
+}
+
+// parsePolicy returns the policy obj names, or nil for the default.
+func parsePolicy(obj lb.ConfigObject, reg *lb.Registry) (*lb.ParsedPolicy, error) {
 	if list, _, ok := obj.Raw("loadBalancingConfig"); ok {
-		p, err := reg.ParseLoadBalancingConfig(list)
-		if err != nil {
-			return nil, fmt.Errorf("service config: %w", err)
-		}
-		return &serviceConfig{policy: p}, nil
+		return reg.ParseLoadBalancingConfig(list)
 	}
 	var name string
 	if err := obj.Decode(&name, "loadBalancingPolicy"); err != nil {
-		return nil, fmt.Errorf("service config: %w", err)
+		return nil, err
 	}
 	if name == "" {
-		return &serviceConfig{}, nil
+		return nil, nil
 	}
 	b := reg.Get(name)
 	if b == nil {
-		return nil, fmt.Errorf("service config: loadBalancingPolicy: no registered policy %q (registered: %s)", name, strings.Join(reg.Names(), ", "))
+		return nil, fmt.Errorf("loadBalancingPolicy: no registered policy %q (registered: %s)", name, strings.Join(reg.Names(), ", "))
 	}
 	p := &lb.ParsedPolicy{Name: name, Builder: b}
 	if cp, ok := b.(lb.ConfigParser); ok {
 		cfg, err := cp.ParseConfig(nil)
 		if err != nil {
-			return nil, fmt.Errorf("service config: loadBalancingPolicy %q: %w", name, err)
+			return nil, fmt.Errorf("loadBalancingPolicy %q: %w", name, err)
 		}
 		p.Config = cfg
 	}
-	return &serviceConfig{policy: p}, nil
+	return p, nil
 }
 
 // DefaultPolicy is the policy used when no service config names one.
@@ -162,6 +195,7 @@ func (c *Channel) onResolverState(r *resolverCC, s resolver.State) {
 		default:
 			c.lastSC = sc
 		}
+		c.applyHealth()
 	}
 	p, err := c.policyFor()
 	if err != nil {

@@ -22,6 +22,9 @@ type SubConn struct {
 	w        *balancerWrapper
 	ac       *addrConn
 	listener func(lb.SubConnState)
+	// wantsHealth is set when the policy asked for health checks
+	// (lb.NewSubConnOptions.HealthCheck). Read-only.
+	wantsHealth bool
 
 	// Owned by the serializer.
 	connected bool // Connect was called: the handle follows ac's state
@@ -46,6 +49,8 @@ type addrConn struct {
 
 	readyState atomic.Int32                     // lb.ConnectivityState, for Pick
 	addr       atomic.Pointer[resolver.Address] // the connected address
+	gated      atomic.Bool                      // health decides readiness for handles that asked
+	healthy    atomic.Bool                      // the last health verdict passed
 
 	// Owned by the serializer.
 	state   lb.ConnectivityState
@@ -57,9 +62,19 @@ type addrConn struct {
 	retries int
 	backoff lb.Timer
 	closed  bool
+
+	// Health checking (health.go), owned by the serializer.
+	wantHealth    int // handles that asked for health checks
+	verdict       healthVerdict
+	verdictErr    error
+	passes, fails int // checks in a row that passed, failed
+	checks        int // check results applied
+	checkGen      int // identifies the check in flight
+	checkCancel   context.CancelFunc
+	checkTimer    lb.Timer // the check's timeout, or the next check
 }
 
-func (c *Channel) newSubConn(w *balancerWrapper, addrs []resolver.Address, listener func(lb.SubConnState)) *SubConn {
+func (c *Channel) newSubConn(w *balancerWrapper, addrs []resolver.Address, opts lb.NewSubConnOptions) *SubConn {
 	key := connKey{addr: addrs[0].Addr, serverName: addrs[0].ServerName}
 	ac := c.addrConns[key]
 	if len(addrs) > 1 || ac == nil {
@@ -71,8 +86,12 @@ func (c *Channel) newSubConn(w *balancerWrapper, addrs []resolver.Address, liste
 		ac.addr.Store(&ac.addrs[0])
 		c.addrConns[key] = ac
 	}
-	sc := &SubConn{c: c, w: w, ac: ac, listener: listener}
+	sc := &SubConn{c: c, w: w, ac: ac, listener: opts.StateListener, wantsHealth: opts.HealthCheck}
 	ac.handles[sc] = struct{}{}
+	if sc.wantsHealth {
+		ac.wantHealth++
+		ac.updateHealthGate(false)
+	}
 	return sc
 }
 
@@ -88,7 +107,7 @@ func (sc *SubConn) Connect() {
 		sc.ac.connect()
 		return
 	}
-	sc.setState(sc.ac.state, sc.ac.err)
+	sc.setState(sc.ac.viewFor(sc))
 }
 
 // Shutdown releases the handle; the connection closes when no handle uses
@@ -104,6 +123,11 @@ func (sc *SubConn) Shutdown() {
 	sc.deliver(lb.SubConnState{ConnectivityState: lb.Shutdown})
 	if len(ac.handles) == 0 {
 		ac.close()
+		return
+	}
+	if sc.wantsHealth {
+		ac.wantHealth--
+		ac.updateHealthGate(false)
 	}
 }
 
@@ -129,8 +153,13 @@ func (sc *SubConn) ReportError(err error) {
 // String returns "SubConn(addr)".
 func (sc *SubConn) String() string { return fmt.Sprintf("SubConn(%s)", sc.ac.addrs[0].Addr) }
 
-// ready reports whether the connection is READY. Safe from any goroutine.
-func (sc *SubConn) ready() bool { return lb.ConnectivityState(sc.ac.readyState.Load()) == lb.Ready }
+// ready reports whether the connection is READY, and healthy if the
+// handle is health-checked. Safe from any goroutine.
+func (sc *SubConn) ready() bool {
+	ac := sc.ac
+	return lb.ConnectivityState(ac.readyState.Load()) == lb.Ready &&
+		(!sc.wantsHealth || !ac.gated.Load() || ac.healthy.Load())
+}
 
 // setState delivers a state change to a connected handle's listener.
 func (sc *SubConn) setState(s lb.ConnectivityState, err error) {
@@ -152,12 +181,14 @@ func (sc *SubConn) deliver(s lb.SubConnState) {
 	})
 }
 
+// setState records the connection's own state, starts or stops its health
+// checks, and tells every handle the state it sees.
 func (ac *addrConn) setState(s lb.ConnectivityState, err error) {
 	ac.state, ac.err = s, err
 	ac.readyState.Store(int32(s))
-	for sc := range ac.handles {
-		sc.setState(s, err)
-	}
+	ac.stopHealth()
+	ac.startHealth()
+	ac.notify()
 }
 
 // connect dials the addresses in order on a new goroutine.
@@ -279,6 +310,7 @@ func (ac *addrConn) close() {
 		return
 	}
 	ac.closed = true
+	ac.stopHealth()
 	ac.dropConn()
 	if ac.backoff != nil {
 		ac.backoff.Stop()

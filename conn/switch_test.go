@@ -26,8 +26,8 @@ func TestBalancerSwitchReusesConnections(t *testing.T) {
 	// Picks go to both addresses once weighted_round_robin's picker is in
 	// use.
 	seen := map[string]bool{}
-	for i := 0; len(seen) < 2 && i < 10000; i++ {
-		seen[pickAddr(t, c)] = true
+	for ctx := guard(t); len(seen) < 2 && ctx.Err() == nil; {
+		seen[pickAddr(t, c)] = true // until s2's connection is READY too
 	}
 	if !seen[s1.addr] || !seen[s2.addr] {
 		t.Fatalf("after the switch picks reached %v, want both %s and %s", seen, s1.addr, s2.addr)

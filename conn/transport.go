@@ -64,13 +64,7 @@ type TCPDialer struct {
 
 // Dial connects to addr.Addr.
 func (d TCPDialer) Dial(ctx context.Context, addr resolver.Address) (Conn, error) {
-	network := "tcp"
-	if n, ok := unix.Network(addr); ok {
-		network = n
-	} else if strings.HasPrefix(addr.Addr, "/") || strings.HasPrefix(addr.Addr, "@") {
-		network = "unix"
-	}
-	nc, err := d.Dialer.DialContext(ctx, network, addr.Addr)
+	nc, err := dialBackend(ctx, d.Dialer, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +81,18 @@ func (d TCPDialer) Dial(ctx context.Context, addr resolver.Address) (Conn, error
 	}
 	_ = nc.Close()
 	return checkedConn{}, nil
+}
+
+// dialBackend connects to addr: over TCP, or a Unix socket for an address
+// from the unix resolver or one starting with "/" or "@" (abstract).
+func dialBackend(ctx context.Context, d net.Dialer, addr resolver.Address) (net.Conn, error) {
+	network := "tcp"
+	if n, ok := unix.Network(addr); ok {
+		network = n
+	} else if strings.HasPrefix(addr.Addr, "/") || strings.HasPrefix(addr.Addr, "@") {
+		network = "unix"
+	}
+	return d.DialContext(ctx, network, addr.Addr)
 }
 
 // tlsConfig returns the TLS config for addr, with its server name set.

@@ -92,6 +92,13 @@ type NewSubConnOptions struct {
 	// serialized with the tree's other calls. It must not be nil. The
 	// last call it receives is SHUTDOWN, after Shutdown.
 	StateListener func(SubConnState)
+	// HealthCheck asks the channel to gate the SubConn on its health check
+	// when the channel has one (gRFC A17, client-side health checking):
+	// once connected, the SubConn is CONNECTING until the first check,
+	// READY while checks pass and TRANSIENT_FAILURE while they fail.
+	// Policies that spread requests over many endpoints set it; pick_first
+	// leaves it unset, as A17 says.
+	HealthCheck bool
 }
 
 // ClientConn is what a balancer reports to: the channel for a top-level

@@ -1,0 +1,194 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// scriptedChecker answers each check with what the test sends.
+type scriptedChecker struct {
+	calls   chan string // the address of each check, as it starts
+	answers chan error
+}
+
+func newScriptedChecker() *scriptedChecker {
+	return &scriptedChecker{calls: make(chan string, 100), answers: make(chan error)}
+}
+
+func (s *scriptedChecker) Check(ctx context.Context, addr resolver.Address, service string) error {
+	s.calls <- addr.Addr + "/" + service
+	select {
+	case err := <-s.answers:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// healthEnv is a channel on a mock clock whose policy asks for health
+// checks, with one real backend and a scripted checker.
+type healthEnv struct {
+	t       *testing.T
+	c       *Channel
+	r       *testResolver
+	m       *clock.Mock
+	checker *scriptedChecker
+	events  chan subConnEvent
+	addr    string
+}
+
+func newHealthEnv(t *testing.T, hc HealthCheck, opts ...Option) *healthEnv {
+	t.Helper()
+	e := &healthEnv{t: t, checker: newScriptedChecker(), events: make(chan subConnEvent, 100)}
+	name := "test_health_" + strings.ReplaceAll(t.Name(), "/", "_")
+	lb.Register(stalePolicyBuilder{events: e.events, name: name, health: true})
+	hc.Checker = e.checker
+	e.addr = startServer(t).addr
+	e.c, e.r, e.m = newTestChannel(t, append([]Option{WithHealthCheck(hc),
+		WithDefaultServiceConfig(fmt.Sprintf(`{"loadBalancingConfig":[{%q:{}}]}`, name))}, opts...)...)
+	return e
+}
+
+// start publishes the backend and connects.
+func (e *healthEnv) start() {
+	e.r.update(e.t, resolver.State{Addresses: addrs(e.addr)})
+	e.c.Connect()
+}
+
+// check waits for the next check, answers it with err, and waits until the
+// channel has applied the answer.
+func (e *healthEnv) check(err error) {
+	e.t.Helper()
+	e.waitCall()
+	e.answer(err)
+}
+
+// answer answers the check under way with err, and waits until the channel
+// has applied the answer.
+func (e *healthEnv) answer(err error) {
+	e.t.Helper()
+	before := e.applied()
+	e.checker.answers <- err
+	waitUntil(e.t, "the check's answer is applied", func() bool { return e.applied() > before })
+	settle(e.t, e.c)
+}
+
+func (e *healthEnv) waitCall() string {
+	e.t.Helper()
+	select {
+	case call := <-e.checker.calls:
+		return call
+	case <-guard(e.t).Done():
+		e.t.Fatal("no health check started")
+		return ""
+	}
+}
+
+// noCall fails if a check has started.
+func (e *healthEnv) noCall(when string) {
+	e.t.Helper()
+	settle(e.t, e.c)
+	select {
+	case call := <-e.checker.calls:
+		e.t.Fatalf("%s: a check of %s started", when, call)
+	default:
+	}
+}
+
+// applied returns how many check results the connection has applied.
+func (e *healthEnv) applied() int {
+	n := 0
+	_ = e.c.ser.Run(context.Background(), func() {
+		for _, ac := range e.c.addrConns {
+			n += ac.checks
+		}
+	})
+	return n
+}
+
+// state returns the last state the policy heard for the backend.
+func (e *healthEnv) state() lb.ConnectivityState {
+	e.t.Helper()
+	settle(e.t, e.c)
+	last := lb.ConnectivityState(-1)
+	for {
+		select {
+		case ev := <-e.events:
+			last = ev.state
+		default:
+			if last == -1 {
+				e.t.Fatal("no SubConn state heard")
+			}
+			e.events <- subConnEvent{e.addr, last} // keep it for the next look
+			return last
+		}
+	}
+}
+
+func (e *healthEnv) want(want lb.ConnectivityState, when string) {
+	e.t.Helper()
+	if got := e.state(); got != want {
+		e.t.Fatalf("%s: SubConn %v, want %v", when, got, want)
+	}
+}
+
+// Exact deadlines on the mock clock: the first answer decides; one failure
+// short of the unhealthy threshold the SubConn is still READY, at the
+// threshold it is TRANSIENT_FAILURE; recovery likewise with the healthy
+// threshold; a check that outlasts its timeout fails at the timeout.
+func TestHealthCheckThresholdsAndDeadlines(t *testing.T) {
+	const interval, timeout = 10 * time.Second, time.Second
+	e := newHealthEnv(t, HealthCheck{Interval: interval, Timeout: timeout, UnhealthyThreshold: 3, HealthyThreshold: 2, Jitter: -1})
+	m := e.m
+	e.start()
+	if got := e.waitCall(); got != e.addr+"/" {
+		t.Fatalf("first check %q, want %s with no service name", got, e.addr)
+	}
+	e.want(lb.Connecting, "connected, before the first check answers (A17)")
+	e.answer(nil)
+	e.want(lb.Ready, "first check passed")
+
+	for i := 1; i <= 3; i++ {
+		advance(t, e.c, m, interval-time.Nanosecond)
+		e.noCall(fmt.Sprintf("failure %d, interval - 1 ns", i))
+		advance(t, e.c, m, time.Nanosecond)
+		e.check(errors.New("unhealthy"))
+		if i < 3 {
+			e.want(lb.Ready, fmt.Sprintf("%d failures, threshold 3", i))
+		}
+	}
+	e.want(lb.TransientFailure, "3 failures, threshold 3")
+	if _, err := e.c.Pick(guard(t), PickOptions{}); err == nil {
+		t.Fatal("picked a backend whose health check fails")
+	}
+
+	advance(t, e.c, m, interval)
+	e.check(nil)
+	e.want(lb.TransientFailure, "1 pass, healthy threshold 2")
+	advance(t, e.c, m, interval)
+	e.check(nil)
+	e.want(lb.Ready, "2 passes, healthy threshold 2")
+
+	// A check that never answers fails at its timeout.
+	advance(t, e.c, m, interval)
+	e.waitCall()
+	before := e.applied()
+	advance(t, e.c, m, timeout-time.Nanosecond)
+	if e.applied() != before {
+		t.Fatal("the check failed before its timeout")
+	}
+	advance(t, e.c, m, time.Nanosecond)
+	if e.applied() != before+1 {
+		t.Fatal("the check did not fail at its timeout")
+	}
+	e.want(lb.Ready, "1 timeout, threshold 3")
+}

@@ -63,7 +63,7 @@ type Channel struct {
 	resCC          *resolverCC
 	current        *balancerWrapper
 	pending        *balancerWrapper
-	lastSC         *serviceConfig // last valid service config from the resolver
+	lastSC         *serviceConfig  // last valid service config from the resolver
 	health         *healthSettings // health checking in force; nil when off
 	addrConns      map[connKey]*addrConn
 	resolveRetries int

@@ -210,4 +210,3 @@ func readyConns(c *Channel) []bool {
 	})
 	return out
 }
-

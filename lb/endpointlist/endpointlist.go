@@ -301,6 +301,9 @@ func (l *List[T]) regenerate() {
 	l.stale = false
 	switch agg := l.counter.Aggregate(); agg {
 	case lb.Ready:
+		if n := l.counter.Count(lb.Ready); cap(l.ready) < n {
+			l.ready = make([]*Endpoint[T], 0, n)
+		}
 		l.ready = l.ready[:0]
 		for _, ep := range l.list {
 			if ep.counted == lb.Ready {

@@ -30,8 +30,13 @@ type picker struct {
 	entries []entry
 	choices uint64
 	seed    uint64
-	// next is the index of the next unclaimed number of the sequence.
+	// next is the index of the next unclaimed number of the sequence. It
+	// has a cache line of its own: every Pick writes it, and the fields
+	// above, read by every Pick, would otherwise move between cores with
+	// it.
+	_    [64]byte
 	next atomic.Uint64
+	_    [56]byte
 }
 
 // newPicker returns a picker over entries (not empty) sampling choices

@@ -1,0 +1,274 @@
+package leastrequest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// request is a picked request not yet done.
+type request struct {
+	sc   lb.SubConn
+	done func(lb.DoneInfo)
+}
+
+// machine drives one least_request_experimental balancer with random
+// updates, SubConn state changes, picks and request completions, against a
+// model written from A48's text:
+//
+//   - the picker is given "a list of all subchannels with the READY state"
+//     (here: in update order, de-duplicated);
+//   - each pick samples choiceCount of them, "random_integer(0,
+//     subchannels.length)" each time, keeps the first sampled and replaces
+//     the candidate only by one with strictly fewer active requests;
+//   - a subchannel's counter is incremented by a pick and decremented when
+//     the request finishes, and it shares the subchannel's lifecycle (not
+//     the picker's).
+//
+// The random numbers themselves are the picker's (its SplitMix64 sequence);
+// the model reads the indices the picker will sample before each pick and
+// applies A48's rule to them. TestSamplingIsUniform checks the numbers.
+type machine struct {
+	h       *lbtest.Harness
+	cfg     Config
+	pool    []resolver.Address
+	list    []int                               // model: pool indices of the last update, de-duplicated
+	reports map[lb.SubConn]lb.ConnectivityState // model: last state the test reported, per SubConn
+	active  map[lb.SubConn]int64                // model: outstanding requests per SubConn
+	open    []request
+}
+
+func newMachine(t *rapid.T) *machine {
+	m := &machine{
+		cfg:     Config{ChoiceCount: uint32(rapid.IntRange(2, 10).Draw(t, "choiceCount"))},
+		reports: map[lb.SubConn]lb.ConnectivityState{},
+		active:  map[lb.SubConn]int64{},
+	}
+	m.h = lbtest.New(t, lbtest.WithSeed(rapid.Uint64().Draw(t, "seed")))
+	m.h.Build(Builder{})
+	for i := range 5 {
+		m.pool = append(m.pool, resolver.Address{Addr: fmt.Sprintf("e%d", i)})
+	}
+	return m
+}
+
+// subConnOf returns the live SubConn of pool endpoint i.
+func (m *machine) subConnOf(t *rapid.T, i int) *lbtest.SubConn {
+	for _, sc := range m.h.CC.SubConns() {
+		if !sc.IsShutdown() && sc.Addresses()[0].Addr == m.pool[i].Addr {
+			return sc
+		}
+	}
+	t.Fatalf("no live SubConn for %v", m.pool[i])
+	return nil
+}
+
+// readyList returns the model's READY list: the endpoints of the last
+// update, in order, whose SubConn last reported READY.
+func (m *machine) readyList(t *rapid.T) []lb.SubConn {
+	var out []lb.SubConn
+	for _, i := range m.list {
+		if sc := m.subConnOf(t, i); m.reports[sc] == lb.Ready {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+func (m *machine) update(t *rapid.T) {
+	k := rapid.IntRange(1, 7).Draw(t, "len")
+	var addrs []resolver.Address
+	m.list = m.list[:0]
+	for range k {
+		i := rapid.IntRange(0, len(m.pool)-1).Draw(t, "endpoint")
+		addrs = append(addrs, m.pool[i])
+		if !slices.Contains(m.list, i) {
+			m.list = append(m.list, i)
+		}
+	}
+	if err := m.h.UpdateAddresses(m.cfg, addrs...); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+}
+
+func (m *machine) report(t *rapid.T) {
+	if len(m.list) == 0 {
+		t.Skip("no endpoint")
+	}
+	sc := m.subConnOf(t, rapid.SampledFrom(m.list).Draw(t, "endpoint"))
+	switch st := rapid.SampledFrom([]lb.ConnectivityState{lb.Ready, lb.Idle, lb.TransientFailure}).Draw(t, "state"); st {
+	case lb.Ready:
+		sc.Ready()
+	case lb.Idle:
+		sc.Idle()
+	default:
+		sc.Fail(errors.New("refused"))
+	}
+	m.reports[sc] = sc.State()
+}
+
+func (m *machine) pick(t *rapid.T) {
+	ready := m.readyList(t)
+	st := m.h.State()
+	if len(ready) == 0 {
+		if st.ConnectivityState == lb.Ready {
+			t.Fatalf("state READY with no READY SubConn")
+		}
+		t.Skip("not READY")
+	}
+	p, ok := st.Picker.(*picker)
+	if !ok || st.ConnectivityState != lb.Ready {
+		t.Fatalf("state %v with picker %T, want READY with the policy's picker", st.ConnectivityState, st.Picker)
+	}
+	if len(p.entries) != len(ready) || p.choices != uint64(m.cfg.ChoiceCount) {
+		t.Fatalf("picker over %d entries with %d choices, want %d and %d", len(p.entries), p.choices, len(ready), m.cfg.ChoiceCount)
+	}
+	// A48's pseudo-code, on the indices the picker is about to sample.
+	next := p.next.Load()
+	var candidate lb.SubConn
+	for i := range uint64(m.cfg.ChoiceCount) {
+		sampled := ready[p.index(next+i)]
+		if candidate == nil || m.active[sampled] < m.active[candidate] {
+			candidate = sampled
+		}
+	}
+	r, err := p.Pick(lb.PickInfo{Ctx: context.Background()})
+	if err != nil || r.SubConn != candidate || r.Done == nil {
+		t.Fatalf("Pick = %v, %v; want %v with a Done", r.SubConn, err, candidate)
+	}
+	m.active[candidate]++
+	m.open = append(m.open, request{sc: candidate, done: r.Done})
+}
+
+func (m *machine) finish(t *rapid.T) {
+	if len(m.open) == 0 {
+		t.Skip("no request in flight")
+	}
+	i := rapid.IntRange(0, len(m.open)-1).Draw(t, "request")
+	req := m.open[i]
+	m.open = slices.Delete(m.open, i, i+1)
+	var err error
+	if rapid.Bool().Draw(t, "failed") {
+		err = errors.New("request failed") // counted down whatever the outcome
+	}
+	req.done(lb.DoneInfo{Err: err})
+	m.active[req.sc]--
+}
+
+// check: every live endpoint's counter is the model's count of its
+// outstanding requests, whatever pickers were built meanwhile.
+func (m *machine) check(t *rapid.T) {
+	var b *balancer
+	m.h.Do(func() { b = m.h.Balancer.(*balancer) })
+	m.h.Do(func() {
+		for _, ep := range b.Endpoints() {
+			if got, want := ep.Data.active.Load(), m.active[ep.SubConn]; got != want {
+				t.Fatalf("%v: %d outstanding requests counted, want %d", ep.SubConn, got, want)
+			}
+		}
+	})
+}
+
+// TestPropertyPickerFollowsA48 runs the model.
+func TestPropertyPickerFollowsA48(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := newMachine(t)
+		m.update(t)
+		t.Repeat(map[string]func(*rapid.T){
+			"update": m.update,
+			"report": m.report,
+			"pick":   m.pick,
+			"finish": m.finish,
+			"":       m.check,
+		})
+	})
+}
+
+// TestSamplingIsUniform: the picker's indices are uniform over the entries
+// (chi-square over 7 entries) and differ between seeds.
+func TestSamplingIsUniform(t *testing.T) {
+	const n, draws = 7, 70000
+	p := newPicker(make([]entry, n), 2, 12345)
+	var counts [n]int
+	for k := range uint64(draws) {
+		counts[p.index(k)]++
+	}
+	chi2 := 0.0
+	for _, c := range counts {
+		d := float64(c) - draws/n
+		chi2 += d * d / (draws / n)
+	}
+	// 6 degrees of freedom: P(chi2 > 22.46) = 0.001.
+	if chi2 > 22.46 {
+		t.Fatalf("counts %v: chi-square %.1f > 22.46", counts, chi2)
+	}
+	q := newPicker(make([]entry, n), 2, 54321)
+	same := 0
+	for k := range uint64(100) {
+		if p.index(k) == q.index(k) {
+			same++
+		}
+	}
+	if same > 40 {
+		t.Fatalf("two seeds agree on %d of 100 indices", same)
+	}
+}
+
+// TestConcurrentPicks picks and finishes requests from several goroutines
+// while the policy rebuilds its picker; the race detector checks the
+// picker's contract, and at the end every counter is back to 0: each Done
+// counted down exactly the pick it belongs to, across pickers.
+func TestConcurrentPicks(t *testing.T) {
+	h := lbtest.New(t)
+	h.Build(Builder{})
+	if err := h.UpdateAddresses(nil, resolver.Address{Addr: "a"}, resolver.Address{Addr: "b"}, resolver.Address{Addr: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		h.SubConn(i).Ready()
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			info := lb.PickInfo{Ctx: context.Background()}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s, _ := h.CC.LastState()
+				if r, err := s.Picker.Pick(info); err == nil {
+					r.Done(lb.DoneInfo{})
+				}
+			}
+		}()
+	}
+	for i := range 100 {
+		sc := h.SubConn(i % 3)
+		sc.Idle()
+		sc.Connecting()
+		sc.Ready()
+	}
+	close(stop)
+	wg.Wait()
+	h.Do(func() {
+		for _, ep := range h.Balancer.(*balancer).Endpoints() {
+			if n := ep.Data.active.Load(); n != 0 {
+				t.Errorf("%v: %d requests counted after every Done", ep.SubConn, n)
+			}
+		}
+	})
+}

@@ -17,12 +17,18 @@ type endpoint = endpointlist.Endpoint[endpointData]
 // endpointData is what least_request keeps per endpoint. It lives as long as
 // the endpoint's SubConn, across every picker built meanwhile, so requests
 // picked from one picker are still counted by the next.
+//
+// Pickers hold pointers to it: what a pick reads (the counter, the SubConn,
+// the Done callback) is in one small struct, so that sampling an endpoint
+// touches one cache line.
 type endpointData struct {
 	// active counts the endpoint's outstanding requests: incremented by
 	// Pick, decremented by done. Pickers share it; it is atomic.
 	active atomic.Int64
-	// done is the PickResult.Done of the endpoint's picks, made once with
-	// the endpoint so that Pick does not allocate.
+	// sc and done are set once, when the endpoint is created, before any
+	// picker holds the record. done is the PickResult.Done of the
+	// endpoint's picks, made once so that Pick does not allocate.
+	sc   lb.SubConn
 	done func(lb.DoneInfo)
 }
 
@@ -54,6 +60,7 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 func initEndpoint(_ resolver.Address, ep *endpoint) {
 	if ep.Data.done == nil {
 		d := &ep.Data
+		d.sc = ep.SubConn
 		d.done = func(lb.DoneInfo) { d.active.Add(-1) }
 	}
 }
@@ -61,9 +68,9 @@ func initEndpoint(_ resolver.Address, ep *endpoint) {
 // buildPicker returns a picker over ready with the config's choice count
 // and a seed drawn from the tree's random source.
 func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
-	entries := make([]entry, len(ready))
+	entries := make([]*endpointData, len(ready))
 	for i, ep := range ready {
-		entries[i] = entry{sc: ep.SubConn, active: &ep.Data.active, done: ep.Data.done}
+		entries[i] = &ep.Data
 	}
 	return newPicker(entries, b.cfg.effective(), b.rand.Uint64()), nil
 }

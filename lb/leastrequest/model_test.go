@@ -197,7 +197,7 @@ func TestPropertyPickerFollowsA48(t *testing.T) {
 // (chi-square over 7 entries) and differ between seeds.
 func TestSamplingIsUniform(t *testing.T) {
 	const n, draws = 7, 70000
-	p := newPicker(make([]entry, n), 2, 12345)
+	p := newPicker(make([]*endpointData, n), 2, 12345)
 	var counts [n]int
 	for k := range uint64(draws) {
 		counts[p.index(k)]++
@@ -211,7 +211,7 @@ func TestSamplingIsUniform(t *testing.T) {
 	if chi2 > 22.46 {
 		t.Fatalf("counts %v: chi-square %.1f > 22.46", counts, chi2)
 	}
-	q := newPicker(make([]entry, n), 2, 54321)
+	q := newPicker(make([]*endpointData, n), 2, 54321)
 	same := 0
 	for k := range uint64(100) {
 		if p.index(k) == q.index(k) {

@@ -7,16 +7,6 @@ import (
 	"github.com/lbkit/lbkit/lb"
 )
 
-// entry is one READY endpoint as a picker sees it.
-type entry struct {
-	sc lb.SubConn
-	// active is the endpoint's outstanding-request counter, owned by the
-	// balancer's endpoint record and shared by every picker.
-	active *atomic.Int64
-	// done decrements active; it is the PickResult's Done.
-	done func(lb.DoneInfo)
-}
-
 // picker is gRFC A48's picker: each Pick samples choices entries uniformly at
 // random, with replacement, and returns the first sampled entry with the
 // fewest outstanding requests, counting the request in it.
@@ -27,7 +17,10 @@ type entry struct {
 // atomic add on next, so Pick takes no lock, never allocates, and a
 // picker's draws are reproducible from its seed when picks are serial.
 type picker struct {
-	entries []entry
+	// entries are the READY endpoints' data, owned by the balancer's
+	// endpoint records and shared by every picker: the counters outlive
+	// the picker.
+	entries []*endpointData
 	choices uint64
 	seed    uint64
 	// next is the index of the next unclaimed number of the sequence. It
@@ -41,7 +34,7 @@ type picker struct {
 
 // newPicker returns a picker over entries (not empty) sampling choices
 // entries per pick.
-func newPicker(entries []entry, choices int, seed uint64) *picker {
+func newPicker(entries []*endpointData, choices int, seed uint64) *picker {
 	return &picker{entries: entries, choices: uint64(choices), seed: seed}
 }
 
@@ -65,10 +58,10 @@ func (p *picker) index(k uint64) int {
 // it until Done. It never fails.
 func (p *picker) Pick(lb.PickInfo) (lb.PickResult, error) {
 	k := p.next.Add(p.choices) - p.choices
-	best := &p.entries[p.index(k)]
+	best := p.entries[p.index(k)]
 	least := best.active.Load()
 	for i := uint64(1); i < p.choices; i++ {
-		e := &p.entries[p.index(k+i)]
+		e := p.entries[p.index(k+i)]
 		if n := e.active.Load(); n < least {
 			best, least = e, n
 		}

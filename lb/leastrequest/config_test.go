@@ -31,6 +31,9 @@ func TestParseConfig(t *testing.T) {
 		{in: `{"choiceCount": 11}`, want: 10},
 		{in: `{"choiceCount": 4294967295}`, want: 10},
 		{in: `{"unknown": 1, "choiceCount": 5}`, want: 5},
+		// A48 ignores Envoy's weighted-least-request fields.
+		{in: `{"activeRequestBias": {"defaultValue": 2}, "slowStartConfig": {}, "choiceCount": 3}`, want: 3},
+		{in: `{"active_request_bias": "x", "slow_start_config": 1}`, want: 2},
 		{in: `{"ChoiceCount": 1}`, want: 2}, // names are case-sensitive: unknown field
 		{in: `{"choiceCount": 1}`, errPath: "choiceCount"},
 		{in: `{"choiceCount": 0}`, errPath: "choiceCount"},
@@ -64,6 +67,20 @@ func TestConfigThroughRegistry(t *testing.T) {
 	const want = `loadBalancingConfig[0].least_request_experimental.choiceCount: must be >= 2, got 1`
 	if err == nil || err.Error() != want {
 		t.Fatalf("bad config error %q, want %q", err, want)
+	}
+}
+
+// TestIgnoresExperimentalEnvironmentVariable: A48's temporary
+// GRPC_EXPERIMENTAL_ENABLE_LEAST_REQUEST guard is left out on purpose (lbkit
+// does not switch behaviour on environment variables): the policy is
+// registered and parses its config whatever the variable says.
+func TestIgnoresExperimentalEnvironmentVariable(t *testing.T) {
+	for _, v := range []string{"false", "true", ""} {
+		t.Setenv("GRPC_EXPERIMENTAL_ENABLE_LEAST_REQUEST", v)
+		p, err := lb.ParseLoadBalancingConfig([]byte(`[{"least_request_experimental": {}}]`))
+		if err != nil || p.Name != leastrequest.Name || p.Config != (leastrequest.Config{ChoiceCount: 2}) {
+			t.Fatalf("variable %q: ParseLoadBalancingConfig = %+v, %v", v, p, err)
+		}
 	}
 }
 

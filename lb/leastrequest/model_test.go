@@ -167,10 +167,8 @@ func (m *machine) finish(t *rapid.T) {
 // check: every live endpoint's counter is the model's count of its
 // outstanding requests, whatever pickers were built meanwhile.
 func (m *machine) check(t *rapid.T) {
-	var b *balancer
-	m.h.Do(func() { b = m.h.Balancer.(*balancer) })
 	m.h.Do(func() {
-		for _, ep := range b.Endpoints() {
+		for _, ep := range m.h.Balancer.(*balancer).Endpoints() {
 			if got, want := ep.Data.active.Load(), m.active[ep.SubConn]; got != want {
 				t.Fatalf("%v: %d outstanding requests counted, want %d", ep.SubConn, got, want)
 			}
@@ -271,4 +269,56 @@ func TestConcurrentPicks(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPickDoesNotAllocate: a READY pick and its Done allocate nothing.
+func TestPickDoesNotAllocate(t *testing.T) {
+	h := lbtest.New(t)
+	h.Build(Builder{})
+	if err := h.UpdateAddresses(nil, resolver.Address{Addr: "a"}, resolver.Address{Addr: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	h.SubConn(0).Ready()
+	h.SubConn(1).Ready()
+	p := h.State().Picker
+	info := lb.PickInfo{Ctx: context.Background()}
+	if n := testing.AllocsPerRun(1000, func() {
+		r, _ := p.Pick(info)
+		r.Done(lb.DoneInfo{})
+	}); n != 0 {
+		t.Fatalf("%v allocations per pick and Done, want 0", n)
+	}
+}
+
+// TestCountersAreLocalToInstance: two instances of the policy over the same
+// addresses count their requests apart (A48: counters are "local to each
+// instance"): requests in flight through one do not steer the other.
+func TestCountersAreLocalToInstance(t *testing.T) {
+	var hs [2]*lbtest.Harness
+	for i := range hs {
+		hs[i] = lbtest.New(t)
+		hs[i].Build(Builder{})
+		if err := hs[i].UpdateAddresses(Config{ChoiceCount: 10}, resolver.Address{Addr: "a"}, resolver.Address{Addr: "b"}); err != nil {
+			t.Fatal(err)
+		}
+		hs[i].SubConn(0).Ready()
+	}
+	// Three requests in flight on a, through the first instance only.
+	for range 3 {
+		if _, err := hs[0].State().Picker.Pick(lb.PickInfo{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range hs {
+		hs[i].SubConn(1).Ready()
+		var counts [2]int64
+		hs[i].Do(func() {
+			for j, ep := range hs[i].Balancer.(*balancer).Endpoints() {
+				counts[j] = ep.Data.active.Load()
+			}
+		})
+		if want := [2]int64{3 * int64(1-i), 0}; counts != want {
+			t.Fatalf("instance %d counts %v, want %v", i, counts, want)
+		}
+	}
 }

@@ -169,6 +169,15 @@ func TestDuplicatesOneSubConn(t *testing.T) {
 	}
 }
 
+// TestConfigIgnored: round_robin takes no config; whatever object a
+// service config gives it is accepted, as in grpc-go.
+func TestConfigIgnored(t *testing.T) {
+	p, err := lb.ParseLoadBalancingConfig([]byte(`[{"round_robin": {"unknown": [1, 2]}}]`))
+	if err != nil || p.Name != roundrobin.Name {
+		t.Fatalf("ParseLoadBalancingConfig = %+v, %v; want round_robin", p, err)
+	}
+}
+
 // childConfigs are the parent configs round_robin is tested under.
 var childConfigs = []struct{ parent, config string }{
 	{"priority_experimental", `{"children": {"p0": {"config": [{"round_robin": {}}]}}, "priorities": ["p0"]}`},

@@ -47,7 +47,7 @@ type balancer struct {
 // and always publishes a new state and picker. Weights are ignored; see
 // the package documentation.
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
-	cfg, err := configOf(s.BalancerConfig)
+	cfg, err := lb.ConfigOf[Config](Name, s.BalancerConfig)
 	if err != nil {
 		b.logger.Error(Name+": update ignored", "error", err)
 		return err

@@ -10,27 +10,14 @@ import (
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
-// exampleT stands in for the *testing.T a real test would pass.
-type exampleT struct{ cleanups []func() }
-
-func (t *exampleT) Helper()                      {}
-func (t *exampleT) Errorf(f string, args ...any) { fmt.Printf("error: "+f+"\n", args...) }
-func (t *exampleT) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
-func (t *exampleT) Cleanup(f func())             { t.cleanups = append(t.cleanups, f) }
-func (t *exampleT) finish() {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
-}
-
 // The policy is named in a service config as
 // {"least_request_experimental": {"choiceCount": 2}}. Here it runs on the
 // lbtest harness with a choice count of 10 over two endpoints: a request in
 // flight on one endpoint sends the next request to the other, and once that
 // request is done (Done), the endpoints are even again.
 func Example() {
-	t := &exampleT{}
-	defer t.finish()
+	t := &lbtest.ExampleTB{}
+	defer t.Finish()
 
 	h := lbtest.New(t)
 	_, cfg := h.BuildPolicy(leastrequest.Name, `{"choiceCount": 10}`)

@@ -2,7 +2,6 @@ package leastrequest
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/endpointlist"
@@ -86,23 +85,6 @@ func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
 		c.ChoiceCount = min(n, MaxChoiceCount)
 	}
 	return c, nil
-}
-
-// configOf returns the Config in an update.
-func configOf(c lb.Config) (Config, error) {
-	switch c := c.(type) {
-	case nil:
-		return Config{}, nil
-	case Config:
-		return c, nil
-	case *Config:
-		if c == nil {
-			return Config{}, nil
-		}
-		return *c, nil
-	default:
-		return Config{}, fmt.Errorf("%s: config of type %T, want leastrequest.Config: %w", Name, c, lb.ErrBadResolverState)
-	}
 }
 
 // Build returns a new least_request_experimental balancer reporting to cc.

@@ -10,25 +10,12 @@ import (
 	"github.com/lbkit/lbkit/lb/roundrobin"
 )
 
-// exampleT stands in for the *testing.T a real test would pass.
-type exampleT struct{ cleanups []func() }
-
-func (t *exampleT) Helper()                      {}
-func (t *exampleT) Errorf(f string, args ...any) { fmt.Printf("error: "+f+"\n", args...) }
-func (t *exampleT) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
-func (t *exampleT) Cleanup(f func())             { t.cleanups = append(t.cleanups, f) }
-func (t *exampleT) finish() {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
-}
-
 // The policy is named in a service config as {"round_robin": {}}, as in
 // grpc-go. Here it runs on the lbtest harness: three READY endpoints take
 // requests in turn, from a start drawn with the tree's seeded random source.
 func Example() {
-	t := &exampleT{}
-	defer t.finish()
+	t := &lbtest.ExampleTB{}
+	defer t.Finish()
 
 	h := lbtest.New(t, lbtest.WithSeed(3))
 	_, cfg := h.BuildPolicy(roundrobin.Name, `{}`)

@@ -1,7 +1,6 @@
 package wrr
 
 import (
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 
@@ -47,29 +46,12 @@ type balancer struct {
 	ready *readyPicker
 }
 
-// configOf returns the Config in an update.
-func configOf(c lb.Config) (Config, error) {
-	switch c := c.(type) {
-	case nil:
-		return Config{}, nil
-	case Config:
-		return c, nil
-	case *Config:
-		if c == nil {
-			return Config{}, nil
-		}
-		return *c, nil
-	default:
-		return Config{}, fmt.Errorf("wrr: config of type %T, want wrr.Config: %w", c, lb.ErrBadResolverState)
-	}
-}
-
 // UpdateClientConnState takes a new address list (and config) from the
 // parent and always publishes a new state and picker, as the specification
 // asks for every update. It is O(n) in the number of addresses, plus the
 // cost of building the READY picker's schedule (see package edf).
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
-	cfg, err := configOf(s.BalancerConfig)
+	cfg, err := lb.ConfigOf[Config]("wrr", s.BalancerConfig)
 	if err != nil {
 		b.logger.Error("wrr: update ignored", "error", err)
 		return err

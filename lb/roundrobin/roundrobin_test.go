@@ -3,19 +3,15 @@ package roundrobin_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/lbkit/lbkit/lb"
-	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/lbtest"
-	_ "github.com/lbkit/lbkit/lb/priority"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/roundrobin"
 	"github.com/lbkit/lbkit/lb/weight"
-	_ "github.com/lbkit/lbkit/lb/weightedtarget"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -175,47 +171,5 @@ func TestConfigIgnored(t *testing.T) {
 	p, err := lb.ParseLoadBalancingConfig([]byte(`[{"round_robin": {"unknown": [1, 2]}}]`))
 	if err != nil || p.Name != roundrobin.Name {
 		t.Fatalf("ParseLoadBalancingConfig = %+v, %v; want round_robin", p, err)
-	}
-}
-
-// childConfigs are the parent configs round_robin is tested under.
-var childConfigs = []struct{ parent, config string }{
-	{"priority_experimental", `{"children": {"p0": {"config": [{"round_robin": {}}]}}, "priorities": ["p0"]}`},
-	{"weighted_target_experimental", `{"targets": {"p0": {"weight": 1, "childPolicy": [{"round_robin": {}}]}}}`},
-}
-
-// TestAsChild: round_robin runs as the child of priority_experimental and
-// weighted_target_experimental, built from the registry by name.
-func TestAsChild(t *testing.T) {
-	for _, tc := range childConfigs {
-		t.Run(tc.parent, func(t *testing.T) {
-			h := lbtest.New(t)
-			_, cfg := h.BuildPolicy(tc.parent, tc.config)
-			var as []resolver.Address
-			for _, a := range addrs(3) {
-				as = append(as, hierarchy.Set(a, []string{"p0"}))
-			}
-			if err := h.UpdateAddresses(cfg, as...); err != nil {
-				t.Fatal(err)
-			}
-			for _, sc := range h.CC.SubConns() {
-				sc.Ready()
-			}
-			p, err := h.CC.WaitForPicker(context.Background(), func(p lb.Picker) error {
-				counts, err := lbtest.CountPicks(p, 30)
-				if err != nil || len(counts) != 3 {
-					return fmt.Errorf("picks %v, %v: want 10 on each of 3", counts, err)
-				}
-				for _, n := range counts {
-					if n != 10 {
-						return fmt.Errorf("picks %v: want 10 on each of 3", counts)
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatalf("%v (last picker %v)", err, p)
-			}
-		})
 	}
 }

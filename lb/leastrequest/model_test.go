@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -234,34 +233,18 @@ func TestConcurrentPicks(t *testing.T) {
 	for i := range 3 {
 		h.SubConn(i).Ready()
 	}
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			info := lb.PickInfo{Ctx: context.Background()}
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				s, _ := h.CC.LastState()
-				if r, err := s.Picker.Pick(info); err == nil {
-					r.Done(lb.DoneInfo{})
-				}
-			}
-		}()
+	noCheck := func(lb.PickResult) error { return nil }
+	err := lbtest.PickConcurrently(h.CC, 4, noCheck, func() {
+		for i := range 100 {
+			sc := h.SubConn(i % 3)
+			sc.Idle()
+			sc.Connecting()
+			sc.Ready()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := range 100 {
-		sc := h.SubConn(i % 3)
-		sc.Idle()
-		sc.Connecting()
-		sc.Ready()
-	}
-	close(stop)
-	wg.Wait()
 	h.Do(func() {
 		for _, ep := range h.Balancer.(*balancer).Endpoints() {
 			if n := ep.Data.active.Load(); n != 0 {

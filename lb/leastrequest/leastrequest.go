@@ -1,6 +1,7 @@
 package leastrequest
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/lbkit/lbkit/lb"
@@ -77,7 +78,7 @@ func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
 	}
 	c := Config{ChoiceCount: DefaultChoiceCount}
 	v, name, ok := obj.Raw("choiceCount", "choice_count")
-	if ok && string(v) != "null" {
+	if ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
 		n, err := lb.ParseUint32(v, MinChoiceCount)
 		if err != nil {
 			return nil, lb.PrefixConfigError(name, err)

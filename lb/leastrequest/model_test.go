@@ -37,86 +37,46 @@ type request struct {
 // the model reads the indices the picker will sample before each pick and
 // applies A48's rule to them. TestSamplingIsUniform checks the numbers.
 type machine struct {
-	h       *lbtest.Harness
-	cfg     Config
-	pool    []resolver.Address
-	list    []int                               // model: pool indices of the last update, de-duplicated
-	reports map[lb.SubConn]lb.ConnectivityState // model: last state the test reported, per SubConn
-	active  map[lb.SubConn]int64                // model: outstanding requests per SubConn
-	open    []request
+	h      *lbtest.Harness
+	cfg    Config
+	model  *lbtest.EndpointModel
+	active map[lb.SubConn]int64 // outstanding requests per SubConn
+	open   []request
 }
 
 func newMachine(t *rapid.T) *machine {
 	m := &machine{
-		cfg:     Config{ChoiceCount: uint32(rapid.IntRange(2, 10).Draw(t, "choiceCount"))},
-		reports: map[lb.SubConn]lb.ConnectivityState{},
-		active:  map[lb.SubConn]int64{},
+		cfg:    Config{ChoiceCount: uint32(rapid.IntRange(2, 10).Draw(t, "choiceCount"))},
+		h:      lbtest.New(t, lbtest.WithSeed(rapid.Uint64().Draw(t, "seed"))),
+		active: map[lb.SubConn]int64{},
 	}
-	m.h = lbtest.New(t, lbtest.WithSeed(rapid.Uint64().Draw(t, "seed")))
 	m.h.Build(Builder{})
+	var pool []resolver.Address
 	for i := range 5 {
-		m.pool = append(m.pool, resolver.Address{Addr: fmt.Sprintf("e%d", i)})
+		pool = append(pool, resolver.Address{Addr: fmt.Sprintf("e%d", i)})
 	}
+	m.model = lbtest.NewEndpointModel(m.h, pool...)
 	return m
 }
 
-// subConnOf returns the live SubConn of pool endpoint i.
-func (m *machine) subConnOf(t *rapid.T, i int) *lbtest.SubConn {
-	for _, sc := range m.h.CC.SubConns() {
-		if !sc.IsShutdown() && sc.Addresses()[0].Addr == m.pool[i].Addr {
-			return sc
-		}
-	}
-	t.Fatalf("no live SubConn for %v", m.pool[i])
-	return nil
-}
-
-// readyList returns the model's READY list: the endpoints of the last
-// update, in order, whose SubConn last reported READY.
-func (m *machine) readyList(t *rapid.T) []lb.SubConn {
-	var out []lb.SubConn
-	for _, i := range m.list {
-		if sc := m.subConnOf(t, i); m.reports[sc] == lb.Ready {
-			out = append(out, sc)
-		}
-	}
-	return out
-}
-
 func (m *machine) update(t *rapid.T) {
-	k := rapid.IntRange(1, 7).Draw(t, "len")
-	var addrs []resolver.Address
-	m.list = m.list[:0]
-	for range k {
-		i := rapid.IntRange(0, len(m.pool)-1).Draw(t, "endpoint")
-		addrs = append(addrs, m.pool[i])
-		if !slices.Contains(m.list, i) {
-			m.list = append(m.list, i)
-		}
-	}
-	if err := m.h.UpdateAddresses(m.cfg, addrs...); err != nil {
+	endpoints := rapid.SliceOfN(rapid.IntRange(0, 4), 1, 7).Draw(t, "endpoints")
+	if err := m.model.Update(m.cfg, endpoints...); err != nil {
 		t.Fatalf("update: %v", err)
 	}
 }
 
 func (m *machine) report(t *rapid.T) {
-	if len(m.list) == 0 {
-		t.Skip("no endpoint")
-	}
-	sc := m.subConnOf(t, rapid.SampledFrom(m.list).Draw(t, "endpoint"))
-	switch st := rapid.SampledFrom([]lb.ConnectivityState{lb.Ready, lb.Idle, lb.TransientFailure}).Draw(t, "state"); st {
-	case lb.Ready:
-		sc.Ready()
-	case lb.Idle:
-		sc.Idle()
-	default:
-		sc.Fail(errors.New("refused"))
-	}
-	m.reports[sc] = sc.State()
+	i := rapid.SampledFrom(m.model.Listed()).Draw(t, "endpoint")
+	m.model.Report(i, rapid.SampledFrom([]lb.SubConnState{
+		{ConnectivityState: lb.Ready},
+		{ConnectivityState: lb.Idle},
+		{ConnectivityState: lb.TransientFailure, ConnectionError: errors.New("refused")},
+	}).Draw(t, "state"))
 }
 
 func (m *machine) pick(t *rapid.T) {
-	ready := m.readyList(t)
+	ready := m.model.Ready()
 	st := m.h.State()
 	if len(ready) == 0 {
 		if st.ConnectivityState == lb.Ready {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
-	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/roundrobin"
 )
 
@@ -21,65 +20,33 @@ import (
 // rotation from some start, and a series of picks on one picker continues
 // where the last one stopped.
 type rrMachine struct {
-	h       *lbtest.Harness
-	pool    []resolver.Address
-	list    []int                               // pool indices of the last update, de-duplicated
-	reports map[lb.SubConn]lb.ConnectivityState // last state each SubConn reported
-	picker  lb.Picker                           // the picker last picked from
-	next    int                                 // its next index into the READY list
-}
-
-// subConnOf returns the live SubConn of pool endpoint i.
-func (m *rrMachine) subConnOf(t *rapid.T, i int) *lbtest.SubConn {
-	for _, sc := range m.h.CC.SubConns() {
-		if !sc.IsShutdown() && sc.Addresses()[0] == m.pool[i] {
-			return sc
-		}
-	}
-	t.Fatalf("no live SubConn for %v", m.pool[i])
-	return nil
-}
-
-func (m *rrMachine) ready(t *rapid.T) []lb.SubConn {
-	var out []lb.SubConn
-	for _, i := range m.list {
-		if sc := m.subConnOf(t, i); m.reports[sc] == lb.Ready {
-			out = append(out, sc)
-		}
-	}
-	return out
+	h      *lbtest.Harness
+	model  *lbtest.EndpointModel
+	picker lb.Picker // the picker last picked from
+	next   int       // its next index into the READY list
 }
 
 func (m *rrMachine) update(t *rapid.T) {
-	var addrs []resolver.Address
-	m.list = m.list[:0]
-	for range rapid.IntRange(1, 7).Draw(t, "len") {
-		i := rapid.IntRange(0, len(m.pool)-1).Draw(t, "endpoint")
-		addrs = append(addrs, m.pool[i])
-		if !slices.Contains(m.list, i) {
-			m.list = append(m.list, i)
-		}
-	}
-	if err := m.h.UpdateAddresses(nil, addrs...); err != nil {
+	endpoints := rapid.SliceOfN(rapid.IntRange(0, 4), 1, 7).Draw(t, "endpoints")
+	if err := m.model.Update(nil, endpoints...); err != nil {
 		t.Fatalf("update: %v", err)
 	}
 }
 
 func (m *rrMachine) report(t *rapid.T) {
-	sc := m.subConnOf(t, rapid.SampledFrom(m.list).Draw(t, "endpoint"))
-	switch rapid.IntRange(0, 2).Draw(t, "state") {
-	case 0:
-		sc.Ready()
-	case 1:
-		sc.Idle()
-	default:
-		sc.Fail(errors.New("refused"))
-	}
-	m.reports[sc] = sc.State()
+	i := rapid.SampledFrom(m.model.Listed()).Draw(t, "endpoint")
+	m.model.Report(i, rapid.SampledFrom(reports).Draw(t, "state"))
+}
+
+// reports are the SubConn reports the machines draw from.
+var reports = []lb.SubConnState{
+	{ConnectivityState: lb.Ready},
+	{ConnectivityState: lb.Idle},
+	{ConnectivityState: lb.TransientFailure, ConnectionError: errors.New("refused")},
 }
 
 func (m *rrMachine) pick(t *rapid.T) {
-	ready := m.ready(t)
+	ready := m.model.Ready()
 	st := m.h.State()
 	if (st.ConnectivityState == lb.Ready) != (len(ready) > 0) {
 		t.Fatalf("state %v with %d READY SubConns", st.ConnectivityState, len(ready))
@@ -108,10 +75,9 @@ func (m *rrMachine) pick(t *rapid.T) {
 // TestPropertyRotation runs rrMachine.
 func TestPropertyRotation(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		m := &rrMachine{reports: map[lb.SubConn]lb.ConnectivityState{}}
-		m.h = lbtest.New(t, lbtest.WithSeed(rapid.Uint64().Draw(t, "seed")))
+		m := &rrMachine{h: lbtest.New(t, lbtest.WithSeed(rapid.Uint64().Draw(t, "seed")))}
 		m.h.Build(roundrobin.Builder{})
-		m.pool = addrs(5)
+		m.model = lbtest.NewEndpointModel(m.h, addrs(5)...)
 		m.update(t)
 		t.Repeat(map[string]func(*rapid.T){
 			"update": m.update,

@@ -2,10 +2,11 @@ package conn
 
 // The built-in resolvers and policies register themselves: a channel
 // resolves "dns:", "passthrough:", "unix:", "unix-abstract:", "static:"
-// and "eds:" targets, and runs pick_first, weighted_round_robin,
-// priority_experimental and weighted_target_experimental, with no further
-// imports.
+// and "eds:" targets, and runs pick_first, round_robin,
+// least_request_experimental, weighted_round_robin, priority_experimental
+// and weighted_target_experimental, with no further imports.
 import (
+	_ "github.com/lbkit/lbkit/lb/leastrequest"
 	_ "github.com/lbkit/lbkit/lb/pickfirst"
 	_ "github.com/lbkit/lbkit/lb/priority"
 	_ "github.com/lbkit/lbkit/lb/resolver/dns"
@@ -13,6 +14,7 @@ import (
 	_ "github.com/lbkit/lbkit/lb/resolver/passthrough"
 	_ "github.com/lbkit/lbkit/lb/resolver/static"
 	_ "github.com/lbkit/lbkit/lb/resolver/unix"
+	_ "github.com/lbkit/lbkit/lb/roundrobin"
 	_ "github.com/lbkit/lbkit/lb/weightedtarget"
 	_ "github.com/lbkit/lbkit/lb/wrr"
 )

@@ -312,3 +312,25 @@ func isJSONNumber(s string) bool {
 	}
 	return json.Valid([]byte(s))
 }
+
+// ConfigOf returns the config of type C that an update carries as its
+// [ClientConnState.BalancerConfig]: c itself if it is a C, what it points
+// to if it is a non-nil *C, and the zero C (the policy's default) for nil or
+// a nil *C. Any other type is an error, prefixed with policy and wrapping
+// [ErrBadResolverState], that names the type found and the type wanted.
+func ConfigOf[C any](policy string, c Config) (C, error) {
+	var zero C
+	switch c := c.(type) {
+	case nil:
+		return zero, nil
+	case C:
+		return c, nil
+	case *C:
+		if c == nil {
+			return zero, nil
+		}
+		return *c, nil
+	default:
+		return zero, fmt.Errorf("%s: config of type %T, want %T: %w", policy, c, zero, ErrBadResolverState)
+	}
+}

@@ -309,3 +309,22 @@ func TestParseUint32(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigOf: a policy's config arrives as a value, a pointer or nil; any
+// other type is rejected with ErrBadResolverState.
+func TestConfigOf(t *testing.T) {
+	type cfg struct{ N int }
+	for _, tc := range []struct {
+		in   lb.Config
+		want cfg
+	}{{nil, cfg{}}, {cfg{N: 1}, cfg{N: 1}}, {&cfg{N: 2}, cfg{N: 2}}, {(*cfg)(nil), cfg{}}} {
+		if got, err := lb.ConfigOf[cfg]("p", tc.in); err != nil || got != tc.want {
+			t.Errorf("ConfigOf(%#v) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+	_, err := lb.ConfigOf[cfg]("p", "other")
+	const want = "p: config of type string, want lb_test.cfg: lb: bad resolver state"
+	if !errors.Is(err, lb.ErrBadResolverState) || err.Error() != want {
+		t.Fatalf("ConfigOf(string) error %q, want %q", err, want)
+	}
+}

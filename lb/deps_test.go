@@ -45,6 +45,7 @@ var layers = []struct {
 	{"lb", 3},
 	{"lb/resolver/", 3}, // the resolvers: never lb or a policy
 	{"lb/childmanager", 4},
+	{"lb/endpointlist", 4},
 	{"lb/lbtest", 4},
 	{"lb/", 5}, // the policies
 	{"conn", 6},

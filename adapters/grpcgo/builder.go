@@ -7,8 +7,10 @@ import (
 	"google.golang.org/grpc/serviceconfig"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/leastrequest"
 	"github.com/lbkit/lbkit/lb/pickfirst"
 	"github.com/lbkit/lbkit/lb/priority"
+	"github.com/lbkit/lbkit/lb/roundrobin"
 	"github.com/lbkit/lbkit/lb/weightedtarget"
 	"github.com/lbkit/lbkit/lb/wrr"
 )
@@ -27,9 +29,15 @@ const (
 	// WeightedRoundRobinName runs lbkit's weighted_round_robin (package
 	// wrr), which spreads requests by the weights set with [SetWeight].
 	WeightedRoundRobinName = "lbkit_weighted_round_robin"
+	// RoundRobinName runs lbkit's round_robin (package roundrobin).
+	RoundRobinName = "lbkit_round_robin"
+	// LeastRequestName runs lbkit's least_request_experimental (package
+	// leastrequest), which counts each RPC against its endpoint until
+	// grpc-go reports it done.
+	LeastRequestName = "lbkit_least_request"
 )
 
-// init registers the four default policies. grpc-go's registry may only be
+// init registers the six default policies. grpc-go's registry may only be
 // written during initialization, so registering here lets importing the
 // package be all a program needs; it is the package's only side effect.
 func init() {
@@ -37,6 +45,8 @@ func init() {
 	Register(PriorityName, priority.NewBuilder())
 	Register(WeightedTargetName, weightedtarget.Builder{})
 	Register(WeightedRoundRobinName, wrr.Builder{})
+	Register(RoundRobinName, roundrobin.Builder{})
+	Register(LeastRequestName, leastrequest.Builder{})
 }
 
 // Register registers, with grpc-go's balancer registry, a [Builder] that

@@ -8,18 +8,22 @@
 //
 // # Registration
 //
-// Importing the package registers four policies with grpc-go, in its init
+// Importing the package registers six policies with grpc-go, in its init
 // function (grpc-go's registry may only be written during initialization):
 //
 //   - [PickFirstName] ("lbkit_pick_first"): lbkit's pick_first;
+//   - [RoundRobinName] ("lbkit_round_robin"): lbkit's round_robin;
+//   - [LeastRequestName] ("lbkit_least_request"): lbkit's
+//     least_request_experimental (gRFC A48), which counts every RPC
+//     against its endpoint until grpc-go reports it done;
 //   - [PriorityName] ("lbkit_priority"): lbkit's priority_experimental;
 //   - [WeightedTargetName] ("lbkit_weighted_target"): lbkit's
 //     weighted_target_experimental;
 //   - [WeightedRoundRobinName] ("lbkit_weighted_round_robin"): lbkit's
 //     weighted_round_robin, by per-endpoint weights.
 //
-// The names are prefixed, so grpc-go's own pick_first, round_robin and
-// weighted_round_robin stay available. [Register] registers any lbkit
+// The names are prefixed, so grpc-go's own pick_first, round_robin,
+// least_request_experimental and weighted_round_robin stay available. [Register] registers any lbkit
 // builder under a name of your choosing, with [Option]s for its clock,
 // logger and random source; call it from an init function too.
 //
@@ -30,7 +34,8 @@
 // Child policy lists nested in a config (the "config" of a priority child,
 // the "childPolicy" of a weighted target) are parsed by lbkit
 // ([lb.ParsePolicyList]) and name lbkit policies as lbkit registers them,
-// without the prefix: "pick_first", "weighted_round_robin",
+// without the prefix: "pick_first", "round_robin",
+// "least_request_experimental", "weighted_round_robin",
 // "weighted_target_experimental", "priority_experimental". For example:
 //
 //	{"loadBalancingConfig": [{"lbkit_priority": {

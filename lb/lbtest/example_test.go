@@ -76,25 +76,12 @@ func (p fixedPicker) Pick(lb.PickInfo) (lb.PickResult, error) {
 	return lb.PickResult{SubConn: p.sc}, nil
 }
 
-// exampleT stands in for the *testing.T a real test would pass.
-type exampleT struct{ cleanups []func() }
-
-func (t *exampleT) Helper()                      {}
-func (t *exampleT) Errorf(f string, args ...any) { fmt.Printf("error: "+f+"\n", args...) }
-func (t *exampleT) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
-func (t *exampleT) Cleanup(f func())             { t.cleanups = append(t.cleanups, f) }
-func (t *exampleT) finish() {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
-}
-
 // A test of a custom policy: build it on the harness, feed addresses, drive
 // SubConn states and the mock clock, and check what the policy published.
-// In a real test, pass the *testing.T instead of exampleT.
+// In a real test, pass the *testing.T instead of the ExampleTB.
 func Example() {
-	t := &exampleT{}
-	defer t.finish()
+	t := &lbtest.ExampleTB{}
+	defer t.Finish()
 
 	h := lbtest.New(t)
 	h.Build(firstReadyBuilder{})

@@ -74,18 +74,10 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 	if b.closed {
 		return nil
 	}
-	var cfg Config
-	switch c := s.BalancerConfig.(type) {
-	case nil:
-	case Config:
-		cfg = c
-	case *Config:
-		if c != nil {
-			cfg = *c
-		}
-	default:
-		b.logger.Error("pickfirst: update ignored: config of the wrong type", "type", fmt.Sprintf("%T", c))
-		return fmt.Errorf("pickfirst: config of type %T, want pickfirst.Config: %w", c, lb.ErrBadResolverState)
+	cfg, err := lb.ConfigOf[Config]("pickfirst", s.BalancerConfig)
+	if err != nil {
+		b.logger.Error("pickfirst: update ignored", "error", err)
+		return err
 	}
 
 	addrs := b.dedupe(s.ResolverState.Addresses)

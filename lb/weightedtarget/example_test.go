@@ -13,26 +13,13 @@ import (
 	_ "github.com/lbkit/lbkit/lb/wrr" // registers weighted_round_robin
 )
 
-// exampleT stands in for the *testing.T a real test would pass.
-type exampleT struct{ cleanups []func() }
-
-func (t *exampleT) Helper()                      {}
-func (t *exampleT) Errorf(f string, args ...any) { fmt.Printf("error: "+f+"\n", args...) }
-func (t *exampleT) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
-func (t *exampleT) Cleanup(f func())             { t.cleanups = append(t.cleanups, f) }
-func (t *exampleT) finish() {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
-}
-
 // Two localities weighted 1:3, parsed from a service config's
 // loadBalancingConfig and run on the lbtest harness: each locality's
 // address carries the locality's name as its hierarchical path, and picks
 // follow the weights exactly, 1 and 3 in every 4.
 func Example() {
-	t := &exampleT{}
-	defer t.finish()
+	t := &lbtest.ExampleTB{}
+	defer t.Finish()
 
 	p, err := lb.ParseLoadBalancingConfig(json.RawMessage(`[{"weighted_target_experimental": {"targets": {
 		"localityA": {"weight": 1, "childPolicy": [{"weighted_round_robin": {}}]},

@@ -28,7 +28,9 @@
 //
 // # Picker and states
 //
-// The policy creates a SubConn for each new endpoint, asks it to connect at
+// The endpoint list, SubConns and states below are package endpointlist's,
+// shared with round_robin and least_request_experimental. The policy
+// creates a SubConn for each new endpoint, asks it to connect at
 // once, and asks again whenever it reports IDLE. The READY picker contains
 // exactly the READY SubConns. The policy's state is the aggregate of its
 // SubConns' counted states by [lb.StateCounter] (READY > CONNECTING > IDLE >

@@ -11,25 +11,12 @@ import (
 	"github.com/lbkit/lbkit/lb/wrr"
 )
 
-// exampleT stands in for the *testing.T a real test would pass.
-type exampleT struct{ cleanups []func() }
-
-func (t *exampleT) Helper()                      {}
-func (t *exampleT) Errorf(f string, args ...any) { fmt.Printf("error: "+f+"\n", args...) }
-func (t *exampleT) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
-func (t *exampleT) Cleanup(f func())             { t.cleanups = append(t.cleanups, f) }
-func (t *exampleT) finish() {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
-}
-
 // Weights travel as an address attribute (package weight). Here the policy
 // runs on the lbtest harness: three endpoints with weights 1, 2 and 3 get
 // one, two and three of every six requests, the heaviest first.
 func Example() {
-	t := &exampleT{}
-	defer t.finish()
+	t := &lbtest.ExampleTB{}
+	defer t.Finish()
 
 	h := lbtest.New(t)
 	_, cfg := h.BuildPolicy(wrr.Name, `{}`)

@@ -11,11 +11,11 @@ import (
 // with an EDF schedule. Pick is lock-free (unless the schedule's period is
 // too long for edf's table) and never allocates.
 type readyPicker struct {
-	sched *edf.Scheduler[*subConn]
+	sched *edf.Scheduler[*endpoint]
 	// base is the schedule sched continued, or nil for a new one. The
 	// balancer carries base over instead of sched if this picker was never
 	// picked from.
-	base *edf.Scheduler[*subConn]
+	base *edf.Scheduler[*endpoint]
 	// picked is set by the first Pick, so that the balancer carries over
 	// only schedules that have been used (see buildReadyPicker). After
 	// the first Pick it is only read, so the cache line stays shared.
@@ -27,5 +27,5 @@ func (p *readyPicker) Pick(lb.PickInfo) (lb.PickResult, error) {
 	if !p.picked.Load() {
 		p.picked.Store(true)
 	}
-	return lb.PickResult{SubConn: p.sched.Pick().sc}, nil
+	return lb.PickResult{SubConn: p.sched.Pick().SubConn}, nil
 }

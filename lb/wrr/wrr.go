@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/lbkit/lbkit/lb"
-	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/endpointlist"
 )
 
 // Name is the policy's name in loadBalancingConfig and in the [lb] registry.
@@ -63,12 +63,10 @@ func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
 // UpdateClientConnState does.
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	opts = opts.WithDefaults()
-	return &balancer{
-		cc:       cc,
-		rand:     opts.Rand,
-		sched:    opts.Scheduler,
-		logger:   opts.Logger.With("lb_policy", Name),
-		subConns: make(map[resolver.Address]*subConn),
-		state:    lb.Idle,
-	}
+	b := &balancer{rand: opts.Rand, logger: opts.Logger.With("lb_policy", Name)}
+	b.List = endpointlist.New(cc, opts.Scheduler, b.logger, endpointlist.Policy[endpointData]{
+		Name:        "wrr",
+		BuildPicker: b.buildReadyPicker,
+	})
+	return b
 }

@@ -2,11 +2,9 @@ package wrr_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lbkit/lbkit/lb"
@@ -394,42 +392,22 @@ func TestConcurrentPicks(t *testing.T) {
 	for _, sc := range e.h.CC.SubConns() {
 		created[sc] = true
 	}
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	errs := make(chan error, 4)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			info := lb.PickInfo{Ctx: context.Background()}
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				s, _ := e.h.CC.LastState()
-				r, err := s.Picker.Pick(info)
-				if err == nil && !created[r.SubConn] {
-					errs <- errors.New("picked a SubConn the policy did not create")
-					return
-				}
-			}
-		}()
-	}
-	for i := range 200 {
-		e.mustUpdate(eps(1+i%3, 2, 3, 1+i%5)...)
-		sc := e.sc(i % 4)
-		sc.Idle()
-		sc.Connecting()
-		sc.Ready()
-	}
-	close(stop)
-	wg.Wait()
-	select {
-	case err := <-errs:
+	err := lbtest.PickConcurrently(e.h.CC, 4, func(r lb.PickResult) error {
+		if !created[r.SubConn] {
+			return errors.New("picked a SubConn the policy did not create")
+		}
+		return nil
+	}, func() {
+		for i := range 200 {
+			e.mustUpdate(eps(1+i%3, 2, 3, 1+i%5)...)
+			sc := e.sc(i % 4)
+			sc.Idle()
+			sc.Connecting()
+			sc.Ready()
+		}
+	})
+	if err != nil {
 		t.Fatal(err)
-	default:
 	}
 }
 

@@ -1,0 +1,76 @@
+package leastrequest
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"sync/atomic"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/endpointlist"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// endpoint is the policy's record of one endpoint: the shared list's record
+// with the endpoint's outstanding-request counter.
+type endpoint = endpointlist.Endpoint[endpointData]
+
+// endpointData is what least_request keeps per endpoint. It lives as long as
+// the endpoint's SubConn, across every picker built meanwhile, so requests
+// picked from one picker are still counted by the next.
+//
+// Pickers hold pointers to it: what a pick reads (the counter, the SubConn,
+// the Done callback) is in one small struct, so that sampling an endpoint
+// touches one cache line.
+type endpointData struct {
+	// active counts the endpoint's outstanding requests: incremented by
+	// Pick, decremented by done. Pickers share it; it is atomic.
+	active atomic.Int64
+	// sc and done are set once, when the endpoint is created, before any
+	// picker holds the record. done is the PickResult.Done of the
+	// endpoint's picks, made once so that Pick does not allocate.
+	sc   lb.SubConn
+	done func(lb.DoneInfo)
+}
+
+// balancer is one least_request_experimental policy instance: an
+// [endpointlist.List] whose READY pickers sample choiceCount endpoints per
+// pick. Its fields belong to the tree's serializer.
+type balancer struct {
+	*endpointlist.List[endpointData]
+	rand   *rand.Rand
+	logger *slog.Logger
+	// cfg is the config of the last update.
+	cfg Config
+}
+
+// UpdateClientConnState takes a new address list and config from the parent
+// and always publishes a new state and picker. Weights are ignored; see
+// the package documentation.
+func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
+	cfg, err := lb.ConfigOf[Config](Name, s.BalancerConfig)
+	if err != nil {
+		b.logger.Error(Name+": update ignored", "error", err)
+		return err
+	}
+	b.cfg = cfg
+	return b.Update(s.ResolverState.Addresses, initEndpoint)
+}
+
+// initEndpoint gives a new endpoint its Done callback.
+func initEndpoint(_ resolver.Address, ep *endpoint) {
+	if ep.Data.done == nil {
+		d := &ep.Data
+		d.sc = ep.SubConn
+		d.done = func(lb.DoneInfo) { d.active.Add(-1) }
+	}
+}
+
+// buildPicker returns a picker over ready with the config's choice count
+// and a seed drawn from the tree's random source.
+func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
+	entries := make([]*endpointData, len(ready))
+	for i, ep := range ready {
+		entries[i] = &ep.Data
+	}
+	return newPicker(entries, b.cfg.effective(), b.rand.Uint64()), nil
+}

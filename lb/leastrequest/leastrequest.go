@@ -1,0 +1,104 @@
+package leastrequest
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/endpointlist"
+)
+
+// Name is the policy's name in loadBalancingConfig and in the [lb] registry,
+// the name gRFC A48 gives it.
+const Name = "least_request_experimental"
+
+// The bounds of [Config.ChoiceCount], from gRFC A48.
+const (
+	// DefaultChoiceCount is the choice count of a config that sets none.
+	DefaultChoiceCount = 2
+	// MinChoiceCount is the smallest choice count a config may set; a
+	// smaller one is rejected.
+	MinChoiceCount = 2
+	// MaxChoiceCount is the largest effective choice count; a larger one
+	// is lowered to it.
+	MaxChoiceCount = 10
+)
+
+func init() {
+	lb.Register(Builder{})
+}
+
+// Config is least_request_experimental's configuration, the JSON object
+// {"choiceCount": n}.
+type Config struct {
+	// ChoiceCount is how many READY endpoints each pick samples (at
+	// random, with replacement) before taking the one with the fewest
+	// outstanding requests. The JSON field is "choiceCount" (or its proto
+	// twin "choice_count"), a proto3 JSON uint32. Absent or null, it is
+	// [DefaultChoiceCount]; below [MinChoiceCount] the config is rejected;
+	// above [MaxChoiceCount] it is lowered to MaxChoiceCount. The zero
+	// Config (ChoiceCount 0), as an update may carry, means the default.
+	ChoiceCount uint32
+}
+
+// effective returns the choice count the picker uses.
+func (c Config) effective() int {
+	switch {
+	case c.ChoiceCount == 0:
+		return DefaultChoiceCount
+	case c.ChoiceCount < MinChoiceCount:
+		return MinChoiceCount
+	case c.ChoiceCount > MaxChoiceCount:
+		return MaxChoiceCount
+	}
+	return int(c.ChoiceCount)
+}
+
+// Builder builds least_request_experimental balancers and parses their
+// config. The zero value is ready to use; it is what this package registers
+// under [Name].
+type Builder struct{}
+
+var (
+	_ lb.Builder      = Builder{}
+	_ lb.ConfigParser = Builder{}
+)
+
+// Name returns [Name].
+func (Builder) Name() string { return Name }
+
+// ParseConfig parses a least_request_experimental config object into a
+// [Config] whose ChoiceCount is the effective one, from [MinChoiceCount] to
+// [MaxChoiceCount]. Empty input and null mean the default; unknown fields are
+// ignored. An error is a [*lb.ConfigError] naming the offending field.
+func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
+	obj, err := lb.ParseConfigObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	c := Config{ChoiceCount: DefaultChoiceCount}
+	v, name, ok := obj.Raw("choiceCount", "choice_count")
+	if ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		n, err := lb.ParseUint32(v, MinChoiceCount)
+		if err != nil {
+			return nil, lb.PrefixConfigError(name, err)
+		}
+		c.ChoiceCount = min(n, MaxChoiceCount)
+	}
+	return c, nil
+}
+
+// Build returns a new least_request_experimental balancer reporting to cc.
+// It accepts, as [lb.ClientConnState.BalancerConfig], a [Config], a *Config
+// or nil (the default). Build publishes nothing; the first
+// UpdateClientConnState does.
+func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
+	opts = opts.WithDefaults()
+	b := &balancer{rand: opts.Rand, logger: opts.Logger.With("lb_policy", Name)}
+	b.List = endpointlist.New(cc, opts.Scheduler, b.logger, endpointlist.Policy[endpointData]{
+		Name:                Name,
+		BuildPicker:         b.buildPicker,
+		ResolveOnDisconnect: true,
+	})
+	return b
+}

@@ -80,8 +80,9 @@
 //     and the error's message: grpc-go fails the RPC even if it is
 //     wait-for-ready.
 //
-// A pick's Done receives the RPC's error ([balancer.DoneInfo.Err] becomes
-// [lb.DoneInfo.Err]).
+// A pick's Done receives the RPC's outcome: [balancer.DoneInfo.Err] becomes
+// [lb.DoneInfo.Err] (nil is success), its gRPC status code
+// [lb.DoneInfo.Status], and the trailer [lb.DoneInfo.Metadata].
 //
 // # Serialization
 //

@@ -157,12 +157,12 @@ var childRefKey = attributes.NewKey[*childRef]("lbkit/outlierdetection_test.chil
 
 // env is one outlier detection balancer on the lbtest harness.
 type env struct {
-	t   testing.TB
+	t   lbtest.TB
 	h   *lbtest.Harness
 	ref *childRef
 }
 
-func newEnv(t testing.TB, opts ...lbtest.Option) *env {
+func newEnv(t lbtest.TB, opts ...lbtest.Option) *env {
 	t.Helper()
 	h := lbtest.New(t, opts...)
 	h.Build(Builder{})
@@ -171,7 +171,7 @@ func newEnv(t testing.TB, opts ...lbtest.Option) *env {
 
 func (e *env) b() *odBalancer { return e.h.Balancer.(*odBalancer) }
 
-func mustParse(tb testing.TB, js string) *Config {
+func mustParse(tb lbtest.TB, js string) *Config {
 	tb.Helper()
 	cfg, err := parseConfig(json.RawMessage(js))
 	if err != nil {

@@ -207,6 +207,6 @@ func TestEnforcementPercentageDrawsFromTheTreeRand(t *testing.T) {
 
 // seededRand returns a fresh copy of the random source a harness seeded
 // with seed gives its tree: the draws the policy will make, in order.
-func seededRand(t testing.TB, seed uint64) *rand.Rand {
+func seededRand(t lbtest.TB, seed uint64) *rand.Rand {
 	return lbtest.New(t, lbtest.WithSeed(seed)).BuildOptions().Rand
 }

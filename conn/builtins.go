@@ -3,9 +3,10 @@ package conn
 // The built-in resolvers and policies register themselves: a channel
 // resolves "dns:", "passthrough:", "unix:", "unix-abstract:", "static:"
 // and "eds:" targets, and runs pick_first, weighted_round_robin,
-// priority_experimental and weighted_target_experimental, with no further
-// imports.
+// priority_experimental, weighted_target_experimental and
+// outlier_detection_experimental, with no further imports.
 import (
+	_ "github.com/lbkit/lbkit/lb/outlierdetection"
 	_ "github.com/lbkit/lbkit/lb/pickfirst"
 	_ "github.com/lbkit/lbkit/lb/priority"
 	_ "github.com/lbkit/lbkit/lb/resolver/dns"

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/serviceconfig"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/outlierdetection"
 	"github.com/lbkit/lbkit/lb/pickfirst"
 	"github.com/lbkit/lbkit/lb/priority"
 	"github.com/lbkit/lbkit/lb/weightedtarget"
@@ -27,9 +28,13 @@ const (
 	// WeightedRoundRobinName runs lbkit's weighted_round_robin (package
 	// wrr), which spreads requests by the weights set with [SetWeight].
 	WeightedRoundRobinName = "lbkit_weighted_round_robin"
+	// OutlierDetectionName runs lbkit's outlier_detection_experimental
+	// (package outlierdetection, gRFC A50); the child policy in its
+	// config names an lbkit policy.
+	OutlierDetectionName = "lbkit_outlier_detection"
 )
 
-// init registers the four default policies. grpc-go's registry may only be
+// init registers the five default policies. grpc-go's registry may only be
 // written during initialization, so registering here lets importing the
 // package be all a program needs; it is the package's only side effect.
 func init() {
@@ -37,6 +42,7 @@ func init() {
 	Register(PriorityName, priority.NewBuilder())
 	Register(WeightedTargetName, weightedtarget.Builder{})
 	Register(WeightedRoundRobinName, wrr.Builder{})
+	Register(OutlierDetectionName, outlierdetection.Builder{})
 }
 
 // Register registers, with grpc-go's balancer registry, a [Builder] that

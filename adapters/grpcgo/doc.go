@@ -8,7 +8,7 @@
 //
 // # Registration
 //
-// Importing the package registers four policies with grpc-go, in its init
+// Importing the package registers five policies with grpc-go, in its init
 // function (grpc-go's registry may only be written during initialization):
 //
 //   - [PickFirstName] ("lbkit_pick_first"): lbkit's pick_first;
@@ -16,7 +16,10 @@
 //   - [WeightedTargetName] ("lbkit_weighted_target"): lbkit's
 //     weighted_target_experimental;
 //   - [WeightedRoundRobinName] ("lbkit_weighted_round_robin"): lbkit's
-//     weighted_round_robin, by per-endpoint weights.
+//     weighted_round_robin, by per-endpoint weights;
+//   - [OutlierDetectionName] ("lbkit_outlier_detection"): lbkit's
+//     outlier_detection_experimental (gRFC A50), judging each backend by
+//     its RPCs' status.
 //
 // The names are prefixed, so grpc-go's own pick_first, round_robin and
 // weighted_round_robin stay available. [Register] registers any lbkit

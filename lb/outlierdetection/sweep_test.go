@@ -37,6 +37,9 @@ func TestSweepRunsExactlyAtTheInterval(t *testing.T) {
 	if e.call("a", false) {
 		t.Fatal("a request reached the ejected address")
 	}
+	if e.h.SubConn(0).IsShutdown() {
+		t.Fatal("ejection shut the connection down; A50 keeps it for the return")
+	}
 	if next, _ := e.h.Serializer.NextDeadline(); !next.Equal(time.Unix(20, 0)) {
 		t.Fatalf("next sweep at %v, want one interval after the last (+20s)", next.Sub(time.Unix(0, 0)))
 	}

@@ -200,3 +200,28 @@ func TestCountingPickDoesNotAllocate(t *testing.T) {
 		t.Fatalf("a counting pick and its Done allocate %v times, want 0", allocs)
 	}
 }
+
+func TestSubConnWithSeveralAddressesIsIgnored(t *testing.T) {
+	e := newEnv(t)
+	e.update(fpConfig("10s", "30s", "300s", 10), five...)
+	var w *subConn
+	e.h.Do(func() {
+		sc, err := wrapCC{e.b()}.NewSubConn(addrs("a", "b"), lb.NewSubConnOptions{StateListener: func(lb.SubConnState) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w = sc.(*subConn)
+	})
+	var entry *entry
+	var counter *callCounter
+	e.h.Do(func() { entry, counter = w.entry, w.counter.Load() })
+	if entry != nil || counter != nil {
+		t.Fatalf("a SubConn with two addresses is in entry %v with counter %v, want neither", entry, counter)
+	}
+	// Its calls are not counted, and it is never ejected.
+	for range 10 {
+		w.record(lb.DoneInfo{Err: errCallFailed})
+	}
+	e.h.Advance(10 * time.Second)
+	e.wantEjected("")
+}

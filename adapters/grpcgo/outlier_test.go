@@ -2,8 +2,6 @@ package grpcgo_test
 
 import (
 	"context"
-	"net"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,58 +11,15 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// failingServer answers the Who service with INTERNAL while failing is set,
-// and with its name otherwise.
-type failingServer struct {
-	name    []byte
-	failing atomic.Bool
-}
-
-var failingDesc = grpc.ServiceDesc{
-	ServiceName: "lbkit.test.Who",
-	HandlerType: (*any)(nil),
-	Methods: []grpc.MethodDesc{{
-		MethodName: "Name",
-		Handler: func(srv any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-			var in []byte
-			if err := dec(&in); err != nil {
-				return nil, err
-			}
-			s := srv.(*failingServer)
-			if s.failing.Load() {
-				return nil, status.Error(codes.Internal, string(s.name)+" is failing")
-			}
-			return &s.name, nil
-		},
-	}},
-}
-
-// startFailingBackend starts a failingServer on a free loopback port,
-// failing from the start.
-func startFailingBackend(tb testing.TB, name string) (*failingServer, resolver.Address) {
-	tb.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("listen: %v", err)
-	}
-	fs := &failingServer{name: []byte(name)}
-	fs.failing.Store(true)
-	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}))
-	srv.RegisterService(&failingDesc, fs)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(lis) }()
-	tb.Cleanup(func() { srv.Stop(); <-done })
-	return fs, resolver.Address{Addr: lis.Addr().String()}
-}
-
 // TestOutlierDetectionEjectsAFailingServer runs lbkit's outlier detection
 // inside grpc-go against real servers: RPCs failing with INTERNAL on one
 // server (a failure because grpc-go's DoneInfo.Err is set) eject it at the
 // first sweep, and it takes RPCs again once the base ejection time is over.
 func TestOutlierDetectionEjectsAFailingServer(t *testing.T) {
 	a, b := startBackend(t, "a"), startBackend(t, "b")
-	bad, badAddr := startFailingBackend(t, "bad")
-	c := newClient(t, resolver.State{Addresses: []resolver.Address{a.address(), b.address(), badAddr}},
+	bad := startBackend(t, "bad")
+	bad.failing.Store(true)
+	c := newClient(t, resolver.State{Addresses: []resolver.Address{a.address(), b.address(), bad.address()}},
 		`{"loadBalancingConfig": [{"`+mockOutlierDetectionName+`": {
 			"interval": "10s", "baseEjectionTime": "30s",
 			"failurePercentageEjection": {"threshold": 50, "minimumHosts": 1, "requestVolume": 5},

@@ -17,6 +17,7 @@ import (
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/outlierdetection"
 )
 
@@ -160,27 +161,7 @@ func (f *odFixture) count(n int) map[string]int {
 // tree at a time, waiting at each until the tree is idle.
 func (f *odFixture) advance(d time.Duration) {
 	f.t.Helper()
-	ser := f.od.serializer(f.t)
-	target := f.mock.Now().Add(d)
-	for {
-		next, ok := ser.NextDeadline()
-		if !ok || next.After(target) {
-			break
-		}
-		f.moveTo(ser, next)
-	}
-	f.moveTo(ser, target)
-}
-
-func (f *odFixture) moveTo(ser *lb.Serializer, t time.Time) {
-	if step := t.Sub(f.mock.Now()); step > 0 {
-		f.mock.Add(step)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // hang guard only
-	defer cancel()
-	if err := ser.WaitIdle(ctx, f.mock.Now()); err != nil {
-		f.t.Fatalf("waiting for the tree at %v: %v", t, err)
-	}
+	lbtest.AdvanceSerializers(f.t, f.mock, d, f.od.serializer(f.t))
 }
 
 // A backend answering 503 is ejected at the first sweep, one interval after

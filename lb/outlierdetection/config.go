@@ -178,53 +178,46 @@ func parseConfig(raw json.RawMessage) (*Config, error) {
 }
 
 func parseSuccessRate(obj lb.ConfigObject) (*SuccessRateEjection, error) {
-	sub, name, err := subObject(obj, "successRateEjection", "success_rate_ejection")
-	if sub == nil || err != nil {
-		return nil, err
-	}
-	sr := &SuccessRateEjection{}
-	fields := []uint32Spec{
-		{&sr.StdevFactor, DefaultStdevFactor, 0, []string{"stdevFactor", "stdev_factor"}},
-		{&sr.EnforcementPercentage, DefaultSuccessRateEnforcementPercentage, 100, []string{"enforcementPercentage", "enforcement_percentage"}},
-		{&sr.MinimumHosts, DefaultSuccessRateMinimumHosts, 0, []string{"minimumHosts", "minimum_hosts"}},
-		{&sr.RequestVolume, DefaultSuccessRateRequestVolume, 0, []string{"requestVolume", "request_volume"}},
-	}
-	if err := parseUint32Fields(*sub, fields); err != nil {
-		return nil, lb.PrefixConfigError(name, err)
-	}
-	return sr, nil
+	return parseAlgorithm(obj, func(sr *SuccessRateEjection) []uint32Spec {
+		return []uint32Spec{
+			{&sr.StdevFactor, DefaultStdevFactor, 0, []string{"stdevFactor", "stdev_factor"}},
+			{&sr.EnforcementPercentage, DefaultSuccessRateEnforcementPercentage, 100, []string{"enforcementPercentage", "enforcement_percentage"}},
+			{&sr.MinimumHosts, DefaultSuccessRateMinimumHosts, 0, []string{"minimumHosts", "minimum_hosts"}},
+			{&sr.RequestVolume, DefaultSuccessRateRequestVolume, 0, []string{"requestVolume", "request_volume"}},
+		}
+	}, "successRateEjection", "success_rate_ejection")
 }
 
 func parseFailurePercentage(obj lb.ConfigObject) (*FailurePercentageEjection, error) {
-	sub, name, err := subObject(obj, "failurePercentageEjection", "failure_percentage_ejection")
-	if sub == nil || err != nil {
-		return nil, err
-	}
-	fp := &FailurePercentageEjection{}
-	fields := []uint32Spec{
-		{&fp.Threshold, DefaultFailurePercentageThreshold, 100, []string{"threshold"}},
-		{&fp.EnforcementPercentage, DefaultFailurePercentageEnforcementPercentage, 100, []string{"enforcementPercentage", "enforcement_percentage"}},
-		{&fp.MinimumHosts, DefaultFailurePercentageMinimumHosts, 0, []string{"minimumHosts", "minimum_hosts"}},
-		{&fp.RequestVolume, DefaultFailurePercentageRequestVolume, 0, []string{"requestVolume", "request_volume"}},
-	}
-	if err := parseUint32Fields(*sub, fields); err != nil {
-		return nil, lb.PrefixConfigError(name, err)
-	}
-	return fp, nil
+	return parseAlgorithm(obj, func(fp *FailurePercentageEjection) []uint32Spec {
+		return []uint32Spec{
+			{&fp.Threshold, DefaultFailurePercentageThreshold, 100, []string{"threshold"}},
+			{&fp.EnforcementPercentage, DefaultFailurePercentageEnforcementPercentage, 100, []string{"enforcementPercentage", "enforcement_percentage"}},
+			{&fp.MinimumHosts, DefaultFailurePercentageMinimumHosts, 0, []string{"minimumHosts", "minimum_hosts"}},
+			{&fp.RequestVolume, DefaultFailurePercentageRequestVolume, 0, []string{"requestVolume", "request_volume"}},
+		}
+	}, "failurePercentageEjection", "failure_percentage_ejection")
 }
 
-// subObject returns the nested object under the first present name, or nil
-// when it is missing or null.
-func subObject(obj lb.ConfigObject, names ...string) (*lb.ConfigObject, string, error) {
+// parseAlgorithm parses an algorithm's object, found under the first
+// present name: nil when it is missing or null, else a new T whose fields
+// (given by fields) are parsed from it.
+func parseAlgorithm[T any](obj lb.ConfigObject, fields func(*T) []uint32Spec, names ...string) (*T, error) {
 	raw, name, ok := obj.Raw(names...)
 	if !ok || isNull(raw) {
-		return nil, "", nil
+		return nil, nil
 	}
 	sub, err := lb.ParseConfigObject(raw)
 	if err != nil {
-		return nil, "", lb.PrefixConfigError(name, err)
+		return nil, lb.PrefixConfigError(name, err)
 	}
-	return &sub, name, nil
+	v := new(T)
+	for _, f := range fields(v) {
+		if *f.dst, err = uint32Field(sub, f.def, f.highest, f.names...); err != nil {
+			return nil, lb.PrefixConfigError(name, err)
+		}
+	}
+	return v, nil
 }
 
 // uint32Spec describes one uint32 field: where it goes, its default, its
@@ -234,17 +227,6 @@ type uint32Spec struct {
 	def     uint32
 	highest uint32
 	names   []string
-}
-
-func parseUint32Fields(obj lb.ConfigObject, fields []uint32Spec) error {
-	for _, f := range fields {
-		v, err := uint32Field(obj, f.def, f.highest, f.names...)
-		if err != nil {
-			return err
-		}
-		*f.dst = v
-	}
-	return nil
 }
 
 // uint32Field parses a google.protobuf.UInt32Value field: missing or null

@@ -75,9 +75,11 @@ func statusBackend(t *testing.T) *httptest.Server {
 	return s
 }
 
-// outcomeChannel returns a channel over backend s whose policy (registered
-// as name) sends each request's DoneInfo on the returned channel.
-func outcomeChannel(t *testing.T, name string, s *httptest.Server) (*conn.Channel, <-chan lb.DoneInfo) {
+// outcomeClient returns an http.Client over a channel to backend s whose
+// policy (registered as name) sends each request's DoneInfo on the
+// returned channel, with classify as the Transport's Classify, and the
+// Transport.
+func outcomeClient(t *testing.T, name string, s *httptest.Server, classify nethttp.Classifier) (*http.Client, *nethttp.Transport, <-chan lb.DoneInfo) {
 	t.Helper()
 	outcomes := make(chan lb.DoneInfo, 10)
 	lb.Register(outcomeBuilder{name: name, outcomes: outcomes})
@@ -87,7 +89,9 @@ func outcomeChannel(t *testing.T, name string, s *httptest.Server) (*conn.Channe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ch.Close() })
-	return ch, outcomes
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true, Classify: classify}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}, tr, outcomes
 }
 
 func nextOutcome(t *testing.T, outcomes <-chan lb.DoneInfo) lb.DoneInfo {
@@ -103,10 +107,7 @@ func nextOutcome(t *testing.T, outcomes <-chan lb.DoneInfo) lb.DoneInfo {
 
 func TestDefaultClassifierFailsOn5xxAndKeepsTheResponse(t *testing.T) {
 	s := statusBackend(t)
-	ch, outcomes := outcomeChannel(t, "test_outcome_default", s)
-	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
+	client, _, outcomes := outcomeClient(t, "test_outcome_default", s, nil)
 	for _, tc := range []struct {
 		code int
 		fail bool
@@ -136,10 +137,7 @@ func TestDefaultClassifierFailsOn5xxAndKeepsTheResponse(t *testing.T) {
 
 func TestDefaultClassifierFailsOnConnectionError(t *testing.T) {
 	s := statusBackend(t)
-	ch, outcomes := outcomeChannel(t, "test_outcome_conn_error", s)
-	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
+	client, tr, outcomes := outcomeClient(t, "test_outcome_conn_error", s, nil)
 	get(t, client, "http://svc/")
 	nextOutcome(t, outcomes)
 	s.Close()
@@ -154,16 +152,13 @@ func TestDefaultClassifierFailsOnConnectionError(t *testing.T) {
 
 func TestCustomClassifierReplacesTheRule(t *testing.T) {
 	s := statusBackend(t)
-	ch, outcomes := outcomeChannel(t, "test_outcome_custom", s)
 	errThrottled := errors.New("throttled")
-	tr := &nethttp.Transport{Channel: ch, WaitForReady: true, Classify: func(resp *http.Response, err error) error {
+	client, _, outcomes := outcomeClient(t, "test_outcome_custom", s, func(resp *http.Response, err error) error {
 		if err == nil && resp.StatusCode == http.StatusTooManyRequests {
 			return errThrottled
 		}
 		return err // 5xx count as successes under this rule
-	}}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
+	})
 	for code, want := range map[int]error{429: errThrottled, 503: nil, 200: nil} {
 		resp, err := client.Get(fmt.Sprintf("http://svc/%d", code))
 		if err != nil {

@@ -141,7 +141,7 @@ type PickResult struct {
 }
 
 // DoneInfo describes how a request ended. The transport fills it in and
-// passes it by value, so reporting an outcome allocates nothing.
+// passes it by value: building one allocates nothing.
 type DoneInfo struct {
 	// Err is nil when the request succeeded and non-nil when it failed, as
 	// in grpc-go: a policy that judges backends (outlier_detection counts

@@ -1,6 +1,8 @@
 package nethttp
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 )
@@ -17,9 +19,15 @@ type Classifier func(resp *http.Response, err error) error
 // is nil: a request fails when err is not nil (the backend could not be
 // reached, or the body could not be read), or when the response status is
 // 5xx, reported as a [*StatusError]. Every other response, 4xx included,
-// is a success: the backend answered.
+// is a success: the backend answered. So is a request the caller cancelled
+// (err matching context.Canceled): giving up is not the backend's fault. A
+// deadline that expired (context.DeadlineExceeded) is a failure: the
+// backend did not answer in time.
 func DefaultClassifier(resp *http.Response, err error) error {
 	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
 		return err
 	}
 	if resp != nil && resp.StatusCode >= 500 {

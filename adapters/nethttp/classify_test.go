@@ -1,8 +1,10 @@
 package nethttp_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -63,9 +65,16 @@ func (p *outcomePolicy) ExitIdle()           {}
 func (p *outcomePolicy) Close()              { p.sc.Shutdown() }
 
 // statusBackend answers every request with the status in its path
-// ("/503"), or 200, and an X-Backend header.
+// ("/503"), or 200, and an X-Backend header; on "/hangup" it closes the
+// request's connection without answering.
 func statusBackend(t *testing.T) *httptest.Server {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hangup" {
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				c.Close()
+			}
+			return
+		}
 		w.Header().Set("X-Backend", "b1")
 		code := http.StatusOK
 		fmt.Sscanf(r.URL.Path, "/%d", &code)
@@ -135,15 +144,19 @@ func TestDefaultClassifierFailsOn5xxAndKeepsTheResponse(t *testing.T) {
 	}
 }
 
+// A connection that breaks before the response (the backend hangs up) is a
+// failure with no status. The backend stays up, so the channel keeps its
+// connection READY and the request is always sent.
 func TestDefaultClassifierFailsOnConnectionError(t *testing.T) {
 	s := statusBackend(t)
-	client, tr, outcomes := outcomeClient(t, "test_outcome_conn_error", s, nil)
+	client, _, outcomes := outcomeClient(t, "test_outcome_conn_error", s, nil)
 	get(t, client, "http://svc/")
 	nextOutcome(t, outcomes)
-	s.Close()
-	tr.CloseIdleConnections()
-	if _, err := client.Get("http://svc/"); err == nil {
-		t.Fatal("request to a closed backend succeeded")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // hang guard only
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc/hangup", nil)
+	if _, err := client.Do(req); err == nil {
+		t.Fatal("a request whose connection was closed succeeded")
 	}
 	if i := nextOutcome(t, outcomes); i.Err == nil || i.Status != 0 || i.Metadata != nil {
 		t.Fatalf("DoneInfo %+v, want an error, no status, no metadata", i)
@@ -167,6 +180,28 @@ func TestCustomClassifierReplacesTheRule(t *testing.T) {
 		resp.Body.Close()
 		if i := nextOutcome(t, outcomes); !errors.Is(i.Err, want) || (want == nil && i.Err != nil) {
 			t.Errorf("status %d: DoneInfo.Err = %v, want %v", code, i.Err, want)
+		}
+	}
+}
+
+func TestDefaultClassifierRules(t *testing.T) {
+	errDial := errors.New("dial tcp: connection refused")
+	for _, tc := range []struct {
+		name string
+		resp *http.Response
+		err  error
+		fail bool
+	}{
+		{"200", &http.Response{StatusCode: 200}, nil, false},
+		{"404", &http.Response{StatusCode: 404}, nil, false},
+		{"500", &http.Response{StatusCode: 500}, nil, true},
+		{"no response", nil, errDial, true},
+		{"body read error", &http.Response{StatusCode: 200}, io.ErrUnexpectedEOF, true},
+		{"caller cancelled", nil, fmt.Errorf("get: %w", context.Canceled), false},
+		{"deadline", nil, fmt.Errorf("get: %w", context.DeadlineExceeded), true},
+	} {
+		if got := nethttp.DefaultClassifier(tc.resp, tc.err); (got != nil) != tc.fail {
+			t.Errorf("%s: DefaultClassifier = %v, want failure %v", tc.name, got, tc.fail)
 		}
 	}
 }

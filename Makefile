@@ -17,7 +17,7 @@ help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
 .PHONY: demo
-demo: deps ## Run the demo: failover between priorities over real HTTP backends (about 30 s).
+demo: deps ## Run the demo: outlier ejection and failover between priorities over real HTTP backends (about 30 s).
 	go run ./cmd/lbdemo $(DEMOFLAGS)
 
 .PHONY: deps

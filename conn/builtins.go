@@ -3,10 +3,12 @@ package conn
 // The built-in resolvers and policies register themselves: a channel
 // resolves "dns:", "passthrough:", "unix:", "unix-abstract:", "static:"
 // and "eds:" targets, and runs pick_first, round_robin,
-// least_request_experimental, weighted_round_robin, priority_experimental
-// and weighted_target_experimental, with no further imports.
+// least_request_experimental, weighted_round_robin, priority_experimental,
+// weighted_target_experimental and outlier_detection_experimental, with no
+// further imports.
 import (
 	_ "github.com/lbkit/lbkit/lb/leastrequest"
+	_ "github.com/lbkit/lbkit/lb/outlierdetection"
 	_ "github.com/lbkit/lbkit/lb/pickfirst"
 	_ "github.com/lbkit/lbkit/lb/priority"
 	_ "github.com/lbkit/lbkit/lb/resolver/dns"

@@ -147,10 +147,32 @@ type PickResult struct {
 	Done func(DoneInfo)
 }
 
-// DoneInfo describes how a request ended.
+// DoneInfo describes how a request ended. The transport fills it in and
+// passes it by value: building one allocates nothing.
 type DoneInfo struct {
-	// Err is the request's error; nil on success.
+	// Err is nil when the request succeeded and non-nil when it failed, as
+	// in grpc-go: a policy that judges backends (outlier_detection counts
+	// successes and failures) looks at Err alone. A transport decides what
+	// a failure is: adapters/nethttp sets Err for connection errors and,
+	// by default, for 5xx responses (a *nethttp.StatusError).
 	Err error
+	// Status is the protocol's status for the response: the HTTP status
+	// code (adapters/nethttp; 0 when no response was received, for
+	// example the connection failed) or the gRPC status code
+	// (adapters/grpcgo; 0 is OK).
+	Status int
+	// Metadata is the response's metadata (HTTP response headers, gRPC
+	// trailers); nil when there is none. It is valid only during the
+	// Done call: a policy that wants a value copies it.
+	Metadata Metadata
+}
+
+// Metadata is read-only response metadata. http.Header satisfies it
+// without conversion. Get returns the first value for key, or "" when
+// there is none; keys are matched as the protocol matches them
+// (case-insensitively for HTTP and gRPC).
+type Metadata interface {
+	Get(key string) string
 }
 
 // Picker chooses a SubConn for each request.

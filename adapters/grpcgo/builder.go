@@ -8,6 +8,7 @@ import (
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/leastrequest"
+	"github.com/lbkit/lbkit/lb/outlierdetection"
 	"github.com/lbkit/lbkit/lb/pickfirst"
 	"github.com/lbkit/lbkit/lb/priority"
 	"github.com/lbkit/lbkit/lb/roundrobin"
@@ -35,9 +36,13 @@ const (
 	// leastrequest), which counts each RPC against its endpoint until
 	// grpc-go reports it done.
 	LeastRequestName = "lbkit_least_request"
+	// OutlierDetectionName runs lbkit's outlier_detection_experimental
+	// (package outlierdetection, gRFC A50); the child policy in its
+	// config names an lbkit policy.
+	OutlierDetectionName = "lbkit_outlier_detection"
 )
 
-// init registers the six default policies. grpc-go's registry may only be
+// init registers the seven default policies. grpc-go's registry may only be
 // written during initialization, so registering here lets importing the
 // package be all a program needs; it is the package's only side effect.
 func init() {
@@ -47,6 +52,7 @@ func init() {
 	Register(WeightedRoundRobinName, wrr.Builder{})
 	Register(RoundRobinName, roundrobin.Builder{})
 	Register(LeastRequestName, leastrequest.Builder{})
+	Register(OutlierDetectionName, outlierdetection.Builder{})
 }
 
 // Register registers, with grpc-go's balancer registry, a [Builder] that

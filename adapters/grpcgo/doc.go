@@ -8,7 +8,7 @@
 //
 // # Registration
 //
-// Importing the package registers six policies with grpc-go, in its init
+// Importing the package registers seven policies with grpc-go, in its init
 // function (grpc-go's registry may only be written during initialization):
 //
 //   - [PickFirstName] ("lbkit_pick_first"): lbkit's pick_first;
@@ -20,7 +20,10 @@
 //   - [WeightedTargetName] ("lbkit_weighted_target"): lbkit's
 //     weighted_target_experimental;
 //   - [WeightedRoundRobinName] ("lbkit_weighted_round_robin"): lbkit's
-//     weighted_round_robin, by per-endpoint weights.
+//     weighted_round_robin, by per-endpoint weights;
+//   - [OutlierDetectionName] ("lbkit_outlier_detection"): lbkit's
+//     outlier_detection_experimental (gRFC A50), judging each backend by
+//     its RPCs' status.
 //
 // The names are prefixed, so grpc-go's own pick_first, round_robin,
 // least_request_experimental and weighted_round_robin stay available. [Register] registers any lbkit
@@ -85,8 +88,9 @@
 //     and the error's message: grpc-go fails the RPC even if it is
 //     wait-for-ready.
 //
-// A pick's Done receives the RPC's error ([balancer.DoneInfo.Err] becomes
-// [lb.DoneInfo.Err]).
+// A pick's Done receives the RPC's outcome: [balancer.DoneInfo.Err] becomes
+// [lb.DoneInfo.Err] (nil is success), its gRPC status code
+// [lb.DoneInfo.Status], and the trailer [lb.DoneInfo.Metadata].
 //
 // # Serialization
 //

@@ -5,6 +5,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
 )
 
 // hangGuard bounds every wait of a test: reaching it is a failure, never
@@ -39,7 +41,12 @@ func (rawCodec) Unmarshal(data []byte, v any) error {
 }
 func (rawCodec) Name() string { return "lbkit-raw" }
 
-type whoServer struct{ name []byte }
+// whoServer answers with its name, or with INTERNAL while *failing is
+// set.
+type whoServer struct {
+	name    []byte
+	failing *atomic.Bool
+}
 
 var whoDesc = grpc.ServiceDesc{
 	ServiceName: "lbkit.test.Who",
@@ -51,7 +58,11 @@ var whoDesc = grpc.ServiceDesc{
 			if err := dec(&in); err != nil {
 				return nil, err
 			}
-			name := srv.(*whoServer).name
+			s := srv.(*whoServer)
+			if s.failing.Load() {
+				return nil, status.Error(codes.Internal, string(s.name)+" is failing")
+			}
+			name := s.name
 			return &name, nil
 		},
 	}},
@@ -63,6 +74,9 @@ type backend struct {
 	tb   testing.TB
 	name string
 	addr string
+
+	// failing makes the server answer every RPC with INTERNAL.
+	failing atomic.Bool
 
 	mu     sync.Mutex
 	srv    *grpc.Server
@@ -85,7 +99,7 @@ func startBackend(tb testing.TB, name string) *backend {
 
 func (b *backend) serve(lis net.Listener) {
 	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}))
-	srv.RegisterService(&whoDesc, &whoServer{name: []byte(b.name)})
+	srv.RegisterService(&whoDesc, &whoServer{name: []byte(b.name), failing: &b.failing})
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -389,52 +403,17 @@ func (s *serializers) all() []*lb.Serializer {
 	return slices.Clone(s.list)
 }
 
-// nextDeadline returns the earliest pending timer deadline of every
-// serializer.
-func (s *serializers) nextDeadline() (time.Time, bool) {
-	var next time.Time
-	found := false
-	for _, ser := range s.all() {
-		if d, ok := ser.NextDeadline(); ok && (!found || d.Before(next)) {
-			next, found = d, true
-		}
-	}
-	return next, found
-}
-
 // advance moves the mock clock by d, one timer deadline at a time, waiting
 // at each deadline until every due timer callback and its consequences
 // inside the balancers have run.
 func (s *serializers) advance(tb testing.TB, d time.Duration) {
 	tb.Helper()
-	target := s.clock.Now().Add(d)
-	for {
-		next, ok := s.nextDeadline()
-		if !ok || next.After(target) {
-			break
-		}
-		s.moveTo(tb, next)
-	}
-	s.moveTo(tb, target)
+	lbtest.AdvanceSerializers(tb, s.clock, d, s.all()...)
 }
 
 // settle waits until every balancer has handled what it was given, without
 // moving the clock.
 func (s *serializers) settle(tb testing.TB) {
 	tb.Helper()
-	s.moveTo(tb, s.clock.Now())
-}
-
-func (s *serializers) moveTo(tb testing.TB, t time.Time) {
-	tb.Helper()
-	if d := t.Sub(s.clock.Now()); d > 0 {
-		s.clock.Add(d)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	for _, ser := range s.all() {
-		if err := ser.WaitIdle(ctx, s.clock.Now()); err != nil {
-			tb.Fatalf("waiting for timers due at %v: %v", t, err)
-		}
-	}
+	lbtest.AdvanceSerializers(tb, s.clock, 0, s.all()...)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lbkit/lbkit/adapters/grpcgo"
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/outlierdetection"
 	"github.com/lbkit/lbkit/lb/priority"
 )
 
@@ -27,7 +28,14 @@ const (
 	// fixedName publishes TRANSIENT_FAILURE with a picker failing with
 	// the error its config describes.
 	fixedName = "lbkit_test_fixed"
+	// mockOutlierDetectionName is lbkit's outlier detection on
+	// outlierClock.
+	mockOutlierDetectionName = "lbkit_test_outlier_detection"
 )
+
+// outlierClock drives the sweep timers of every mockOutlierDetectionName
+// balancer.
+var outlierClock = &serializers{clock: clock.NewMock()}
 
 // failoverClock drives the timers of every mockPriorityName balancer.
 var failoverClock = &serializers{clock: clock.NewMock()}
@@ -37,6 +45,9 @@ func init() {
 		grpcgo.WithClock(failoverClock.clock),
 		grpcgo.WithSerializerObserver(failoverClock.add))
 	grpcgo.Register(fixedName, fixedBuilder{})
+	grpcgo.Register(mockOutlierDetectionName, outlierdetection.Builder{},
+		grpcgo.WithClock(outlierClock.clock),
+		grpcgo.WithSerializerObserver(outlierClock.add))
 }
 
 // fixedBuilder builds a policy whose every pick fails with one error:

@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/lbkit/lbkit/lb"
@@ -26,7 +27,9 @@ var errForeignSubConn = status.Error(codes.Internal, "grpcgo: lbkit picker retur
 // Pick calls the lbkit picker and converts its answer:
 //
 //   - a SubConn: the grpc-go SubConn behind it, and a Done that passes
-//     [balancer.DoneInfo.Err] to the lbkit Done (if the lbkit pick had one);
+//     [balancer.DoneInfo] to the lbkit Done (if the lbkit pick had one):
+//     Err as is, the status code of Err as Status, the trailer as
+//     Metadata;
 //   - [lb.ErrNoSubConnAvailable]: [balancer.ErrNoSubConnAvailable], so
 //     grpc-go queues the RPC until the next picker;
 //   - an error matching [lb.ErrDropped]: a status error with code
@@ -47,9 +50,32 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	}
 	res := balancer.PickResult{SubConn: sc.sc}
 	if done := r.Done; done != nil {
-		res.Done = func(di balancer.DoneInfo) { done(lb.DoneInfo{Err: di.Err}) }
+		res.Done = func(di balancer.DoneInfo) { done(toDoneInfo(di)) }
 	}
 	return res, nil
+}
+
+// toDoneInfo converts grpc-go's report of a finished RPC: Err stays (nil is
+// success), Status is the RPC's gRPC status code, and Metadata reads the
+// trailer (nil when there is none).
+func toDoneInfo(di balancer.DoneInfo) lb.DoneInfo {
+	out := lb.DoneInfo{Err: di.Err, Status: int(status.Code(di.Err))}
+	if di.Trailer != nil {
+		out.Metadata = trailer(di.Trailer)
+	}
+	return out
+}
+
+// trailer is gRPC metadata seen as [lb.Metadata]: Get returns the key's
+// first value. Converting a metadata.MD to it allocates nothing.
+type trailer metadata.MD
+
+// Get returns the first value of key (matched case-insensitively), or "".
+func (t trailer) Get(key string) string {
+	if v := metadata.MD(t).Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // toGRPCPickError converts an lbkit pick error as [picker.Pick] describes.

@@ -33,6 +33,12 @@ type Transport struct {
 	// WaitForReady makes requests wait through TRANSIENT_FAILURE for a
 	// backend instead of failing at once. Default: fail fast.
 	WaitForReady bool
+	// Classify decides, for the policy, whether a request failed; see
+	// [Classifier]. If nil, [DefaultClassifier] is used: connection
+	// errors and 5xx responses are failures. It changes only what the
+	// policy hears: the caller still gets the response (or error)
+	// unchanged.
+	Classify Classifier
 
 	once sync.Once
 	base http.RoundTripper
@@ -50,8 +56,10 @@ func (t *Transport) roundTripper() http.RoundTripper {
 
 // RoundTrip picks a backend, sends req to it with req's Host header, and
 // calls the pick's Done when the response body is closed or read to the end
-// (or at once on error). A request that cannot reach the backend (a dial
-// error) is reported to the channel, which re-checks that connection.
+// (or at once on error). Done gets the response's status code and headers,
+// and the error Classify returns (nil: success). A request that cannot
+// reach the backend (a dial error) is reported to the channel, which
+// re-checks that connection.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.Channel == nil {
 		return nil, errors.New("nethttp: Transport.Channel is nil")
@@ -71,19 +79,24 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if isDialError(err) {
 			picked.SubConn.ReportError(err)
 		}
-		done(picked, err)
+		if picked.Done != nil {
+			picked.Done(lb.DoneInfo{Err: t.classify(nil, err)})
+		}
 		return nil, err
 	}
 	if picked.Done != nil {
-		resp.Body = &doneBody{ReadCloser: resp.Body, done: func(err error) { done(picked, err) }}
+		resp.Body = &doneBody{ReadCloser: resp.Body, done: func(err error) {
+			picked.Done(lb.DoneInfo{Err: t.classify(resp, err), Status: resp.StatusCode, Metadata: resp.Header})
+		}}
 	}
 	return resp, nil
 }
 
-func done(p conn.PickResult, err error) {
-	if p.Done != nil {
-		p.Done(lb.DoneInfo{Err: err})
+func (t *Transport) classify(resp *http.Response, err error) error {
+	if t.Classify != nil {
+		return t.Classify(resp, err)
 	}
+	return DefaultClassifier(resp, err)
 }
 
 func closeBody(req *http.Request) {

@@ -6,14 +6,16 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 )
 
-// backend is an HTTP server on 127.0.0.1 that answers with its name. It can
-// be stopped (listener and connections closed) and started again on the
-// same port.
+// backend is an HTTP server on 127.0.0.1 that answers with its name, with
+// status 503 while failing is set. It can be stopped (listener and
+// connections closed) and started again on the same port.
 type backend struct {
-	name string
-	addr string
+	name    string
+	addr    string
+	failing atomic.Bool
 
 	mu  sync.Mutex
 	srv *http.Server
@@ -38,6 +40,9 @@ func (b *backend) port() string {
 func (b *backend) serve(ln net.Listener) {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("X-Backend", b.name)
+		if b.failing.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
 		fmt.Fprintln(w, b.name)
 	})}
 	b.mu.Lock()

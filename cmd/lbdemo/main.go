@@ -4,11 +4,13 @@
 // embedded Envoy ClusterLoadAssignment: a primary priority with two
 // localities weighted 1:3 (their endpoints weighted too) and a backup
 // priority. It sends steady traffic through an lbkit channel (the eds
-// resolver, priority → weighted_target → weighted_round_robin) and the
-// net/http adapter, prints a table every second, stops the primary's
+// resolver, priority → outlier_detection → weighted_target →
+// weighted_round_robin) and the net/http adapter, prints a table every
+// second, makes one primary server answer 503 for a while (outlier
+// detection ejects it, then returns it to service), stops the primary's
 // servers (traffic fails over to the backup), starts them again (traffic
-// returns), and ends with a summary of shares against weights and of the
-// failover times. It also writes an SVG timeline.
+// returns), and ends with a summary of shares against weights, of the
+// failover times and of the ejection. It also writes an SVG timeline.
 //
 // Usage:
 //

@@ -17,22 +17,27 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The demo in a short mode: a few seconds of real traffic through the
 // whole stack (eds resolver, priority, weighted_target, weighted_round_robin,
-// the channel and the net/http adapter). Failover must happen, traffic must
-// return, and priority 0's shares must be within 5 points of the weights.
+// the channel and the net/http adapter, with outlier detection at the top
+// of each priority). primary-b2 must be ejected while it answers 503 and
+// come back, failover must happen, traffic must return, and priority 0's
+// shares must be within 5 points of the weights.
 func TestDemoShortRun(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs 9 s of real traffic")
+		t.Skip("runs 12 s of real traffic")
 	}
 	svg := filepath.Join(t.TempDir(), "timeline.svg")
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sum, err := run(ctx, []string{"-duration", "9s", "-rate", "200", "-svg", svg}, &out)
+	sum, err := run(ctx, []string{"-duration", "12s", "-rate", "200", "-svg", svg}, &out)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	if !sum.FailedOver {
 		t.Errorf("no failover to the backup priority\n%s", out.String())
+	}
+	if o := sum.Outlier; o.Backend != "primary-b2" || !o.Ejected || !o.Back {
+		t.Errorf("outlier detection: %+v, want primary-b2 ejected and back\n%s", o, out.String())
 	}
 	if !sum.Returned {
 		t.Errorf("traffic did not return to the primary priority\n%s", out.String())
@@ -44,7 +49,8 @@ func TestDemoShortRun(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(data, []byte("<svg")) {
 		t.Errorf("timeline not written as SVG: %v", err)
 	}
-	for _, want := range []string{"primary stopped", "primary restarted", "summary:", "timeline: " + svg} {
+	for _, want := range []string{"primary-b2 answers 503", "primary-b2 ejected", "primary-b2 back in service",
+		"primary stopped", "primary restarted", "summary:", "timeline: " + svg} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q\n%s", want, out.String())
 		}

@@ -53,6 +53,18 @@ func printSummary(out io.Writer, s *summary) {
 	if s.Returned {
 		fmt.Fprintf(out, "return: primary served again %v after it restarted\n", s.ReturnAfter.Round(millisecond))
 	}
+	if o := s.Outlier; o.Backend != "" {
+		switch {
+		case !o.Ejected:
+			fmt.Fprintf(out, "outlier detection: %s answered 503 but was not ejected\n", o.Backend)
+		case o.Back:
+			fmt.Fprintf(out, "outlier detection: %s ejected %v after it began answering 503, back in service %v later\n",
+				o.Backend, o.EjectedAfter.Round(millisecond), o.OutFor.Round(millisecond))
+		default:
+			fmt.Fprintf(out, "outlier detection: %s ejected %v after it began answering 503, not back by the end\n",
+				o.Backend, o.EjectedAfter.Round(millisecond))
+		}
+	}
 	fmt.Fprintf(out, "timeline: %s\n", s.SVGPath)
 }
 

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -36,6 +37,9 @@ type scenario struct {
 	want       map[string]float64
 	script     []step
 	tmpDir     string
+	// odLog collects outlier detection's ejections and returns; nil when
+	// the scenario runs no outlier detection.
+	odLog *odLog
 }
 
 // step is something the script does at a point of the run.
@@ -46,6 +50,10 @@ type step struct {
 	// watch names the priority whose first success after this step is
 	// timed ("" for none).
 	watch string
+	// outlier names the backend this step makes fail: its ejection and
+	// return are timed from the step. recovers names the backend this
+	// step makes healthy again.
+	outlier, recovers string
 }
 
 // demoBackoff reconnects quickly so the demo's phases are short. A
@@ -89,11 +97,25 @@ func builtinScenario(o options) (*scenario, error) {
 		sc.close()
 		return nil, fmt.Errorf("embedded assignment: %w", err)
 	}
-	sc.target = "eds:///" + filepath.ToSlash(strings.TrimPrefix(path, "/"))
-	sc.chanOpts = []conn.Option{conn.WithBackoff(demoBackoff)}
+	sc.target = odScheme + ":///" + filepath.ToSlash(strings.TrimPrefix(path, "/"))
+	sc.odLog = &odLog{}
+	sc.chanOpts = []conn.Option{
+		conn.WithBackoff(demoBackoff),
+		conn.WithResolver(odEDS{config: odConfigFor(o.duration)}),
+		conn.WithLogger(slog.New(sc.odLog)),
+	}
 	primaries := sc.backends[:4]
+	flaky := sc.backends[3]
 	third := o.duration / 3
 	sc.script = []step{
+		{at: o.duration / 12, label: flaky.name + " answers 503", outlier: flaky.name, do: func() error {
+			flaky.failing.Store(true)
+			return nil
+		}},
+		{at: o.duration / 6, label: flaky.name + " healthy again", recovers: flaky.name, do: func() error {
+			flaky.failing.Store(false)
+			return nil
+		}},
 		{at: third, label: "primary stopped", watch: "p1", do: func() error {
 			for _, b := range primaries {
 				b.stop()
@@ -210,6 +232,7 @@ type summary struct {
 	FailoverAfter    time.Duration
 	Returned         bool
 	ReturnAfter      time.Duration
+	Outlier          outlierResult
 	SVGPath          string
 }
 
@@ -241,6 +264,8 @@ func (sc *scenario) run(ctx context.Context, out io.Writer) (*summary, error) {
 	script := sc.script
 	var event string
 	var scriptErr error
+	var ow *outlierWatch
+	disturbed := false
 loop:
 	for {
 		var next <-chan time.Time
@@ -263,7 +288,14 @@ loop:
 				cancel()
 				break loop
 			}
-			event = st.label
+			event = joinEvents(event, st.label)
+			switch {
+			case st.outlier != "":
+				ow = &outlierWatch{name: st.outlier, start: time.Now()}
+				disturbed = true
+			case st.recovers != "" && ow != nil:
+				ow.healthy = true
+			}
 			if st.watch != "" {
 				w := &watch{label: st.label, since: time.Now(), priority: st.watch}
 				watches = append(watches, w)
@@ -273,7 +305,10 @@ loop:
 			if timer != nil {
 				timer.Stop()
 			}
+			event = joinEvents(event, sc.outlierEvents(ow))
 			s := sc.sample(rec, ch, time.Since(start).Round(time.Second), event)
+			s.Disturbed = disturbed
+			disturbed = ow.disturbed()
 			event = ""
 			tl.Seconds = append(tl.Seconds, s)
 			sc.printRow(out, tl, s)
@@ -287,6 +322,7 @@ loop:
 		tl.Backends = sc.discovered(tl)
 	}
 	sum := sc.summarize(tl, watches)
+	sum.Outlier = ow.result()
 	f, err := os.Create(sc.opts.svgPath)
 	if err != nil {
 		return nil, fmt.Errorf("writing the timeline: %w", err)
@@ -366,7 +402,8 @@ func (sc *scenario) discovered(tl *timeline) []string {
 
 // summarize computes shares over the seconds served by priority 0 alone in
 // steady state (not the first second, nor a second in which the script
-// acted, nor the one after) and the failover times.
+// acted or a backend was failing or ejected, nor the one after) and the
+// failover times.
 func (sc *scenario) summarize(tl *timeline, watches []*watch) *summary {
 	sum := &summary{}
 	counts := map[string]int{}
@@ -376,7 +413,7 @@ func (sc *scenario) summarize(tl *timeline, watches []*watch) *summary {
 			sum.Requests += n
 		}
 		sum.Errors += s.Errors
-		if i == 0 || s.Event != "" || tl.Seconds[i-1].Event != "" || !onlyPriority0(s, sc.priorityOf) {
+		if i == 0 || s.Event != "" || tl.Seconds[i-1].Event != "" || s.Disturbed || tl.Seconds[i-1].Disturbed || !onlyPriority0(s, sc.priorityOf) {
 			continue
 		}
 		for name, n := range s.Counts {

@@ -49,6 +49,9 @@ func newRecorder(base http.RoundTripper) *recorder {
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.base.RoundTrip(req)
+	if err == nil && resp.StatusCode >= 500 {
+		r.failed()
+	}
 	if err == nil && resp.StatusCode == http.StatusOK {
 		now := time.Now()
 		r.mu.Lock()
@@ -86,6 +89,9 @@ type second struct {
 	State    lb.ConnectivityState
 	Priority string // the priority that served most requests, "-" if none
 	Event    string // what the script did during this second, if anything
+	// Disturbed is set when a backend was failing or ejected during the
+	// second.
+	Disturbed bool
 }
 
 // timeline is every second of a run plus what the script did when.

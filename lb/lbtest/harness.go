@@ -182,18 +182,8 @@ func (h *Harness) Settle() {
 // returns, the clock reads now+d and every consequence has been recorded.
 func (h *Harness) Advance(d time.Duration) {
 	h.tb.Helper()
-	if d < 0 {
-		h.tb.Fatalf("lbtest: Advance(%v): negative duration", d)
-	}
-	target := h.Clock.Now().Add(d)
-	for {
-		next, ok := h.Serializer.NextDeadline()
-		if !ok || next.After(target) {
-			break
-		}
-		h.moveTo(next)
-	}
-	h.moveTo(target)
+	h.CC.DeliverQueued()
+	AdvanceSerializers(h.tb, h.Clock, d, h.Serializer)
 }
 
 // AdvanceToNextDeadline moves the clock to the earliest pending timer's
@@ -206,20 +196,59 @@ func (h *Harness) AdvanceToNextDeadline() (time.Duration, bool) {
 		return 0, false
 	}
 	d := max(next.Sub(h.Clock.Now()), 0)
-	h.moveTo(next)
+	h.CC.DeliverQueued()
+	moveTo(h.tb, h.Clock, next, h.Serializer)
 	return d, true
 }
 
-func (h *Harness) moveTo(t time.Time) {
-	h.tb.Helper()
-	h.CC.DeliverQueued()
-	if d := t.Sub(h.Clock.Now()); d > 0 {
-		h.Clock.Add(d)
+// AdvanceSerializers does what [Harness.Advance] does for balancer trees
+// the harness did not build: it moves mock forward by d, one timer deadline
+// (the earliest among sers) at a time, and at each deadline waits until
+// every serializer in sers has run its due timers and everything they
+// caused. Use it for a tree a channel or an adapter runs on mock, reaching
+// its serializer through the [lb.BuildOptions].Scheduler a test policy is
+// built with. A d of 0 only waits. A hang fails tb.
+func AdvanceSerializers(tb TB, mock *clock.Mock, d time.Duration, sers ...*lb.Serializer) {
+	tb.Helper()
+	if d < 0 {
+		tb.Fatalf("lbtest: Advance(%v): negative duration", d)
+	}
+	target := mock.Now().Add(d)
+	for {
+		next, ok := nextDeadline(sers)
+		if !ok || next.After(target) {
+			break
+		}
+		moveTo(tb, mock, next, sers...)
+	}
+	moveTo(tb, mock, target, sers...)
+}
+
+// nextDeadline returns the earliest pending timer deadline among sers.
+func nextDeadline(sers []*lb.Serializer) (time.Time, bool) {
+	var next time.Time
+	found := false
+	for _, s := range sers {
+		if d, ok := s.NextDeadline(); ok && (!found || d.Before(next)) {
+			next, found = d, true
+		}
+	}
+	return next, found
+}
+
+// moveTo moves mock to t (never back) and waits until every serializer in
+// sers has nothing due at t.
+func moveTo(tb TB, mock *clock.Mock, t time.Time, sers ...*lb.Serializer) {
+	tb.Helper()
+	if d := t.Sub(mock.Now()); d > 0 {
+		mock.Add(d)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	if err := h.Serializer.WaitIdle(ctx, h.Clock.Now()); err != nil {
-		h.tb.Fatalf("lbtest: waiting for timers due at %v: %v", t, err)
+	for _, s := range sers {
+		if err := s.WaitIdle(ctx, mock.Now()); err != nil {
+			tb.Fatalf("lbtest: waiting for timers due at %v: %v", t, err)
+		}
 	}
 }
 

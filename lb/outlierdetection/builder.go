@@ -1,0 +1,42 @@
+package outlierdetection
+
+import (
+	"encoding/json"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// Name is the policy's name in loadBalancingConfig.
+const Name = "outlier_detection_experimental"
+
+func init() { lb.Register(Builder{}) }
+
+// Builder builds outlier_detection_experimental balancers and parses their
+// config. The zero Builder is ready to use; it has no options. A Builder is
+// immutable and safe for concurrent use. The package registers Builder{}
+// under [Name] in its init function.
+type Builder struct{}
+
+// Name returns [Name].
+func (Builder) Name() string { return Name }
+
+// ParseConfig parses the policy's JSON config into a [*Config]; see [Config]
+// for the format, the defaults and the rules. Every error is an
+// [*lb.ConfigError] whose path is relative to the policy's object, such as
+// `failurePercentageEjection.threshold: must be <= 100, got 101`.
+func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
+	cfg, err := parseConfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Build returns a new outlier detection balancer reporting to cc. Its child
+// shares opts (after [lb.BuildOptions.WithDefaults]): the sweep timer runs
+// on opts.Scheduler and enforcement draws use opts.Rand. The balancer does
+// nothing until its first UpdateClientConnState, which must carry a
+// [*Config].
+func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
+	return newBalancer(cc, opts.WithDefaults())
+}

@@ -32,7 +32,7 @@ type PickResult struct {
 // (it changed state after the picker was built); the pick then waits for the
 // next picker, which the SubConn's state change brings, whether or not it is
 // wait-for-ready.
-var errNotReady = errors.New("conn: picked SubConn is not READY")
+var errNotReady = fmt.Errorf("conn: picked SubConn is not READY: %w", lb.ErrRequestNotSent)
 
 // ErrNilContext is returned by [Channel.Pick] when its context is nil.
 var ErrNilContext = errors.New("conn: Pick: nil context")
@@ -94,7 +94,7 @@ func (c *Channel) tryPick(g *pickerGen, info lb.PickInfo) (PickResult, error) {
 	return PickResult{SubConn: sc, Done: r.Done}, nil
 }
 
-var errForeignSubConn = errors.New("conn: the policy picked a SubConn this channel did not create")
+var errForeignSubConn = fmt.Errorf("conn: the policy picked a SubConn this channel did not create: %w", lb.ErrRequestNotSent)
 
 // waitAndPick waits for new pickers and picks again, after a first pick from
 // g failed with err, until a pick succeeds, err says to fail, or ctx ends.

@@ -3,6 +3,7 @@ package lb
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -166,6 +167,14 @@ type DoneInfo struct {
 	// Done call: a policy that wants a value copies it.
 	Metadata Metadata
 }
+
+// ErrRequestNotSent is wrapped by the Err of the DoneInfo a channel gives a
+// pick it discarded before sending the request (the picked SubConn left
+// READY after the picker was built; the channel waits for the next picker).
+// It releases the pick rather than reporting a request's outcome: policies
+// that count requests in flight (least_request) count it down; policies
+// that judge backends by their outcomes (outlier_detection) ignore it.
+var ErrRequestNotSent = errors.New("lb: the request was not sent")
 
 // Metadata is read-only response metadata. http.Header satisfies it
 // without conversion. Get returns the first value for key, or "" when

@@ -222,7 +222,7 @@ func (b *odBalancer) publish() {
 // runs before it has the SubConn).
 func (b *odBalancer) newSubConn(addrs []resolver.Address, opts lb.NewSubConnOptions) (lb.SubConn, error) {
 	w := newSubConn(b, addrs, opts.StateListener)
-	sc, err := b.cc.NewSubConn(addrs, lb.NewSubConnOptions{StateListener: w.stateChanged})
+	sc, err := b.cc.NewSubConn(addrs, lb.NewSubConnOptions{StateListener: w.stateChanged, HealthCheck: opts.HealthCheck})
 	if err != nil {
 		return nil, err
 	}

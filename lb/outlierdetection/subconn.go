@@ -49,7 +49,7 @@ func newSubConn(b *odBalancer, addrs []resolver.Address, listener func(lb.SubCon
 		w.addr = addrs[0].Addr
 	}
 	w.record = func(di lb.DoneInfo) {
-		if c := w.counter.Load(); c != nil {
+		if c := w.counter.Load(); c != nil && !errors.Is(di.Err, lb.ErrRequestNotSent) {
 			c.record(di.Err != nil)
 		}
 	}

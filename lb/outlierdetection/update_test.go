@@ -2,6 +2,7 @@ package outlierdetection
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -221,6 +222,22 @@ func TestSubConnWithSeveralAddressesIsIgnored(t *testing.T) {
 	// Its calls are not counted, and it is never ejected.
 	for range 10 {
 		w.record(lb.DoneInfo{Err: errCallFailed})
+	}
+	e.h.Advance(10 * time.Second)
+	e.wantEjected("")
+}
+
+// A pick the channel discarded before sending (lb.ErrRequestNotSent) is no
+// outcome: it is not counted as a failure, so it cannot eject a backend.
+func TestUnsentPicksAreNotCounted(t *testing.T) {
+	e := newEnv(t)
+	e.update(fpConfig("10s", "30s", "300s", 100), five...)
+	for range 20 {
+		r, err := e.h.State().Picker.Pick(lb.PickInfo{Ctx: withAddr("a")})
+		if err != nil || r.Done == nil {
+			t.Fatalf("pick: %v, Done %v", err, r.Done != nil)
+		}
+		r.Done(lb.DoneInfo{Err: fmt.Errorf("discarded: %w", lb.ErrRequestNotSent)})
 	}
 	e.h.Advance(10 * time.Second)
 	e.wantEjected("")

@@ -105,46 +105,6 @@ func TestTransportSendsToPickedBackendKeepingHost(t *testing.T) {
 	}
 }
 
-// doneCounter is a test policy: one SubConn for the first address, and a
-// picker whose Done records each request's outcome.
-type doneCounter struct {
-	cc       lb.ClientConn
-	sc       lb.SubConn
-	outcomes chan error
-}
-
-type doneCounterBuilder struct{ outcomes chan error }
-
-func (doneCounterBuilder) Name() string { return "test_done_counter" }
-func (b doneCounterBuilder) Build(cc lb.ClientConn, _ lb.BuildOptions) lb.Balancer {
-	return &doneCounter{cc: cc, outcomes: b.outcomes}
-}
-
-func (d *doneCounter) UpdateClientConnState(s lb.ClientConnState) error {
-	if d.sc != nil {
-		return nil
-	}
-	var err error
-	d.sc, err = d.cc.NewSubConn(s.ResolverState.Addresses[:1], lb.NewSubConnOptions{StateListener: func(st lb.SubConnState) {
-		if st.ConnectivityState == lb.Ready {
-			d.cc.UpdateState(lb.State{ConnectivityState: lb.Ready, Picker: d})
-		}
-	}})
-	if err != nil {
-		return err
-	}
-	d.sc.Connect()
-	d.cc.UpdateState(lb.State{ConnectivityState: lb.Connecting, Picker: lb.NewQueuePicker()})
-	return nil
-}
-
-func (d *doneCounter) Pick(lb.PickInfo) (lb.PickResult, error) {
-	return lb.PickResult{SubConn: d.sc, Done: func(i lb.DoneInfo) { d.outcomes <- i.Err }}, nil
-}
-func (d *doneCounter) ResolverError(error) {}
-func (d *doneCounter) ExitIdle()           {}
-func (d *doneCounter) Close()              { d.sc.Shutdown() }
-
 // steadyDialer "connects" without touching the network, to a connection
 // that is never lost: the SubConn stays READY whatever the backend does, so
 // a request's failure can only come from the request itself.
@@ -160,8 +120,8 @@ func (c steadyConn) Lost() <-chan struct{} { return c.lost }
 func (steadyConn) Close() error            { return nil }
 
 func TestTransportCallsDoneWithTheOutcome(t *testing.T) {
-	outcomes := make(chan error, 10)
-	lb.Register(doneCounterBuilder{outcomes: outcomes})
+	outcomes := make(chan lb.DoneInfo, 10)
+	lb.Register(outcomeBuilder{name: "test_done_counter", outcomes: outcomes})
 	a := backend(t, "a")
 	ch, err := conn.New("fixed:///svc", conn.WithResolver(staticBuilder{addrs: []string{hostOf(a)}}),
 		conn.WithDialer(steadyDialer{}),
@@ -175,9 +135,9 @@ func TestTransportCallsDoneWithTheOutcome(t *testing.T) {
 	client := &http.Client{Transport: tr}
 	get(t, client, "http://svc/")
 	select {
-	case err := <-outcomes:
-		if err != nil {
-			t.Fatalf("Done(%v), want nil for a successful request", err)
+	case done := <-outcomes:
+		if done.Err != nil {
+			t.Fatalf("Done(%v), want nil for a successful request", done.Err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Done not called after the body was read")
@@ -191,9 +151,9 @@ func TestTransportCallsDoneWithTheOutcome(t *testing.T) {
 		t.Fatal("request to a closed backend succeeded")
 	}
 	select {
-	case err := <-outcomes:
-		if err == nil || !strings.Contains(reqErr.Error(), err.Error()) {
-			t.Fatalf("Done(%v) for the failed request %q, want its error", err, reqErr)
+	case done := <-outcomes:
+		if done.Err == nil || !strings.Contains(reqErr.Error(), done.Err.Error()) {
+			t.Fatalf("Done(%v) for the failed request %q, want its error", done.Err, reqErr)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Done not called for a failed request")

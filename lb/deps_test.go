@@ -36,6 +36,7 @@ var layers = []struct {
 	rank int
 }{
 	{"lb/attributes", 0},
+	{"internal/httpbackend", 0}, // a test server, imports nothing of lbkit
 	{"lb/edf", 0},
 	{"lb/backoff", 0},
 	{"lb/resolver/internal/", 0}, // helpers of the resolvers

@@ -2,12 +2,11 @@ package nethttp_test
 
 import (
 	"fmt"
+	"github.com/lbkit/lbkit/internal/httpbackend"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,53 +15,23 @@ import (
 	"github.com/lbkit/lbkit/lb/backoff"
 )
 
-// restartable is an HTTP server that can be stopped and started again on
-// the same port.
-type restartable struct {
-	name, addr string
-	mu         sync.Mutex
-	srv        *http.Server
-}
-
-func newRestartable(t *testing.T, name string) *restartable {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// newBackend starts a restartable HTTP backend that answers with its name,
+// stopped when the test ends.
+func newBackend(t *testing.T, name string) *httpbackend.Backend {
+	b, err := httpbackend.Start(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &restartable{name: name, addr: ln.Addr().String()}
-	r.serve(ln)
-	t.Cleanup(r.stop)
-	return r
+	t.Cleanup(b.Stop)
+	return b
 }
 
-func (r *restartable) serve(ln net.Listener) {
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, r.name)
-	})}
-	r.mu.Lock()
-	r.srv = srv
-	r.mu.Unlock()
-	go srv.Serve(ln)
-}
-
-func (r *restartable) stop() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.srv != nil {
-		r.srv.Close()
-		r.srv = nil
+// restart starts b again on its port, failing the test on an error.
+func restart(t *testing.T, b *httpbackend.Backend) {
+	if err := b.Restart(); err != nil {
+		t.Fatal(err)
 	}
 }
-
-func (r *restartable) restart(t *testing.T) {
-	ln, err := net.Listen("tcp", r.addr)
-	if err != nil {
-		t.Fatalf("restart %s: %v", r.name, err)
-	}
-	r.serve(ln)
-}
-
-func (r *restartable) port() string { _, p, _ := net.SplitHostPort(r.addr); return p }
 
 // End to end (issue: lb/resolver/eds): an Envoy ClusterLoadAssignment file
 // read by the eds resolver, a conn channel running priority →
@@ -71,7 +40,7 @@ func (r *restartable) port() string { _, p, _ := net.SplitHostPort(r.addr); retu
 // primary priority moves traffic to the secondary, restarting it brings
 // traffic back.
 func TestEDSEndToEnd(t *testing.T) {
-	a, b, backup := newRestartable(t, "a"), newRestartable(t, "b"), newRestartable(t, "backup")
+	a, b, backup := newBackend(t, "a"), newBackend(t, "b"), newBackend(t, "backup")
 	cla := fmt.Sprintf(`{
 	  "clusterName": "e2e",
 	  "endpoints": [
@@ -81,7 +50,7 @@ func TestEDSEndToEnd(t *testing.T) {
 	     "lbEndpoints": [{"endpoint": {"address": {"socketAddress": {"address": "127.0.0.1", "portValue": %s}}}}]},
 	    {"locality": {"zone": "zc"}, "loadBalancingWeight": 1, "priority": 1,
 	     "lbEndpoints": [{"endpoint": {"address": {"socketAddress": {"address": "127.0.0.1", "portValue": %s}}}}]}
-	  ]}`, a.port(), b.port(), backup.port())
+	  ]}`, a.Port(), b.Port(), backup.Port())
 	path := filepath.Join(t.TempDir(), "cla.json")
 	if err := os.WriteFile(path, []byte(cla), 0o600); err != nil {
 		t.Fatal(err)
@@ -127,10 +96,10 @@ func TestEDSEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	a.stop()
-	b.stop()
+	a.Stop()
+	b.Stop()
 	waitFor("backup")
-	a.restart(t)
-	b.restart(t)
+	restart(t, a)
+	restart(t, b)
 	waitFor("b")
 }

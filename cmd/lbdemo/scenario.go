@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"github.com/lbkit/lbkit/internal/httpbackend"
 	"io"
 	"log/slog"
 	"math"
@@ -30,10 +31,10 @@ type scenario struct {
 	opts       options
 	target     string
 	chanOpts   []conn.Option
-	backends   []*backend        // started by the demo; nil for -cla and -target
-	names      []string          // table columns; empty: discovered as traffic arrives
-	nameOf     map[string]string // address → column name
-	priorityOf map[string]string // column name → "p0", "p1", …
+	backends   []*httpbackend.Backend // started by the demo; nil for -cla and -target
+	names      []string               // table columns; empty: discovered as traffic arrives
+	nameOf     map[string]string      // address → column name
+	priorityOf map[string]string      // column name → "p0", "p1", …
 	want       map[string]float64
 	script     []step
 	tmpDir     string
@@ -66,13 +67,13 @@ func builtinScenario(o options) (*scenario, error) {
 	sc := &scenario{opts: o, nameOf: map[string]string{}, priorityOf: map[string]string{}}
 	fill := map[string]string{}
 	for _, name := range []string{"primary-a1", "primary-a2", "primary-b1", "primary-b2", "backup-1", "backup-2"} {
-		b, err := startBackend(name)
+		b, err := httpbackend.Start(name)
 		if err != nil {
 			sc.close()
 			return nil, err
 		}
 		sc.backends = append(sc.backends, b)
-		fill["${"+name+"}"] = b.port()
+		fill["${"+name+"}"] = b.Port()
 	}
 	text := claTemplate
 	for k, v := range fill {
@@ -90,8 +91,8 @@ func builtinScenario(o options) (*scenario, error) {
 		return nil, err
 	}
 	for _, b := range sc.backends {
-		sc.nameOf[b.addr] = b.name
-		sc.names = append(sc.names, b.name)
+		sc.nameOf[b.Addr()] = b.Name()
+		sc.names = append(sc.names, b.Name())
 	}
 	if err := sc.learn([]byte(text)); err != nil {
 		sc.close()
@@ -108,23 +109,23 @@ func builtinScenario(o options) (*scenario, error) {
 	flaky := sc.backends[3]
 	third := o.duration / 3
 	sc.script = []step{
-		{at: o.duration / 12, label: flaky.name + " answers 503", outlier: flaky.name, do: func() error {
-			flaky.failing.Store(true)
+		{at: o.duration / 12, label: flaky.Name() + " answers 503", outlier: flaky.Name(), do: func() error {
+			flaky.SetFailing(true)
 			return nil
 		}},
-		{at: o.duration / 6, label: flaky.name + " healthy again", recovers: flaky.name, do: func() error {
-			flaky.failing.Store(false)
+		{at: o.duration / 6, label: flaky.Name() + " healthy again", recovers: flaky.Name(), do: func() error {
+			flaky.SetFailing(false)
 			return nil
 		}},
 		{at: third, label: "primary stopped", watch: "p1", do: func() error {
 			for _, b := range primaries {
-				b.stop()
+				b.Stop()
 			}
 			return nil
 		}},
 		{at: 2 * third, label: "primary restarted", watch: "p0", do: func() error {
 			for _, b := range primaries {
-				if err := b.restart(); err != nil {
+				if err := b.Restart(); err != nil {
 					return err
 				}
 			}
@@ -210,7 +211,7 @@ func (sc *scenario) learn(data []byte) error {
 
 func (sc *scenario) close() {
 	for _, b := range sc.backends {
-		b.stop()
+		b.Stop()
 	}
 	if sc.tmpDir != "" {
 		os.RemoveAll(sc.tmpDir)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lbkit/lbkit/internal/httpbackend"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,62 +17,15 @@ import (
 	"github.com/lbkit/lbkit/lb/backoff"
 )
 
-// httpBackend is a real HTTP server on a fixed loopback address that can
-// be stopped and started again on the same address.
-type httpBackend struct {
-	t    testing.TB
-	name string
-	addr string
-
-	mu  sync.Mutex
-	srv *http.Server
-	wg  sync.WaitGroup
-}
-
-func newHTTPBackend(t testing.TB, name string) *httpBackend {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// newHTTPBackend starts a restartable HTTP backend that answers with its
+// name, stopped when the test ends.
+func newHTTPBackend(t testing.TB, name string) *httpbackend.Backend {
+	b, err := httpbackend.Start(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &httpBackend{t: t, name: name, addr: ln.Addr().String()}
-	b.serve(ln)
-	t.Cleanup(b.stop)
+	t.Cleanup(b.Stop)
 	return b
-}
-
-func (b *httpBackend) serve(ln net.Listener) {
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, b.name)
-	}), ReadHeaderTimeout: 5 * time.Second}
-	b.mu.Lock()
-	b.srv = srv
-	b.mu.Unlock()
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		_ = srv.Serve(ln)
-	}()
-}
-
-// stop closes the listener and every connection.
-func (b *httpBackend) stop() {
-	b.mu.Lock()
-	srv := b.srv
-	b.srv = nil
-	b.mu.Unlock()
-	if srv != nil {
-		srv.Close()
-	}
-	b.wg.Wait()
-}
-
-// start listens on the same address again.
-func (b *httpBackend) start() {
-	ln, err := net.Listen("tcp", b.addr)
-	if err != nil {
-		b.t.Fatalf("relisten on %s: %v", b.addr, err)
-	}
-	b.serve(ln)
 }
 
 // Real HTTP backends behind adapters/nethttp under concurrent load: one is
@@ -85,10 +38,10 @@ func TestHTTPBackendsKilledAndRestored(t *testing.T) {
 	baseline := openFDs(t)
 	const reqTimeout = 2 * time.Second
 	maxBackoff := 200 * time.Millisecond
-	backends := []*httpBackend{newHTTPBackend(t, "a"), newHTTPBackend(t, "b"), newHTTPBackend(t, "c")}
+	backends := []*httpbackend.Backend{newHTTPBackend(t, "a"), newHTTPBackend(t, "b"), newHTTPBackend(t, "c")}
 	var targets []string
 	for _, b := range backends {
-		targets = append(targets, b.addr)
+		targets = append(targets, b.Addr())
 	}
 	ch, err := conn.New("static:///"+strings.Join(targets, ","),
 		conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"weighted_round_robin":{}}]}`),
@@ -136,7 +89,7 @@ func TestHTTPBackendsKilledAndRestored(t *testing.T) {
 			mu.Lock()
 			all := true
 			for _, b := range backends {
-				if !lastSeen[b.name].After(since) {
+				if !lastSeen[b.Name()].After(since) {
 					all = false
 				}
 			}
@@ -155,16 +108,16 @@ func TestHTTPBackendsKilledAndRestored(t *testing.T) {
 	rounds := count(2, 20)
 	var worst time.Duration
 	for range rounds {
-		backends[1].stop()
+		backends[1].Stop()
 		time.Sleep(span(200*time.Millisecond, time.Second)) // load runs against two backends
-		backends[1].start()
+		restartBackend(t, backends[1])
 		worst = max(worst, servedSince(time.Now()))
 		for _, b := range backends {
-			b.stop()
+			b.Stop()
 		}
 		time.Sleep(span(200*time.Millisecond, time.Second)) // every request fails
 		for _, b := range backends {
-			b.start()
+			restartBackend(t, b)
 		}
 		worst = max(worst, servedSince(time.Now()))
 	}
@@ -181,7 +134,13 @@ func TestHTTPBackendsKilledAndRestored(t *testing.T) {
 		t.Fatalf("%d requests outlived their deadline: %v", n, counts.errs)
 	}
 	for _, b := range backends {
-		b.stop()
+		b.Stop()
 	}
 	waitFDs(t, baseline)
+}
+
+func restartBackend(t *testing.T, b *httpbackend.Backend) {
+	if err := b.Restart(); err != nil {
+		t.Fatal(err)
+	}
 }

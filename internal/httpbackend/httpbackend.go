@@ -1,0 +1,97 @@
+// Package httpbackend is a real HTTP server on a loopback port, for lbkit's
+// demo and tests: it answers every request with its name (as the body, and
+// in the X-Backend header), answers 503 while told to fail, and can be
+// stopped and started again on the same port, as a crashed and restarted
+// server would be.
+package httpbackend
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+)
+
+// Backend is one server. Its methods are safe for concurrent use.
+type Backend struct {
+	name    string
+	addr    string
+	failing atomic.Bool
+
+	mu  sync.Mutex
+	srv *http.Server
+	wg  sync.WaitGroup
+}
+
+// Start listens on a free port of 127.0.0.1 and serves.
+func Start(name string) (*Backend, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("backend %s: %w", name, err)
+	}
+	b := &Backend{name: name, addr: ln.Addr().String()}
+	b.serve(ln)
+	return b, nil
+}
+
+// Name returns the backend's name.
+func (b *Backend) Name() string { return b.name }
+
+// Addr returns the backend's host:port.
+func (b *Backend) Addr() string { return b.addr }
+
+// Port returns the backend's port.
+func (b *Backend) Port() string {
+	_, port, _ := net.SplitHostPort(b.addr)
+	return port
+}
+
+// SetFailing makes the backend answer 503 (true) or 200 (false).
+func (b *Backend) SetFailing(failing bool) { b.failing.Store(failing) }
+
+func (b *Backend) serve(ln net.Listener) {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-Backend", b.name)
+		if b.failing.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		io.WriteString(w, b.name)
+	})}
+	b.mu.Lock()
+	b.srv = srv
+	b.mu.Unlock()
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = err // the listener closed under us: the backend is stopping
+		}
+	}()
+}
+
+// Stop closes the listener and every connection, as a crashed server
+// would, and waits for the server to end. Stopping a stopped backend does
+// nothing.
+func (b *Backend) Stop() {
+	b.mu.Lock()
+	srv := b.srv
+	b.srv = nil
+	b.mu.Unlock()
+	if srv != nil {
+		_ = srv.Close()
+	}
+	b.wg.Wait()
+}
+
+// Restart listens on the same port again.
+func (b *Backend) Restart() error {
+	ln, err := net.Listen("tcp", b.addr)
+	if err != nil {
+		return fmt.Errorf("restarting backend %s on %s: %w", b.name, b.addr, err)
+	}
+	b.serve(ln)
+	return nil
+}

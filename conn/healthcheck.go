@@ -92,19 +92,19 @@ type HealthCheck struct {
 func (h HealthCheck) validate() error {
 	var errs []error
 	if h.Interval < 0 {
-		errs = append(errs, fmt.Errorf("Interval: must be >= 0, got %v", h.Interval))
+		errs = append(errs, fmt.Errorf("HealthCheck.Interval: must be >= 0, got %v", h.Interval))
 	}
 	if h.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("Timeout: must be >= 0, got %v", h.Timeout))
+		errs = append(errs, fmt.Errorf("HealthCheck.Timeout: must be >= 0, got %v", h.Timeout))
 	}
 	if h.UnhealthyThreshold < 0 {
-		errs = append(errs, fmt.Errorf("UnhealthyThreshold: must be >= 0, got %d", h.UnhealthyThreshold))
+		errs = append(errs, fmt.Errorf("HealthCheck.UnhealthyThreshold: must be >= 0, got %d", h.UnhealthyThreshold))
 	}
 	if h.HealthyThreshold < 0 {
-		errs = append(errs, fmt.Errorf("HealthyThreshold: must be >= 0, got %d", h.HealthyThreshold))
+		errs = append(errs, fmt.Errorf("HealthCheck.HealthyThreshold: must be >= 0, got %d", h.HealthyThreshold))
 	}
 	if h.Jitter > 1 {
-		errs = append(errs, fmt.Errorf("Jitter: must be <= 1, got %v", h.Jitter))
+		errs = append(errs, fmt.Errorf("HealthCheck.Jitter: must be <= 1, got %v", h.Jitter))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("WithHealthCheck: %w", err)

@@ -44,7 +44,7 @@ func (c *Channel) effectiveHealth() *healthSettings {
 		return &healthSettings{hc: c.cfg.healthCheck.withDefaults(), service: *service}
 	case service != nil:
 		return &healthSettings{hc: HealthCheck{}.withDefaults(), service: *service}
-	case c.cfg.healthCheck != nil:
+	case c.cfg.healthCheck != nil && !c.cfg.healthCheck.ServiceConfigOnly:
 		return &healthSettings{hc: c.cfg.healthCheck.withDefaults()}
 	}
 	return nil

@@ -192,3 +192,76 @@ func TestHealthCheckThresholdsAndDeadlines(t *testing.T) {
 	}
 	e.want(lb.Ready, "1 timeout, threshold 3")
 }
+
+// healthCheckConfig.serviceName turns checking on and reaches the checker;
+// WithoutHealthCheck turns it off again, whatever the service config says.
+func TestHealthCheckFromServiceConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sc      string
+		off     bool
+		checked bool
+		service string
+	}{
+		{"serviceName set", `{"healthCheckConfig": {"serviceName": "orders"}}`, false, true, "orders"},
+		{"serviceName empty string", `{"healthCheckConfig": {"serviceName": ""}}`, false, true, ""},
+		{"serviceName unset (A17: off)", `{"healthCheckConfig": {}}`, false, false, ""},
+		{"WithoutHealthCheck", `{"healthCheckConfig": {"serviceName": "orders"}}`, true, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &healthEnv{t: t, checker: newScriptedChecker(), events: make(chan subConnEvent, 100)}
+			name := "test_health_sc_" + strings.NewReplacer(" ", "_", "(", "", ")", "", ":", "").Replace(tc.name)
+			lb.Register(stalePolicyBuilder{events: e.events, name: name, health: true})
+			e.addr = startServer(t).addr
+			// The option says how to check; the service config, whether.
+			opts := []Option{WithHealthCheck(HealthCheck{Checker: e.checker, Jitter: -1, ServiceConfigOnly: true})}
+			if tc.off {
+				opts = append(opts, WithoutHealthCheck())
+			}
+			e.c, e.r, e.m = newTestChannel(t, opts...)
+			sc := strings.Replace(tc.sc, "{", fmt.Sprintf(`{"loadBalancingConfig":[{%q:{}}], `, name), 1)
+			e.r.update(t, resolver.State{Addresses: addrs(e.addr), ServiceConfig: []byte(sc)})
+			e.c.Connect()
+			if !tc.checked {
+				waitEvents(t, e.events, subConnEvent{e.addr, lb.Ready})
+				e.noCall("health checking off")
+				return
+			}
+			if got, want := e.waitCall(), e.addr+"/"+tc.service; got != want {
+				t.Fatalf("check %q, want %q", got, want)
+			}
+			e.answer(nil)
+			e.want(lb.Ready, "check passed")
+		})
+	}
+}
+
+func TestHealthCheckConfigErrors(t *testing.T) {
+	_, err := parseServiceConfig([]byte(`{"healthCheckConfig": {"serviceName": 7}}`), lb.DefaultRegistry())
+	if err == nil || !strings.Contains(err.Error(), "healthCheckConfig.serviceName") {
+		t.Fatalf("serviceName 7: %v, want an error naming healthCheckConfig.serviceName", err)
+	}
+	_, err = New("static:///a:1", WithHealthCheck(HealthCheck{Interval: -1, Jitter: 2}))
+	if err == nil || !strings.Contains(err.Error(), "HealthCheck.Interval") || !strings.Contains(err.Error(), "HealthCheck.Jitter") {
+		t.Fatalf("bad HealthCheck: %v, want errors naming Interval and Jitter", err)
+	}
+}
+
+// A backend that does not implement health checking is treated as healthy
+// and not checked again (A17); a policy that did not ask for health checks
+// (pick_first) never waits for one.
+func TestHealthCheckUnimplementedAndUngatedPolicies(t *testing.T) {
+	e := newHealthEnv(t, HealthCheck{Interval: time.Second, Jitter: -1})
+	e.start()
+	e.waitCall()
+	e.answer(fmt.Errorf("server says: %w", ErrHealthCheckUnimplemented))
+	e.want(lb.Ready, "UNIMPLEMENTED")
+	advance(t, e.c, e.m, time.Hour)
+	e.noCall("after UNIMPLEMENTED")
+
+	pf, r, _ := newTestChannel(t, WithHealthCheck(HealthCheck{Checker: newScriptedChecker()}))
+	r.update(t, resolver.State{Addresses: addrs(startServer(t).addr)})
+	if _, err := pf.Pick(guard(t), PickOptions{WaitForReady: true}); err != nil {
+		t.Fatalf("pick_first with health checking configured: %v", err)
+	}
+}

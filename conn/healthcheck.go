@@ -86,6 +86,11 @@ type HealthCheck struct {
 	// 0 to 1. If zero, it is [DefaultHealthCheckJitter]; a negative value
 	// means none.
 	Jitter float64
+	// ServiceConfigOnly checks only while the service config sets
+	// healthCheckConfig.serviceName, as gRPC does; the option then only
+	// says how to check. If false, checking is on whatever the service
+	// config says.
+	ServiceConfigOnly bool
 }
 
 // validate checks h's fields, naming the bad one.

@@ -1,8 +1,9 @@
 // Package httpbackend is a real HTTP server on a loopback port, for lbkit's
 // demo and tests: it answers every request with its name (as the body, and
-// in the X-Backend header), answers 503 while told to fail, and can be
-// stopped and started again on the same port, as a crashed and restarted
-// server would be.
+// in the X-Backend header), answers 503 while told to fail, accepts
+// requests but never answers them while told to hang, and can be stopped
+// and started again on the same port, as a crashed and restarted server
+// would be.
 package httpbackend
 
 import (
@@ -20,6 +21,7 @@ type Backend struct {
 	name    string
 	addr    string
 	failing atomic.Bool
+	hang    atomic.Pointer[chan struct{}] // set while hanging; closed when it stops
 
 	mu  sync.Mutex
 	srv *http.Server
@@ -52,8 +54,31 @@ func (b *Backend) Port() string {
 // SetFailing makes the backend answer 503 (true) or 200 (false).
 func (b *Backend) SetFailing(failing bool) { b.failing.Store(failing) }
 
+// SetHanging makes the backend accept requests and hold them unanswered
+// until it stops hanging or the request ends (true), or answer again
+// (false), releasing the held requests.
+func (b *Backend) SetHanging(hanging bool) {
+	if hanging {
+		release := make(chan struct{})
+		if old := b.hang.Swap(&release); old != nil {
+			close(*old)
+		}
+		return
+	}
+	if old := b.hang.Swap(nil); old != nil {
+		close(*old)
+	}
+}
+
 func (b *Backend) serve(ln net.Listener) {
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if release := b.hang.Load(); release != nil {
+			select {
+			case <-*release:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		w.Header().Set("X-Backend", b.name)
 		if b.failing.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)

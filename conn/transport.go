@@ -83,8 +83,15 @@ func (d TCPDialer) Dial(ctx context.Context, addr resolver.Address) (Conn, error
 	return checkedConn{}, nil
 }
 
-// dialBackend connects to addr: over TCP, or a Unix socket for an address
-// from the unix resolver or one starting with "/" or "@" (abstract).
+// DialAddress connects to addr as the channel's dialers do: over TCP, or a
+// Unix socket for an address from the unix resolver or one starting with
+// "/" or "@" (abstract). Clients that send requests to picked addresses
+// (adapters/nethttp) dial with it, so unix: targets work for them too.
+func DialAddress(ctx context.Context, d *net.Dialer, addr resolver.Address) (net.Conn, error) {
+	return dialBackend(ctx, *d, addr)
+}
+
+// dialBackend connects to addr; see DialAddress.
 func dialBackend(ctx context.Context, d net.Dialer, addr resolver.Address) (net.Conn, error) {
 	network := "tcp"
 	if n, ok := unix.Network(addr); ok {

@@ -51,15 +51,7 @@ func Example() {
 	// weighted_round_robin: 2 each of one, two, three
 }
 
-func fetch(c *http.Client) string {
-	resp, err := c.Get("http://my-service/")
-	if err != nil {
-		return err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
+func fetch(c *http.Client) string { return fetchURL(c, "http://my-service/") }
 
 // summarize summarises the round-robin case, whose starting point depends on
 // which server connected first.

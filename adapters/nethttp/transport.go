@@ -1,9 +1,12 @@
 // Package nethttp balances net/http requests with an lbkit [conn.Channel].
 //
 // [Transport] is an http.RoundTripper: for each request it picks a READY
-// connection from the channel, sends the request to that address with the
-// Host header kept, and reports the outcome to the policy. Connections are
-// pooled per address by the underlying *http.Transport.
+// backend from the channel and sends the request there, over a connection
+// pool of that backend's own, and reports the outcome to the policy. The
+// request itself is not rewritten: its URL keeps the logical host (such as
+// my-service), which stays the Host header, the name a TLS certificate is
+// verified against and the SNI sent; only the connection goes to the
+// picked address (TCP, or a Unix socket for unix: targets).
 //
 // # Concurrency
 //
@@ -11,6 +14,7 @@
 package nethttp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,16 +24,22 @@ import (
 
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/resolver"
 )
 
-// Transport sends each request to the address its Channel picks.
+// DefaultMaxAttempts is how many backends a request is tried on, at most,
+// when [Transport].MaxAttempts is zero.
+const DefaultMaxAttempts = 3
+
+// Transport sends each request to the backend its Channel picks.
 type Transport struct {
 	// Channel picks the backend for each request. It must not be nil.
 	Channel *conn.Channel
-	// Base sends the rewritten request and pools connections per
-	// address. If nil, a clone of http.DefaultTransport is made on first
-	// use.
-	Base http.RoundTripper
+	// Base is the template of each backend's transport: its TLS config,
+	// timeouts and pool sizes apply; its dialing and proxy do not (each
+	// backend's transport dials that backend directly). If nil,
+	// http.DefaultTransport's settings are used.
+	Base *http.Transport
 	// WaitForReady makes requests wait through TRANSIENT_FAILURE for a
 	// backend instead of failing at once. Default: fail fast.
 	WaitForReady bool
@@ -39,57 +49,135 @@ type Transport struct {
 	// policy hears: the caller still gets the response (or error)
 	// unchanged.
 	Classify Classifier
+	// MaxAttempts bounds how many backends one request is tried on. A
+	// request is tried on another backend only when its connection could
+	// not be made, so nothing of it was sent, and its body can be sent
+	// again (none, or GetBody set): then trying elsewhere is always safe.
+	// If zero, it is [DefaultMaxAttempts]; 1 never tries again.
+	MaxAttempts int
 
-	once sync.Once
-	base http.RoundTripper
+	backends sync.Map // resolver address → *http.Transport
 }
 
-func (t *Transport) roundTripper() http.RoundTripper {
-	t.once.Do(func() {
-		t.base = t.Base
-		if t.base == nil {
-			t.base = http.DefaultTransport.(*http.Transport).Clone()
-		}
+// backendKey is the context key under which a request sent to a backend
+// carries that backend's address.
+type backendKey struct{}
+
+// BackendOf returns the address of the backend that served resp (or to
+// which its request was sent), and false if resp did not come through a
+// Transport.
+func BackendOf(resp *http.Response) (resolver.Address, bool) {
+	if resp == nil || resp.Request == nil {
+		return resolver.Address{}, false
+	}
+	a, ok := resp.Request.Context().Value(backendKey{}).(resolver.Address)
+	return a, ok
+}
+
+// backendTransport returns the transport of the backend at addr, making it
+// on first use.
+func (t *Transport) backendTransport(addr resolver.Address) *http.Transport {
+	if tr, ok := t.backends.Load(addr.Addr); ok {
+		return tr.(*http.Transport)
+	}
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport.(*http.Transport)
+	}
+	tr := base.Clone()
+	tr.Proxy = nil
+	tr.DialTLSContext = nil // TLS is layered over DialContext, for the URL's host
+	dialer := &net.Dialer{}
+	tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return conn.DialAddress(ctx, dialer, addr)
+	}
+	actual, loaded := t.backends.LoadOrStore(addr.Addr, tr)
+	if loaded {
+		tr.CloseIdleConnections()
+	}
+	return actual.(*http.Transport)
+}
+
+// CloseIdleConnections closes the idle connections of every backend.
+func (t *Transport) CloseIdleConnections() {
+	t.backends.Range(func(_, tr any) bool {
+		tr.(*http.Transport).CloseIdleConnections()
+		return true
 	})
-	return t.base
 }
 
-// RoundTrip picks a backend, sends req to it with req's Host header, and
-// calls the pick's Done when the response body is closed or read to the end
-// (or at once on error). Done gets the response's status code and headers,
-// and the error Classify returns (nil: success). A request that cannot
-// reach the backend (a dial error) is reported to the channel, which
-// re-checks that connection.
+// RoundTrip picks a backend and sends req to it, unchanged, over that
+// backend's connections. It calls the pick's Done when the response body
+// is closed or read to the end (or at once on error), with the response's
+// status code and headers and the error Classify returns (nil: success). A
+// backend that cannot be reached (a dial error) is reported to the
+// channel, which re-checks it, and the request is tried on another backend
+// when that is safe (see MaxAttempts).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.Channel == nil {
+		closeBody(req)
 		return nil, errors.New("nethttp: Transport.Channel is nil")
 	}
-	picked, err := t.Channel.Pick(req.Context(), conn.PickOptions{WaitForReady: t.WaitForReady, Method: req.URL.Path})
-	if err != nil {
-		closeBody(req)
-		return nil, fmt.Errorf("nethttp: %s %s: %w", req.Method, req.URL.Redacted(), err)
+	attempts := t.MaxAttempts
+	if attempts <= 0 {
+		attempts = DefaultMaxAttempts
 	}
-	out := req.Clone(req.Context())
-	if out.Host == "" {
-		out.Host = req.URL.Host
-	}
-	out.URL.Host = picked.SubConn.Address().Addr
-	resp, err := t.roundTripper().RoundTrip(out)
-	if err != nil {
-		if isDialError(err) {
+	for attempt := 1; ; attempt++ {
+		picked, err := t.Channel.Pick(req.Context(), conn.PickOptions{WaitForReady: t.WaitForReady, Method: req.URL.Path})
+		if err != nil {
+			closeBody(req)
+			return nil, fmt.Errorf("nethttp: %s %s: %w", req.Method, req.URL.Redacted(), err)
+		}
+		addr := picked.SubConn.Address()
+		out, err := outgoing(req, addr, attempt)
+		if err != nil {
+			done(picked, lb.DoneInfo{Err: fmt.Errorf("%w: %w", lb.ErrRequestNotSent, err)})
+			return nil, err
+		}
+		resp, err := t.backendTransport(addr).RoundTrip(out)
+		if err == nil {
+			if picked.Done != nil {
+				resp.Body = &doneBody{ReadCloser: resp.Body, done: func(err error) {
+					picked.Done(lb.DoneInfo{Err: t.classify(resp, err), Status: resp.StatusCode, Metadata: resp.Header})
+				}}
+			}
+			return resp, nil
+		}
+		unreachable := isDialError(err)
+		if unreachable {
 			picked.SubConn.ReportError(err)
 		}
-		if picked.Done != nil {
-			picked.Done(lb.DoneInfo{Err: t.classify(nil, err)})
+		done(picked, lb.DoneInfo{Err: t.classify(nil, err)})
+		if !unreachable || attempt >= attempts || !resendable(req) || req.Context().Err() != nil {
+			closeBody(req)
+			return nil, err
 		}
-		return nil, err
 	}
-	if picked.Done != nil {
-		resp.Body = &doneBody{ReadCloser: resp.Body, done: func(err error) {
-			picked.Done(lb.DoneInfo{Err: t.classify(resp, err), Status: resp.StatusCode, Metadata: resp.Header})
-		}}
+}
+
+// outgoing returns the request to send to addr on the given attempt: req
+// with addr in its context, and, after the first attempt, a fresh body.
+func outgoing(req *http.Request, addr resolver.Address, attempt int) (*http.Request, error) {
+	out := req.WithContext(context.WithValue(req.Context(), backendKey{}, addr))
+	if attempt > 1 && req.Body != nil && req.Body != http.NoBody {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, fmt.Errorf("nethttp: %s %s: rewinding the body to try another backend: %w", req.Method, req.URL.Redacted(), err)
+		}
+		out.Body = body
 	}
-	return resp, nil
+	return out, nil
+}
+
+// resendable reports whether req's body can be sent again.
+func resendable(req *http.Request) bool {
+	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+}
+
+func done(p conn.PickResult, info lb.DoneInfo) {
+	if p.Done != nil {
+		p.Done(info)
+	}
 }
 
 func (t *Transport) classify(resp *http.Response, err error) error {
@@ -134,3 +222,5 @@ func (b *doneBody) Close() error {
 	b.once.Do(func() { b.done(nil) })
 	return err
 }
+
+var _ http.RoundTripper = (*Transport)(nil)

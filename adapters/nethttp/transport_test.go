@@ -130,7 +130,7 @@ func TestTransportCallsDoneWithTheOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ch.Close()
-	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true, MaxAttempts: 1}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	get(t, client, "http://svc/")

@@ -246,9 +246,10 @@ func (sc *scenario) run(ctx context.Context, out io.Writer) (*summary, error) {
 	defer ch.Close()
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = 64
-	defer base.CloseIdleConnections()
-	rec := newRecorder(base)
-	client := &http.Client{Transport: &nethttp.Transport{Channel: ch, Base: rec}, Timeout: 2 * time.Second}
+	tr := &nethttp.Transport{Channel: ch, Base: base}
+	defer tr.CloseIdleConnections()
+	rec := newRecorder(tr)
+	client := &http.Client{Transport: rec, Timeout: 2 * time.Second}
 
 	start := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, sc.opts.duration)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/lbkit/lbkit/adapters/nethttp"
 	"maps"
 	"net/http"
 	"slices"
@@ -11,8 +12,8 @@ import (
 )
 
 // recorder counts, per second, the requests each backend address served
-// and the requests that failed. It sits under the nethttp.Transport as its
-// Base, so it sees the address the channel picked.
+// and the requests that failed. It wraps the nethttp.Transport, and learns
+// the address the channel picked from each response (nethttp.BackendOf).
 type recorder struct {
 	base http.RoundTripper
 
@@ -52,12 +53,13 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil && resp.StatusCode >= 500 {
 		r.failed()
 	}
-	if err == nil && resp.StatusCode == http.StatusOK {
+	backend, picked := nethttp.BackendOf(resp)
+	if err == nil && resp.StatusCode == http.StatusOK && picked {
 		now := time.Now()
 		r.mu.Lock()
-		r.current[req.URL.Host]++
+		r.current[backend.Addr]++
 		for _, w := range r.watches {
-			if !w.seen && r.sc.priorityOf[r.sc.nameOf[req.URL.Host]] == w.priority {
+			if !w.seen && r.sc.priorityOf[r.sc.nameOf[backend.Addr]] == w.priority {
 				w.seen, w.got = true, now.Sub(w.since)
 			}
 		}

@@ -1,0 +1,105 @@
+package nethttp_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lbkit/lbkit/adapters/nethttp"
+	"github.com/lbkit/lbkit/conn"
+)
+
+// hostnameCert returns a self-signed certificate that names only host.
+func hostnameCert(t *testing.T, host string) (tls.Certificate, *x509.CertPool) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: host},
+		DNSNames:     []string{host},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, roots
+}
+
+// The certificate is checked against the request's host, and that host is
+// the SNI: a backend whose certificate names only "my-service" is reached
+// at its IP address.
+func TestTLSUsesTheRequestsHost(t *testing.T) {
+	cert, roots := hostnameCert(t, "my-service")
+	var sni string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sni = r.TLS.ServerName
+		io.WriteString(w, "hello from "+r.Host)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "https://")
+	ch, err := conn.New("static:///" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSClientConfig = &tls.Config{RootCAs: roots}
+	tr := &nethttp.Transport{Channel: ch, Base: base, WaitForReady: true}
+	defer tr.CloseIdleConnections()
+	if got := get(t, &http.Client{Transport: tr}, "https://my-service/x"); got != "hello from my-service" {
+		t.Fatalf("response %q", got)
+	}
+	if sni != "my-service" {
+		t.Fatalf("SNI %q, want my-service", sni)
+	}
+}
+
+// A unix: target's backend is reached over its socket.
+func TestUnixSocketBackend(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Skipf("unix sockets: %v", err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "unix "+r.Host)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	ch, err := conn.New("unix://" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
+	defer tr.CloseIdleConnections()
+	if got := get(t, &http.Client{Transport: tr}, "http://my-service/"); got != "unix my-service" {
+		t.Fatalf("response %q", got)
+	}
+}

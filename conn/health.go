@@ -170,12 +170,16 @@ func (ac *addrConn) setVerdict(v healthVerdict, err error) {
 	if v == ac.verdict {
 		return
 	}
+	prev := ac.verdict
 	ac.verdict, ac.verdictErr = v, err
 	ac.healthy.Store(v == healthPassing)
-	if v == healthFailing {
+	switch {
+	case v == healthFailing:
 		ac.c.logger.Warn("backend unhealthy", "addr", ac.addr.Load().Addr, "error", err)
-	} else {
-		ac.c.logger.Info("backend healthy", "addr", ac.addr.Load().Addr)
+	case prev == healthFailing:
+		ac.c.logger.Info("backend healthy again", "addr", ac.addr.Load().Addr)
+	default:
+		ac.c.logger.Debug("backend healthy", "addr", ac.addr.Load().Addr)
 	}
 	ac.notify()
 }

@@ -107,11 +107,13 @@ func odConfigFor(d time.Duration) string {
 		secs(interval), secs(2*interval), secs(4*interval))
 }
 
-// odEvent is one ejection or return, seen in the policy's logs.
+// odEvent is one ejection or return seen in the outlier detection
+// policy's logs, or one health-check verdict seen in the channel's.
 type odEvent struct {
 	at      time.Time
 	addr    string
 	ejected bool
+	health  string // "unhealthy" or "healthy" for a health-check verdict
 }
 
 // odLog is a slog.Handler that keeps the outlier detection policy's
@@ -126,10 +128,17 @@ func (l *odLog) Enabled(_ context.Context, level slog.Level) bool { return level
 
 func (l *odLog) Handle(_ context.Context, r slog.Record) error {
 	ejected := strings.HasPrefix(r.Message, "outlierdetection: ejecting")
-	if !ejected && !strings.HasPrefix(r.Message, "outlierdetection: un-ejecting") {
-		return nil
-	}
 	ev := odEvent{at: r.Time, ejected: ejected}
+	switch r.Message {
+	case "backend unhealthy":
+		ev.health = "unhealthy"
+	case "backend healthy again":
+		ev.health = "healthy"
+	default:
+		if !ejected && !strings.HasPrefix(r.Message, "outlierdetection: un-ejecting") {
+			return nil
+		}
+	}
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "addr" {
 			ev.addr = a.Value.String()
@@ -207,9 +216,16 @@ func (sc *scenario) outlierEvents(w *outlierWatch) string {
 		if name == "" {
 			name = ev.addr
 		}
-		if ev.ejected {
+		switch {
+		case ev.health == "unhealthy":
+			labels = append(labels, name+" drained by its health check")
+			continue
+		case ev.health == "healthy":
+			labels = append(labels, name+" passes its health check again")
+			continue
+		case ev.ejected:
 			labels = append(labels, name+" ejected")
-		} else {
+		default:
 			labels = append(labels, name+" back in service")
 		}
 		if w == nil || name != w.name {

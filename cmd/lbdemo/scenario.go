@@ -31,6 +31,7 @@ type scenario struct {
 	opts       options
 	target     string
 	chanOpts   []conn.Option
+	healthSeen map[string]bool        // backends whose first health verdict has been seen
 	backends   []*httpbackend.Backend // started by the demo; nil for -cla and -target
 	names      []string               // table columns; empty: discovered as traffic arrives
 	nameOf     map[string]string      // address → column name
@@ -55,6 +56,10 @@ type step struct {
 	// return are timed from the step. recovers names the backend this
 	// step makes healthy again.
 	outlier, recovers string
+	// hangs names the backend this step makes hang (accept requests and
+	// never answer), for the health check to drain; answers, the one it
+	// makes answer again.
+	hangs, answers string
 }
 
 // demoBackoff reconnects quickly so the demo's phases are short. A
@@ -104,9 +109,16 @@ func builtinScenario(o options) (*scenario, error) {
 		conn.WithBackoff(demoBackoff),
 		conn.WithResolver(odEDS{config: odConfigFor(o.duration)}),
 		conn.WithLogger(slog.New(sc.odLog)),
+		conn.WithHealthCheck(conn.HealthCheck{
+			Checker:            conn.HTTPHealthCheck{Path: "/healthz"},
+			Interval:           o.duration / 150,
+			Timeout:            o.duration / 150,
+			UnhealthyThreshold: 2,
+			HealthyThreshold:   1,
+		}),
 	}
 	primaries := sc.backends[:4]
-	flaky := sc.backends[3]
+	flaky, hung := sc.backends[3], sc.backends[0]
 	third := o.duration / 3
 	sc.script = []step{
 		{at: o.duration / 12, label: flaky.Name() + " answers 503", outlier: flaky.Name(), do: func() error {
@@ -115,6 +127,14 @@ func builtinScenario(o options) (*scenario, error) {
 		}},
 		{at: o.duration / 6, label: flaky.Name() + " healthy again", recovers: flaky.Name(), do: func() error {
 			flaky.SetFailing(false)
+			return nil
+		}},
+		{at: o.duration / 5, label: hung.Name() + " hangs", hangs: hung.Name(), do: func() error {
+			hung.SetHanging(true)
+			return nil
+		}},
+		{at: 3 * o.duration / 10, label: hung.Name() + " answers again", answers: hung.Name(), do: func() error {
+			hung.SetHanging(false)
 			return nil
 		}},
 		{at: third, label: "primary stopped", watch: "p1", do: func() error {
@@ -268,6 +288,7 @@ func (sc *scenario) run(ctx context.Context, out io.Writer) (*summary, error) {
 	var scriptErr error
 	var ow *outlierWatch
 	disturbed := false
+	hanging, calming := false, 0 // a backend hangs; seconds left to settle after it answers
 loop:
 	for {
 		var next <-chan time.Time
@@ -297,6 +318,10 @@ loop:
 				disturbed = true
 			case st.recovers != "" && ow != nil:
 				ow.healthy = true
+			case st.hangs != "":
+				hanging, disturbed = true, true
+			case st.answers != "":
+				hanging, calming = false, 2
 			}
 			if st.watch != "" {
 				w := &watch{label: st.label, since: time.Now(), priority: st.watch}
@@ -310,7 +335,8 @@ loop:
 			event = joinEvents(event, sc.outlierEvents(ow))
 			s := sc.sample(rec, ch, time.Since(start).Round(time.Second), event)
 			s.Disturbed = disturbed
-			disturbed = ow.disturbed()
+			disturbed = ow.disturbed() || hanging || calming > 0
+			calming = max(calming-1, 0)
 			event = ""
 			tl.Seconds = append(tl.Seconds, s)
 			sc.printRow(out, tl, s)

@@ -1,6 +1,7 @@
 // Package httpbackend is a real HTTP server on a loopback port, for lbkit's
 // demo and tests: it answers every request with its name (as the body, and
-// in the X-Backend header), answers 503 while told to fail, accepts
+// in the X-Backend header), answers 503 while told to fail (except on
+// /healthz, as a backend whose dependency fails while it lives), accepts
 // requests but never answers them while told to hang, and can be stopped
 // and started again on the same port, as a crashed and restarted server
 // would be.
@@ -51,7 +52,8 @@ func (b *Backend) Port() string {
 	return port
 }
 
-// SetFailing makes the backend answer 503 (true) or 200 (false).
+// SetFailing makes the backend answer 503 (true) or 200 (false) to every
+// path but /healthz.
 func (b *Backend) SetFailing(failing bool) { b.failing.Store(failing) }
 
 // SetHanging makes the backend accept requests and hold them unanswered
@@ -80,7 +82,7 @@ func (b *Backend) serve(ln net.Listener) {
 			}
 		}
 		w.Header().Set("X-Backend", b.name)
-		if b.failing.Load() {
+		if b.failing.Load() && r.URL.Path != "/healthz" {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 		io.WriteString(w, b.name)

@@ -28,14 +28,13 @@ type odEDS struct{ config string }
 
 func (b odEDS) Scheme() string { return odScheme }
 
-// Build starts the eds resolver for target's file. resolver.ParseTarget
-// keeps the leading '/' of a path only for the schemes it knows as path
-// schemes (eds among them), so the demo's scheme puts it back.
+// TargetIsPath returns true: the target names the eds file, so
+// resolver.ParseTarget keeps its leading '/'.
+func (b odEDS) TargetIsPath() bool { return true }
+
+// Build starts the eds resolver for target's file.
 func (b odEDS) Build(target resolver.Target, cc resolver.ClientConn, opts resolver.BuildOptions) (resolver.Resolver, error) {
 	target.Scheme = eds.Scheme
-	if !strings.HasPrefix(target.Endpoint, "/") {
-		target.Endpoint = "/" + target.Endpoint
-	}
 	return resolver.Get(eds.Scheme).Build(target, &odCC{ClientConn: cc, config: b.config}, opts)
 }
 

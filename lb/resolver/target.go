@@ -19,6 +19,16 @@ type TargetValidator interface {
 	ValidateTarget(target Target) error
 }
 
+// PathTargets is implemented by builders whose targets name a file-system
+// path: in the "scheme://authority/path" form the endpoint keeps the
+// path's leading '/', so "scheme:///run/app.sock" is "/run/app.sock". The
+// unix, unix-abstract and eds builders implement it; so can yours.
+type PathTargets interface {
+	// TargetIsPath reports whether the endpoint is a path; true for
+	// such builders.
+	TargetIsPath() bool
+}
+
 // ParseTarget parses a dial target as gRPC's naming document describes
 // (https://github.com/grpc/grpc/blob/master/doc/naming.md).
 //
@@ -29,9 +39,10 @@ type TargetValidator interface {
 //     the authority the endpoint is empty.
 //   - "scheme:endpoint": no authority; the endpoint is everything after the
 //     colon, so "dns:example.com:443" has the endpoint "example.com:443".
-//   - "unix:path" and "unix://absolute_path" (also "unix-abstract:" and
-//     "eds:"): for these file-path schemes the endpoint of the "//" form
-//     keeps its leading '/',
+//   - "unix:path" and "unix://absolute_path" (also "unix-abstract:",
+//     "eds:" and every scheme whose builder implements [PathTargets]): for
+//     these file-path schemes the endpoint of the "//" form keeps its
+//     leading '/',
 //     so "unix:///run/app.sock" is the absolute path "/run/app.sock" and
 //     "unix:app.sock" the relative path "app.sock".
 //   - anything else: see the scheme rule below.
@@ -104,7 +115,7 @@ func parseTarget(target, defaultScheme string, lookup func(string) Builder) (Tar
 	if hasScheme {
 		scheme = strings.ToLower(scheme)
 		if b := lookup(scheme); b != nil {
-			t, err := parseWithScheme(scheme, rest)
+			t, err := parseWithScheme(scheme, rest, isPathScheme(scheme, b))
 			if err != nil {
 				return Target{}, err
 			}
@@ -145,7 +156,7 @@ func validate(b Builder, t Target) error {
 }
 
 // parseWithScheme parses what follows "scheme:".
-func parseWithScheme(scheme, rest string) (Target, error) {
+func parseWithScheme(scheme, rest string, path bool) (Target, error) {
 	t := Target{Scheme: scheme}
 	rawEndpoint := rest
 	if after, ok := strings.CutPrefix(rest, "//"); ok {
@@ -156,7 +167,7 @@ func parseWithScheme(scheme, rest string) (Target, error) {
 		}
 		t.Authority = a
 		rawEndpoint = ep
-		if found && isPathScheme(scheme) {
+		if found && path {
 			rawEndpoint = "/" + ep
 		}
 	}
@@ -168,10 +179,14 @@ func parseWithScheme(scheme, rest string) (Target, error) {
 	return t, nil
 }
 
-// isPathScheme reports whether scheme is one whose "//" form carries an
-// absolute path, per the naming document.
-func isPathScheme(scheme string) bool {
-	return scheme == "unix" || scheme == "unix-abstract" || scheme == "eds"
+// isPathScheme reports whether scheme's "//" form carries an absolute
+// path: the naming document's unix schemes, and every scheme whose builder
+// says so ([PathTargets]).
+func isPathScheme(scheme string, b Builder) bool {
+	if p, ok := b.(PathTargets); ok {
+		return p.TargetIsPath()
+	}
+	return scheme == "unix" || scheme == "unix-abstract"
 }
 
 // splitScheme splits "scheme:rest". ok is false when target does not begin

@@ -230,3 +230,21 @@ func ExampleParseTarget() {
 	// scheme=unix authority="" endpoint="/run/app.sock"
 	// resolver: target "dns:///example.com:http": dns: endpoint "example.com:http": invalid port "http": want a number from 1 to 65535
 }
+
+// pathBuilder is a builder whose targets are paths.
+type pathBuilder struct{}
+
+func (pathBuilder) Scheme() string { return "mypath" }
+func (pathBuilder) Build(resolver.Target, resolver.ClientConn, resolver.BuildOptions) (resolver.Resolver, error) {
+	return nil, nil
+}
+func (pathBuilder) TargetIsPath() bool { return true }
+
+// A builder that implements PathTargets keeps the leading '/' of its
+// targets' endpoints, as unix: does.
+func TestPathTargetsKeepTheLeadingSlash(t *testing.T) {
+	got, err := resolver.ParseTargetWith("mypath:///etc/lb/cla.json", "dns", pathBuilder{})
+	if err != nil || got.Endpoint != "/etc/lb/cla.json" {
+		t.Fatalf("ParseTargetWith = %+v, %v; want the endpoint /etc/lb/cla.json", got, err)
+	}
+}

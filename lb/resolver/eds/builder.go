@@ -131,6 +131,10 @@ func (b *Builder) config() config {
 // Scheme returns [Scheme].
 func (b *Builder) Scheme() string { return Scheme }
 
+// TargetIsPath returns true: an eds target names a file
+// ([resolver.PathTargets]).
+func (b *Builder) TargetIsPath() bool { return true }
+
 // ValidateTarget checks that target names a file as the package
 // documentation describes: an empty authority and a non-empty path. It
 // does not look at the file.

@@ -20,6 +20,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/lbkit/lbkit/conn"
@@ -98,7 +99,9 @@ func (t *Transport) backendTransport(addr resolver.Address) *http.Transport {
 	return actual.(*http.Transport)
 }
 
-// CloseIdleConnections closes the idle connections of every backend.
+// CloseIdleConnections closes the idle connections of every backend. A
+// Transport keeps one pool per backend address it has sent to; a pool with
+// no connection costs a few hundred bytes.
 func (t *Transport) CloseIdleConnections() {
 	t.backends.Range(func(_, tr any) bool {
 		tr.(*http.Transport).CloseIdleConnections()
@@ -122,8 +125,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if attempts <= 0 {
 		attempts = DefaultMaxAttempts
 	}
+	var unreachable []*conn.SubConn // backends this request could not reach
 	for attempt := 1; ; attempt++ {
-		picked, err := t.Channel.Pick(req.Context(), conn.PickOptions{WaitForReady: t.WaitForReady, Method: req.URL.Path})
+		picked, err := t.pick(req, unreachable)
 		if err != nil {
 			closeBody(req)
 			return nil, fmt.Errorf("nethttp: %s %s: %w", req.Method, req.URL.Redacted(), err)
@@ -143,17 +147,39 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return resp, nil
 		}
-		unreachable := isDialError(err)
-		if unreachable {
+		dialFailed := isDialError(err)
+		if dialFailed {
 			picked.SubConn.ReportError(err)
+			unreachable = append(unreachable, picked.SubConn)
 		}
 		done(picked, lb.DoneInfo{Err: t.classify(nil, err)})
-		if !unreachable || attempt >= attempts || !resendable(req) || req.Context().Err() != nil {
+		if !dialFailed || attempt >= attempts || !resendable(req) || req.Context().Err() != nil {
 			closeBody(req)
 			return nil, err
 		}
 	}
 }
+
+// maxRepicks bounds how many picks of a backend already found unreachable
+// a retry gives back before it takes what it gets.
+const maxRepicks = 8
+
+// pick picks a backend for req, giving back (as never sent) picks of the
+// backends in avoid, which this request could not reach: the channel may
+// not have taken them out of its picker yet.
+func (t *Transport) pick(req *http.Request, avoid []*conn.SubConn) (conn.PickResult, error) {
+	opts := conn.PickOptions{WaitForReady: t.WaitForReady, Method: req.URL.Path}
+	for i := 0; ; i++ {
+		picked, err := t.Channel.Pick(req.Context(), opts)
+		if err != nil || i == maxRepicks || !slices.Contains(avoid, picked.SubConn) {
+			return picked, err
+		}
+		done(picked, lb.DoneInfo{Err: errRepick})
+	}
+}
+
+// errRepick is the outcome of a pick given back unused.
+var errRepick = fmt.Errorf("nethttp: picked a backend the request could not reach; picking again: %w", lb.ErrRequestNotSent)
 
 // outgoing returns the request to send to addr on the given attempt: req
 // with addr in its context, and, after the first attempt, a fresh body.

@@ -64,12 +64,14 @@ const (
 	modeAuto  mode = iota // a table if the period is small enough, else a heap
 	modeTable             // always a table (tests only)
 	modeHeap              // always a heap (tests only)
+	modeRing              // always a ring of generated blocks (tests only)
 )
 
 type config struct {
 	randomStart bool
 	rnd         *rand.Rand
 	mode        mode
+	origin      uint64 // the ticket counter's first value (tests only)
 }
 
 // WithRandomStart makes [New] start the schedule at a position drawn
@@ -88,8 +90,12 @@ func WithRandomStart(r *rand.Rand) Option {
 	return optionFunc(func(c *config) { c.randomStart, c.rnd = true, r })
 }
 
-// withMode forces the implementation; tests use it to cover both.
+// withMode forces the implementation; tests use it to cover all of them.
 func withMode(m mode) Option { return optionFunc(func(c *config) { c.mode = m }) }
+
+// withOrigin starts the ring's ticket counter at t0 instead of 0, so tests
+// can cross the counter's wrap at 2^64.
+func withOrigin(t0 uint64) Option { return optionFunc(func(c *config) { c.origin = t0 }) }
 
 // Scheduler is an earliest-deadline-first scheduler over a fixed list of
 // weighted entries. It is created by [New] or [NewFrom] and is immutable
@@ -122,12 +128,13 @@ type Scheduler[T comparable] struct {
 	tab16   []uint16
 	tab32   []uint32
 	last    uint64     // period-1 when a table is used: positions below it need no wrap
-	heap    *heapState // nil unless the heap implementation is used
+	ring    *ring      // nil unless the ring implementation is used
+	heap    *heapState // nil unless the heap implementation is used (tests only)
 
 	// The position, kept away from the read-only fields above so that the
 	// cache line every Pick writes is not the one every Pick reads.
 	_    [64]byte
-	next atomic.Uint64 // table mode: count of picks and skips, reduced mod period now and then
+	next atomic.Uint64 // table: count of picks and skips, reduced mod period now and then; ring: the ticket counter
 	_    [56]byte
 }
 
@@ -182,14 +189,16 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 	}
 	if prev == nil || len(prev.items) == 0 {
 		s := build(entries, cfg.mode)
+		var pos uint64
 		if cfg.randomStart && s.period > 1 {
-			var pos uint64
 			if cfg.rnd != nil {
 				pos = cfg.rnd.Uint64N(s.period)
 			} else {
 				pos = rand.Uint64N(s.period)
 			}
-			s.place(pos)
+		}
+		if pos != 0 || cfg.origin != 0 {
+			s.place(pos, cfg.origin)
 		}
 		return s, nil
 	}
@@ -209,7 +218,7 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 	if pos == s.period {
 		pos = 0
 	}
-	s.place(pos)
+	s.place(pos, cfg.origin)
 	return s, nil
 }
 
@@ -289,11 +298,14 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 	if n == 1 {
 		return s // Pick returns the only item; no state at all
 	}
-	useTable := s.period <= max(1<<17, 64*uint64(n))
+	useTable := s.period <= tableLimit*uint64(n)
 	switch m {
 	case modeTable:
 		useTable = s.period < 1<<32
 	case modeHeap:
+		s.heap = newHeapState(s.weights, s.period)
+		return s
+	case modeRing:
 		useTable = false
 	}
 	switch {
@@ -304,7 +316,7 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 		s.tab32 = buildTable[uint32](s.weights, s.period)
 		s.last = s.period - 1
 	default:
-		s.heap = newHeapState(s.weights, s.period)
+		s.ring = newRing(s.weights, s.maxW, s.period)
 	}
 	return s
 }
@@ -327,6 +339,16 @@ func (s *Scheduler[T]) Pick() T {
 			return s.items[t[p]]
 		}
 		return s.items[t[s.wrap(p)]]
+	}
+	if r := s.ring; r != nil {
+		t := s.next.Add(1) - 1
+		if x, ok := r.read(t); ok {
+			if t&(1<<r.shift-1) == 0 {
+				r.prefetch(t >> r.shift)
+			}
+			return s.items[x]
+		}
+		return s.items[r.slow(t)]
 	}
 	return s.pickSlow()
 }
@@ -379,16 +401,24 @@ func (s *Scheduler[T]) Skip(n uint64) {
 		if before := after - k; after/s.period != before/s.period {
 			s.next.Add(-s.period) // see wrap
 		}
+	case s.ring != nil:
+		if k := n % s.period; k != 0 {
+			s.next.Add(k) // the ring generates from the new ticket on (see ring)
+		}
 	case s.heap != nil:
 		s.heap.skip(n, s.weights, s.maxW)
 	}
 }
 
-// place moves a scheduler that nobody else uses yet to position pos.
-func (s *Scheduler[T]) place(pos uint64) {
+// place moves a scheduler that nobody else uses yet to position pos; a
+// ring's ticket counter starts at origin.
+func (s *Scheduler[T]) place(pos, origin uint64) {
 	switch {
 	case s.tab16 != nil || s.tab32 != nil:
 		s.next.Store(pos)
+	case s.ring != nil:
+		s.ring.place(pos, origin)
+		s.next.Store(origin)
 	case s.heap != nil:
 		s.heap.mu.Lock()
 		s.heap.seek(pos, s.weights, s.maxW)
@@ -402,6 +432,10 @@ func (s *Scheduler[T]) position() uint64 {
 	switch {
 	case s.tab16 != nil || s.tab32 != nil:
 		return s.next.Load() % s.period
+	case s.ring != nil:
+		s.ring.mu.Lock()
+		defer s.ring.mu.Unlock()
+		return s.ring.positionOf(s.next.Load())
 	case s.heap != nil:
 		s.heap.mu.Lock()
 		defer s.heap.mu.Unlock()
@@ -443,6 +477,8 @@ func (s *Scheduler[T]) String() string {
 	switch {
 	case s.tab16 != nil || s.tab32 != nil:
 		impl = "table"
+	case s.ring != nil:
+		impl = "ring"
 	case s.heap != nil:
 		impl = "heap"
 	case len(s.items) == 0:
@@ -463,6 +499,11 @@ func (s *Scheduler[T]) String() string {
 	sb.WriteByte(']')
 	return sb.String()
 }
+
+// tableLimit bounds the table: a period of at most tableLimit*n picks is
+// precomputed whole (2 or 4 bytes a pick); longer ones are generated in
+// blocks by a ring.
+const tableLimit = 4
 
 func gcd(a, b uint32) uint32 {
 	for b != 0 {

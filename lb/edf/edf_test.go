@@ -20,6 +20,8 @@ func (m mode) String() string {
 		return "table"
 	case modeHeap:
 		return "heap"
+	case modeRing:
+		return "ring"
 	}
 	return fmt.Sprintf("mode(%d)", uint8(m))
 }
@@ -70,9 +72,9 @@ func entriesOf(items []int, w []uint32) []Entry[int] {
 
 func genMode(t *rapid.T, huge bool) mode {
 	if huge {
-		return rapid.SampledFrom([]mode{modeAuto, modeHeap}).Draw(t, "mode")
+		return rapid.SampledFrom([]mode{modeAuto, modeHeap, modeRing}).Draw(t, "mode")
 	}
-	return rapid.SampledFrom([]mode{modeAuto, modeTable, modeHeap}).Draw(t, "mode")
+	return rapid.SampledFrom([]mode{modeAuto, modeTable, modeHeap, modeRing}).Draw(t, "mode")
 }
 
 // TestMatchesModel checks that the pick sequence equals the reference

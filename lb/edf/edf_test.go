@@ -273,7 +273,7 @@ func TestSeekInvertsPosition(t *testing.T) {
 		}
 		pos := rapid.Uint64Range(1, period).Draw(t, "pos")
 		consumed := make([]uint64, n)
-		a, b, last := seek(w, maxW, pos, consumed)
+		a, b, last := seek(w, maxW, pos, func(i int, n uint64) { consumed[i] = n })
 		if a == 0 || a > b || a*uint64(w[last])%b != 0 {
 			t.Fatalf("seek(%d) = %d/%d at entry %d", pos, a, b, last)
 		}

@@ -25,15 +25,22 @@ type generator struct {
 	w      []uint32 // reduced weights; shared, read-only
 	maxW   uint32
 	m      uint64   // buckets per period: the period
-	q      []uint64 // m / w_i
-	r      []uint32 // m % w_i
-	bucket []uint64 // bucket of entry i's next point
-	frac   []uint32 // offset of that point within its bucket, times w_i
-	width  uint64   // buckets per slice
+	e      []genEntry
+	width  uint64 // buckets per slice
 	start  uint64   // first bucket of the next slice
 	count  []uint32 // per bucket of the slice: count, then offsets
 	out    []point  // the current slice's points in schedule order
 	head   int      // next point of out to hand out
+}
+
+// genEntry is one entry's next point and step, kept together so that a
+// slice touches one cache line per entry.
+type genEntry struct {
+	bucket uint64 // bucket of the entry's next point
+	q      uint64 // m / w
+	frac   uint32 // offset of that point within its bucket, times w
+	r      uint32 // m % w
+	w      uint32
 }
 
 // point is one pick in a slice: the entry and its offset in its bucket.
@@ -46,18 +53,15 @@ func newGenerator(w []uint32, maxW uint32, period uint64, slice int) *generator 
 	n := len(w)
 	g := &generator{
 		w: w, maxW: maxW, m: period,
-		q:      make([]uint64, n),
-		r:      make([]uint32, n),
-		bucket: make([]uint64, n),
-		frac:   make([]uint32, n),
-		width:  uint64(slice),
+		e:     make([]genEntry, n),
+		width: uint64(slice),
 		count:  make([]uint32, slice),
 		// A slice holds at most floor(width*w_i/m)+1 points of entry i:
 		// width+n in all.
 		out: make([]point, 0, slice+n),
 	}
 	for i, x := range w {
-		g.q[i], g.r[i] = period/uint64(x), uint32(period%uint64(x))
+		g.e[i] = genEntry{q: period / uint64(x), r: uint32(period % uint64(x)), w: x}
 	}
 	g.reset(0)
 	return g
@@ -66,19 +70,20 @@ func newGenerator(w []uint32, maxW uint32, period uint64, slice int) *generator 
 // reset positions the generator after the first pos picks of a period,
 // 0 <= pos < period, in O(n log maxW).
 func (g *generator) reset(pos uint64) {
-	consumed := g.bucket // seek writes counts; they become buckets below
-	if pos == 0 {
-		clear(consumed)
-	} else {
-		seek(g.w, g.maxW, pos, consumed)
-	}
 	g.start = ^uint64(0)
-	for i, x := range g.w {
+	for i := range g.e {
+		g.e[i].bucket = 0 // picks of entry i among the first pos
+	}
+	if pos != 0 {
+		seek(g.w, g.maxW, pos, func(i int, n uint64) { g.e[i].bucket = n })
+	}
+	for i := range g.e {
+		e := &g.e[i]
 		// The next point is j/w_i with j = consumed+1 <= w_i+1, and
 		// j*m < w_i*2^64 because m < 2^63.
-		hi, lo := bits.Mul64(consumed[i]+1, g.m)
-		b, f := bits.Div64(hi, lo, uint64(x))
-		g.bucket[i], g.frac[i] = b, uint32(f)
+		hi, lo := bits.Mul64(e.bucket+1, g.m)
+		b, f := bits.Div64(hi, lo, uint64(e.w))
+		e.bucket, e.frac = b, uint32(f)
 		g.start = min(g.start, b)
 	}
 	g.out, g.head = g.out[:0], 0
@@ -100,17 +105,16 @@ func (g *generator) slice() {
 	start, end := g.start, g.start+g.width
 	cnt := g.count
 	clear(cnt)
-	for i, b := range g.bucket {
+	for i := range g.e {
+		e := &g.e[i]
+		b := e.bucket
 		if b >= end {
 			continue
 		}
-		d, f, q, r := uint64(g.w[i]), uint64(g.frac[i]), g.q[i], uint64(g.r[i])
+		d, f, q, r := uint64(e.w), uint64(e.frac), e.q, uint64(e.r)
 		for b < end {
 			cnt[b-start]++
-			b, f = b+q, f+r
-			if f >= d {
-				b, f = b+1, f-d
-			}
+			b, f = step(b, f, q, r, d)
 		}
 	}
 	var total uint32
@@ -119,31 +123,46 @@ func (g *generator) slice() {
 		total += c
 	}
 	out := g.out[:total]
-	for i, b := range g.bucket {
+	for i := range g.e {
+		e := &g.e[i]
+		b := e.bucket
 		if b >= end {
 			continue
 		}
-		d, f, q, r := uint64(g.w[i]), uint64(g.frac[i]), g.q[i], uint64(g.r[i])
+		d, f, q, r := uint64(e.w), uint64(e.frac), e.q, uint64(e.r)
 		for b < end {
 			k := cnt[b-start]
 			out[k] = point{frac: uint32(f), idx: uint32(i)}
 			cnt[b-start] = k + 1
-			b, f = b+q, f+r
-			if f >= d {
-				b, f = b+1, f-d
-			}
+			b, f = step(b, f, q, r, d)
 		}
-		g.bucket[i], g.frac[i] = b, uint32(f)
+		e.bucket, e.frac = b, uint32(f)
 	}
 	// cnt[k] is now the end of bucket k in out.
 	var lo uint32
 	for _, hi := range cnt {
-		if hi-lo > 1 {
+		switch hi - lo {
+		case 0, 1:
+		case 2:
+			a, b := out[lo], out[lo+1]
+			if uint64(a.frac)*uint64(g.w[b.idx]) > uint64(b.frac)*uint64(g.w[a.idx]) {
+				out[lo], out[lo+1] = b, a
+			}
+		default:
 			g.order(out[lo:hi])
 		}
 		lo = hi
 	}
 	g.out, g.head, g.start = out, 0, end
+}
+
+// step advances a point (bucket b, offset f) by one step m = q*d + r of
+// an entry of weight d, without a branch: f < d < 2^32, so f+r-d is
+// negative exactly when there is no carry.
+func step(b, f, q, r, d uint64) (uint64, uint64) {
+	f += r
+	carry := 1 - (f-d)>>63
+	return b + q + carry, f - d&-carry
 }
 
 // order sorts the points of one bucket by value, keeping index order among

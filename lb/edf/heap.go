@@ -113,7 +113,7 @@ func (h *heapState) skip(n uint64, w []uint32, maxW uint32) {
 func (h *heapState) seek(pos uint64, w []uint32, maxW uint32) {
 	consumed := make([]uint64, len(w))
 	if pos != 0 {
-		seek(w, maxW, pos, consumed)
+		seek(w, maxW, pos, func(i int, n uint64) { consumed[i] = n })
 	}
 	for i, x := range w {
 		h.nodes[i] = heapNode{num: consumed[i] + 1, w: x, idx: uint32(i)}

@@ -54,10 +54,10 @@ type ringSlot struct {
 
 // newRing returns a ring over reduced weights w (sum period) whose ticket
 // 0 is position pos of the period. The block size is a power of two
-// between 16 and 1024 near 2n, the slice width max(n, block size).
+// between 64 and 1024 near 2n, the slice width max(n, block size).
 func newRing(w []uint32, maxW uint32, period uint64) *ring {
 	n := len(w)
-	shift := uint(4)
+	shift := uint(6)
 	for shift < 10 && 1<<shift < 2*n {
 		shift++
 	}

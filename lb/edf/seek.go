@@ -25,8 +25,8 @@ func floorAt(m, x uint64, shift uint) uint64 {
 
 // seek finds the pos-th point of the period (1 <= pos <= W): it returns its
 // value a/b (b is the weight of its entry) and the index of its entry. If
-// consumed is not nil it receives, for each entry, how many of its points
-// are among the first pos.
+// consumed is not nil it is called for each entry i with the number of its
+// points among the first pos.
 //
 // Let t be the largest multiple of 2^-shift, with 2^shift >= (maxW+1)^2,
 // such that fewer than pos points have value <= t; found by bisection on
@@ -34,7 +34,7 @@ func floorAt(m, x uint64, shift uint) uint64 {
 // j/w_a != k/w_b differ by at least 1/(w_a*w_b) > 2^-shift, so (t, t+2^-shift]
 // holds exactly one grid value, the first one above t, and the pos-th point
 // is among the entries tied there.
-func seek(w []uint32, maxW uint32, pos uint64, consumed []uint64) (a, b uint64, last int) {
+func seek(w []uint32, maxW uint32, pos uint64, consumed func(i int, n uint64)) (a, b uint64, last int) {
 	shift := uint(2 * bits.Len32(maxW))
 	var m uint64
 	for bit := int(shift) - 1; bit >= 0; bit-- {
@@ -71,7 +71,7 @@ func seek(w []uint32, maxW uint32, pos uint64, consumed []uint64) (a, b uint64, 
 			last = i
 		}
 		if consumed != nil {
-			consumed[i] = f
+			consumed(i, f)
 		}
 	}
 	return a, b, last

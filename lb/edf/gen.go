@@ -22,15 +22,15 @@ import (
 // wants. A slice costs O(n + points in it); width >= n makes that O(1) per
 // point.
 type generator struct {
-	w      []uint32 // reduced weights; shared, read-only
-	maxW   uint32
-	m      uint64   // buckets per period: the period
-	e      []genEntry
-	width  uint64 // buckets per slice
-	start  uint64   // first bucket of the next slice
-	count  []uint32 // per bucket of the slice: count, then offsets
-	out    []point  // the current slice's points in schedule order
-	head   int      // next point of out to hand out
+	w     []uint32 // reduced weights; shared, read-only
+	maxW  uint32
+	m     uint64 // buckets per period: the period
+	e     []genEntry
+	width uint64   // buckets per slice
+	start uint64   // first bucket of the next slice
+	count []uint32 // per bucket of the slice: count, then offsets
+	out   []point  // the current slice's points in schedule order
+	head  int      // next point of out to hand out
 }
 
 // genEntry is one entry's next point and step, kept together so that a
@@ -55,7 +55,7 @@ func newGenerator(w []uint32, maxW uint32, period uint64, slice int) *generator 
 		w: w, maxW: maxW, m: period,
 		e:     make([]genEntry, n),
 		width: uint64(slice),
-		count:  make([]uint32, slice),
+		count: make([]uint32, slice),
 		// A slice holds at most floor(width*w_i/m)+1 points of entry i:
 		// width+n in all.
 		out: make([]point, 0, slice+n),

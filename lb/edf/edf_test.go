@@ -29,9 +29,9 @@ func (m mode) String() string {
 // genWeights draws weights of one of several shapes. Shapes whose period
 // could be huge are only drawn when huge is true.
 func genWeights(t *rapid.T, n int, huge bool) []uint32 {
-	shapes := []string{"small", "equal", "scaled", "medium"}
+	shapes := []string{"small", "equal", "scaled", "medium", "nearEqual"}
 	if huge {
-		shapes = append(shapes, "huge")
+		shapes = append(shapes, "huge", "tail", "equalHuge")
 	}
 	shape := rapid.SampledFrom(shapes).Draw(t, "shape")
 	w := make([]uint32, n)
@@ -54,10 +54,25 @@ func genWeights(t *rapid.T, n int, huge bool) []uint32 {
 		for i := range w {
 			w[i] = rapid.Uint32Range(1, 300).Draw(t, "w")
 		}
+	case "nearEqual":
+		for i := range w {
+			w[i] = rapid.Uint32Range(63, 64).Draw(t, "w")
+		}
 	case "huge":
 		for i := range w {
 			w[i] = rapid.Uint32Range(1, math.MaxUint32).Draw(t, "w")
 		}
+	case "tail": // heavy-tailed: mostly 1..3, now and then up to 2^32-1
+		for i := range w {
+			u := rapid.Float64Range(1e-12, 1).Draw(t, "u")
+			w[i] = uint32(min(math.MaxUint32, math.Floor(math.Pow(u, -1/1.1))))
+		}
+	case "equalHuge": // equal large weights, one of them odd
+		x := rapid.Uint32Range(1<<20, math.MaxUint32).Draw(t, "w")
+		for i := range w {
+			w[i] = x
+		}
+		w[rapid.IntRange(0, n-1).Draw(t, "odd")] = rapid.Uint32Range(1, math.MaxUint32).Draw(t, "oddW")
 	}
 	return w
 }

@@ -214,7 +214,14 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 			p = k
 		}
 	}
-	pos := positionAt(s.weights, a, b, p)
+	if s.ring != nil && cfg.origin == 0 {
+		// The counts per entry are known here: no seek needed.
+		pos := positionAt(s.weights, a, b, p, s.ring.gen.setConsumed) % s.period
+		s.ring.genPos = pos
+		s.ring.gen.restart()
+		return s, nil
+	}
+	pos := positionAt(s.weights, a, b, p, nil)
 	if pos == s.period {
 		pos = 0
 	}

@@ -302,7 +302,7 @@ func TestSeekInvertsPosition(t *testing.T) {
 		if sum != pos {
 			t.Fatalf("consumed sums to %d, want %d", sum, pos)
 		}
-		if got := positionAt(w, a, b, last); got != pos {
+		if got := positionAt(w, a, b, last, nil); got != pos {
 			t.Fatalf("positionAt(seek(%d)) = %d", pos, got)
 		}
 	})

@@ -70,13 +70,23 @@ func newGenerator(w []uint32, maxW uint32, period uint64, slice int) *generator 
 // reset positions the generator after the first pos picks of a period,
 // 0 <= pos < period, in O(n log maxW).
 func (g *generator) reset(pos uint64) {
-	g.start = ^uint64(0)
 	for i := range g.e {
-		g.e[i].bucket = 0 // picks of entry i among the first pos
+		g.e[i].bucket = 0
 	}
 	if pos != 0 {
-		seek(g.w, g.maxW, pos, func(i int, n uint64) { g.e[i].bucket = n })
+		seek(g.w, g.maxW, pos, g.setConsumed)
 	}
+	g.restart()
+}
+
+// setConsumed records that n points of entry i have been picked, for
+// restart. Entries not set count as 0 after reset.
+func (g *generator) setConsumed(i int, n uint64) { g.e[i].bucket = n }
+
+// restart positions the generator after the points recorded by
+// setConsumed: each entry's next point is the one after them.
+func (g *generator) restart() {
+	g.start = ^uint64(0)
 	for i := range g.e {
 		e := &g.e[i]
 		// The next point is j/w_i with j = consumed+1 <= w_i+1, and

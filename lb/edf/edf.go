@@ -61,7 +61,7 @@ func (f optionFunc) apply(c *config) { f(c) }
 type mode uint8
 
 const (
-	modeAuto  mode = iota // a table if the period is small enough, else a heap
+	modeAuto  mode = iota // a table if the period is small enough, else a ring
 	modeTable             // always a table (tests only)
 	modeHeap              // always a heap (tests only)
 	modeRing              // always a ring of generated blocks (tests only)
@@ -110,11 +110,13 @@ func withOrigin(t0 uint64) Option { return optionFunc(func(c *config) { c.origin
 // part. [NewFrom] reads prev's position once; picks made on prev afterwards
 // are not carried over.
 //
-// When the period (the sum of weights divided by their greatest common
-// divisor) is at most max(2^17, 64*n) for n entries, Pick is lock-free: one
-// atomic add plus a load from a table of the whole period. Beyond that
-// bound the table would be too large, and Pick takes a mutex around a
-// 4-ary heap with exact integer deadlines (O(log n)). Pick never allocates.
+// Pick takes a ticket from an atomic counter and reads its entry from a
+// table of the whole period (when the period, the sum of weights divided by
+// their greatest common divisor, is at most 4n for n entries) or from a
+// ring of blocks of the schedule generated exactly, in order, ahead of the
+// picks (see ring). It never allocates; it takes a lock only when picks
+// outrun the generator, and then for the generation of one block. Memory
+// is O(n), independent of the weights.
 //
 // The zero Scheduler has no entries: Pick returns the zero T and Skip does
 // nothing.
@@ -142,8 +144,8 @@ type Scheduler[T comparable] struct {
 // slice (the EDF order offset). It returns an [*EntryError] wrapping
 // [ErrZeroWeight] for a weight of 0, [ErrNoEntries] for an empty list and
 // [ErrTooManyEntries] for more than [MaxEntries] entries; it never panics.
-// The cost is O(n log n) for n entries (O(n log n + period) when the period
-// fits the table, which bounds the period by max(2^17, 64n)).
+// The cost is O(n) for n entries (O(n + period) when the period fits the
+// table, which bounds the period by 4n).
 func New[T comparable](entries []Entry[T], opts ...Option) (*Scheduler[T], error) {
 	return NewFrom(nil, entries, opts...)
 }
@@ -330,8 +332,8 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 
 // Pick returns the item of the entry with the earliest deadline, the lower
 // index winning a tie, and advances that entry's deadline by 1/weight. It is
-// safe for concurrent use, never allocates, and is lock-free unless the
-// period is too large for a table (see [Scheduler]).
+// safe for concurrent use, never allocates, and takes a lock only when
+// picks outrun the schedule's generator (see [Scheduler]).
 func (s *Scheduler[T]) Pick() T {
 	if t := s.tab16; t != nil {
 		p := s.next.Add(1) - 1
@@ -393,10 +395,10 @@ func (s *Scheduler[T]) pickSlow() T {
 }
 
 // Skip advances the schedule by n picks without returning them, as if Pick
-// had been called n times. It costs O(1) when Pick is lock-free and
-// O(n log maxweight) for the heap implementation (independent of n). It is
-// safe for concurrent use with Pick; n may be any value, e.g. to move past
-// 2^64 picks in two calls.
+// had been called n times. It costs O(1); the first pick after a skip past
+// the blocks generated ahead repositions the generator in
+// O(len log maxweight), independent of n. It is safe for concurrent use
+// with Pick; n may be any value, e.g. to move past 2^64 picks in two calls.
 func (s *Scheduler[T]) Skip(n uint64) {
 	switch {
 	case s.tab16 != nil || s.tab32 != nil:

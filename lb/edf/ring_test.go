@@ -10,46 +10,15 @@ import (
 	"pgregory.net/rapid"
 )
 
-// genRingWeights draws n weights of a shape whose period is too long for a
-// table: large uniform weights, a heavy tail (mostly 1..3, a few huge),
-// nearly equal weights (63..64), or equal large weights with a few odd ones.
-func genRingWeights(t *rapid.T, n int) []uint32 {
-	w := make([]uint32, n)
-	switch rapid.SampledFrom([]string{"large", "tail", "nearEqual", "equalPlus"}).Draw(t, "ringShape") {
-	case "large":
-		hi := rapid.SampledFrom([]uint32{1e3, 1e6, math.MaxUint32}).Draw(t, "hi")
-		for i := range w {
-			w[i] = rapid.Uint32Range(1, hi).Draw(t, "w")
-		}
-	case "tail":
-		for i := range w {
-			u := rapid.Float64Range(1e-9, 1).Draw(t, "u")
-			w[i] = uint32(min(1e9, math.Floor(math.Pow(u, -1/1.1))))
-		}
-	case "nearEqual":
-		for i := range w {
-			w[i] = rapid.Uint32Range(63, 64).Draw(t, "w")
-		}
-	case "equalPlus":
-		x := rapid.Uint32Range(1, 1e6).Draw(t, "x")
-		for i := range w {
-			w[i] = x
-			if rapid.IntRange(0, 9).Draw(t, "odd") == 0 {
-				w[i] = rapid.Uint32Range(1, 2*x).Draw(t, "w")
-			}
-		}
-	}
-	return w
-}
-
 // TestRingMatchesHeap checks the ring against the heap (itself checked
 // against the model by TestMatchesModel) for up to 300 entries, across
-// many blocks and slices, with skips of any size, and with the ticket
+// many blocks and slices, for every shape of weights of genWeights, with
+// skips of any size, and with the ticket
 // counter started anywhere, including just before its wrap at 2^64.
 func TestRingMatchesHeap(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(2, 300).Draw(t, "n")
-		w := genRingWeights(t, n)
+		w := genWeights(t, n, true)
 		items := make([]int, n)
 		for i := range items {
 			items[i] = i

@@ -149,7 +149,7 @@ func BenchmarkPicker(b *testing.B) {
 			var p balancer.Picker // built on the first run of the sub-benchmark only
 			b.Run(fmt.Sprintf("impl=%s/n=%d", impl.name, n), func(b *testing.B) {
 				if p == nil {
-					p = readyPicker(b, impl.builder, n, `{}`)
+					p = readyPicker(b, impl.builder, n, `{}`, b.Cleanup)
 				}
 				info := balancer.PickInfo{Ctx: context.Background(), FullMethodName: "/lbkit.test.Who/Name"}
 				b.ReportAllocs()
@@ -170,12 +170,12 @@ func BenchmarkPicker(b *testing.B) {
 
 // readyPicker builds the policy with config cfg (JSON) on a fake ClientConn
 // with n endpoints, makes every SubConn READY, and returns the READY picker.
-// The balancer is closed when the benchmark ends.
-func readyPicker(b *testing.B, builder balancer.Builder, n int, cfg string) balancer.Picker {
+// The balancer's Close is handed to closeWith (b.Cleanup, usually).
+func readyPicker(b *testing.B, builder balancer.Builder, n int, cfg string, closeWith func(func())) balancer.Picker {
 	b.Helper()
 	cc := newFakeCC()
 	bal := builder.Build(cc, balancer.BuildOptions{})
-	b.Cleanup(bal.Close)
+	closeWith(bal.Close)
 	var ccs balancer.ClientConnState
 	if cp, ok := builder.(balancer.ConfigParser); ok {
 		parsed, err := cp.ParseConfig(json.RawMessage(cfg))

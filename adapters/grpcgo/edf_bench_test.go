@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,6 +92,24 @@ func benchEDF(b *testing.B, parallel bool) {
 	}
 }
 
+// grpcPickers caches grpc-go pickers by weights and size for the whole run
+// (serial, parallel and every -count): making 10,000 endpoints READY takes
+// grpc-go about a minute. TestMain closes them.
+var grpcPickers struct {
+	sync.Mutex
+	byKey  map[string]intPicker
+	closes []func()
+}
+
+func closeGRPCPickers() {
+	grpcPickers.Lock()
+	defer grpcPickers.Unlock()
+	for _, c := range grpcPickers.closes {
+		c()
+	}
+	grpcPickers.byKey, grpcPickers.closes = nil, nil
+}
+
 func newIntPicker(b *testing.B, impl string, w []uint32) intPicker {
 	switch impl {
 	case "edf":
@@ -106,15 +125,26 @@ func newIntPicker(b *testing.B, impl string, w []uint32) intPicker {
 	case "heap-baseline":
 		return edfbench.NewHeapBaseline(w)
 	}
-	return weightedGRPCPicker(b, w)
+	key := fmt.Sprint(w)
+	grpcPickers.Lock()
+	defer grpcPickers.Unlock()
+	if p, ok := grpcPickers.byKey[key]; ok {
+		return p
+	}
+	p := weightedGRPCPicker(b, w, func(c func()) { grpcPickers.closes = append(grpcPickers.closes, c) })
+	if grpcPickers.byKey == nil {
+		grpcPickers.byKey = make(map[string]intPicker)
+	}
+	grpcPickers.byKey[key] = p
+	return p
 }
 
 // weightedGRPCPicker returns grpc-go's weighted_round_robin READY picker
 // over len(w) endpoints, after it has taken up weights w from ORCA
 // per-call load reports.
-func weightedGRPCPicker(b *testing.B, w []uint32) intPicker {
+func weightedGRPCPicker(b *testing.B, w []uint32, closeWith func(func())) intPicker {
 	p := readyPicker(b, balancer.Get("weighted_round_robin"), len(w),
-		`{"blackoutPeriod": "0s", "weightUpdatePeriod": "0.1s"}`)
+		`{"blackoutPeriod": "0s", "weightUpdatePeriod": "0.1s"}`, closeWith)
 	report := func() {
 		// Every endpoint gets a report: pick until each has had one.
 		done := make([]bool, len(w))

@@ -149,7 +149,7 @@ func BenchmarkPicker(b *testing.B) {
 			var p balancer.Picker // built on the first run of the sub-benchmark only
 			b.Run(fmt.Sprintf("impl=%s/n=%d", impl.name, n), func(b *testing.B) {
 				if p == nil {
-					p = readyPicker(b, impl.builder, n)
+					p = readyPicker(b, impl.builder, n, `{}`, b.Cleanup)
 				}
 				info := balancer.PickInfo{Ctx: context.Background(), FullMethodName: "/lbkit.test.Who/Name"}
 				b.ReportAllocs()
@@ -168,21 +168,21 @@ func BenchmarkPicker(b *testing.B) {
 	}
 }
 
-// readyPicker builds the policy on a fake ClientConn with n endpoints, makes
-// every SubConn READY, and returns the READY picker. The balancer is closed
-// when the benchmark ends.
-func readyPicker(b *testing.B, builder balancer.Builder, n int) balancer.Picker {
+// readyPicker builds the policy with config cfg (JSON) on a fake ClientConn
+// with n endpoints, makes every SubConn READY, and returns the READY picker.
+// The balancer's Close is handed to closeWith (b.Cleanup, usually).
+func readyPicker(b *testing.B, builder balancer.Builder, n int, cfg string, closeWith func(func())) balancer.Picker {
 	b.Helper()
 	cc := newFakeCC()
 	bal := builder.Build(cc, balancer.BuildOptions{})
-	b.Cleanup(bal.Close)
+	closeWith(bal.Close)
 	var ccs balancer.ClientConnState
 	if cp, ok := builder.(balancer.ConfigParser); ok {
-		cfg, err := cp.ParseConfig(json.RawMessage(`{}`))
+		parsed, err := cp.ParseConfig(json.RawMessage(cfg))
 		if err != nil {
 			b.Fatal(err)
 		}
-		ccs.BalancerConfig = cfg
+		ccs.BalancerConfig = parsed
 	}
 	for i := range n {
 		a := resolver.Address{Addr: fmt.Sprintf("10.%d.%d.%d:443", i>>16, (i>>8)&0xff, i&0xff)}
@@ -197,6 +197,12 @@ func readyPicker(b *testing.B, builder balancer.Builder, n int) balancer.Picker 
 		b.Fatalf("%s created %d SubConns, want %d", builder.Name(), got, n)
 	}
 	s, _ := cc.lastState()
+	// Keep only the last state: the fake records every one, and a
+	// balancer that publishes once per endpoint leaves n pickers of n
+	// endpoints each behind (gigabytes at n = 10,000, for the GC to scan).
+	cc.mu.Lock()
+	cc.states = cc.states[len(cc.states)-1:]
+	cc.mu.Unlock()
 	if s.ConnectivityState != connectivity.Ready {
 		b.Fatalf("%s: state %v with every SubConn READY", builder.Name(), s.ConnectivityState)
 	}

@@ -4,13 +4,13 @@ go 1.26.0
 
 require (
 	github.com/benbjohnson/clock v1.3.5
+	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2
 	github.com/lbkit/lbkit v0.0.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 )
 
 require (
-	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
 	github.com/envoyproxy/protoc-gen-validate v1.3.3 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect

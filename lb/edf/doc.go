@@ -42,11 +42,15 @@
 // except for its position; to change entries or weights, build a new one
 // with [NewFrom] and publish it (for example with an atomic pointer).
 //
-// Pick never allocates. When the period is at most max(2^17, 64n) for n
-// entries, which covers weights averaging up to 64 (such as weights drawn
-// from 1..100) and weights with a large common factor, Pick is lock-free: one atomic add and a read from a
-// precomputed table of one period, close to the cost of plain round robin.
-// Otherwise Pick locks a mutex around a 4-ary heap of n entries, O(log n).
+// Pick never allocates and, in the common case, takes no lock: it draws a
+// ticket from an atomic counter and reads its entry from a block of the
+// schedule generated ahead of time. When the period is at most 4n for n
+// entries (equal weights, or nearly), the whole period is one precomputed
+// table. Otherwise the schedule is generated exactly, a block of 64 to 1024
+// picks at a time, by the pick that enters the block two ahead of it; a pick
+// that finds its block not generated yet (because picks outran the
+// generator) waits for the generator's mutex, which is held for one block
+// (O(block + n) at worst, O(1) per pick on average), never for a rebuild.
 // See docs/performance.md for measurements.
 //
 // # Deviation bound
@@ -86,8 +90,10 @@
 //
 // # Cost
 //
-// [New] and [NewFrom] take O(n log n) plus, when the table is used, O(W/g)
-// to fill it (at most max(2^17, 64n) slots of 2 or 4 bytes). [Scheduler.Skip]
-// takes O(1) with the table and O(n log maxweight) with the heap, for any
-// number of skipped picks.
+// [New] takes O(n) (O(n log n) for the order of carried-over entries in
+// [NewFrom], plus O(n log maxweight) to find the carried-over position).
+// A scheduler keeps O(n) memory whatever the weights: about 64 bytes per
+// entry plus 16 KB at most for the blocks, or a table of at most 4n slots.
+// [Scheduler.Skip] takes O(1); the next pick after a long skip repositions
+// the generator in O(n log maxweight).
 package edf

@@ -61,15 +61,17 @@ func (f optionFunc) apply(c *config) { f(c) }
 type mode uint8
 
 const (
-	modeAuto  mode = iota // a table if the period is small enough, else a heap
+	modeAuto  mode = iota // a table if the period is small enough, else a ring
 	modeTable             // always a table (tests only)
 	modeHeap              // always a heap (tests only)
+	modeRing              // always a ring of generated blocks (tests only)
 )
 
 type config struct {
 	randomStart bool
 	rnd         *rand.Rand
 	mode        mode
+	origin      uint64 // the ticket counter's first value (tests only)
 }
 
 // WithRandomStart makes [New] start the schedule at a position drawn
@@ -88,8 +90,12 @@ func WithRandomStart(r *rand.Rand) Option {
 	return optionFunc(func(c *config) { c.randomStart, c.rnd = true, r })
 }
 
-// withMode forces the implementation; tests use it to cover both.
+// withMode forces the implementation; tests use it to cover all of them.
 func withMode(m mode) Option { return optionFunc(func(c *config) { c.mode = m }) }
+
+// withOrigin starts the ring's ticket counter at t0 instead of 0, so tests
+// can cross the counter's wrap at 2^64.
+func withOrigin(t0 uint64) Option { return optionFunc(func(c *config) { c.origin = t0 }) }
 
 // Scheduler is an earliest-deadline-first scheduler over a fixed list of
 // weighted entries. It is created by [New] or [NewFrom] and is immutable
@@ -104,11 +110,13 @@ func withMode(m mode) Option { return optionFunc(func(c *config) { c.mode = m })
 // part. [NewFrom] reads prev's position once; picks made on prev afterwards
 // are not carried over.
 //
-// When the period (the sum of weights divided by their greatest common
-// divisor) is at most max(2^17, 64*n) for n entries, Pick is lock-free: one
-// atomic add plus a load from a table of the whole period. Beyond that
-// bound the table would be too large, and Pick takes a mutex around a
-// 4-ary heap with exact integer deadlines (O(log n)). Pick never allocates.
+// Pick takes a ticket from an atomic counter and reads its entry from a
+// table of the whole period (when the period, the sum of weights divided by
+// their greatest common divisor, is at most 4n for n entries) or from a
+// ring of blocks of the schedule generated exactly, in order, ahead of the
+// picks (see ring). It never allocates; it takes a lock only when picks
+// outrun the generator, and then for the generation of one block. Memory
+// is O(n), independent of the weights.
 //
 // The zero Scheduler has no entries: Pick returns the zero T and Skip does
 // nothing.
@@ -122,12 +130,13 @@ type Scheduler[T comparable] struct {
 	tab16   []uint16
 	tab32   []uint32
 	last    uint64     // period-1 when a table is used: positions below it need no wrap
-	heap    *heapState // nil unless the heap implementation is used
+	ring    *ring      // nil unless the ring implementation is used
+	heap    *heapState // nil unless the heap implementation is used (tests only)
 
 	// The position, kept away from the read-only fields above so that the
 	// cache line every Pick writes is not the one every Pick reads.
 	_    [64]byte
-	next atomic.Uint64 // table mode: count of picks and skips, reduced mod period now and then
+	next atomic.Uint64 // table: count of picks and skips, reduced mod period now and then; ring: the ticket counter
 	_    [56]byte
 }
 
@@ -135,8 +144,8 @@ type Scheduler[T comparable] struct {
 // slice (the EDF order offset). It returns an [*EntryError] wrapping
 // [ErrZeroWeight] for a weight of 0, [ErrNoEntries] for an empty list and
 // [ErrTooManyEntries] for more than [MaxEntries] entries; it never panics.
-// The cost is O(n log n) for n entries (O(n log n + period) when the period
-// fits the table, which bounds the period by max(2^17, 64n)).
+// The cost is O(n) for n entries (O(n + period) when the period fits the
+// table, which bounds the period by 4n).
 func New[T comparable](entries []Entry[T], opts ...Option) (*Scheduler[T], error) {
 	return NewFrom(nil, entries, opts...)
 }
@@ -182,14 +191,16 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 	}
 	if prev == nil || len(prev.items) == 0 {
 		s := build(entries, cfg.mode)
+		var pos uint64
 		if cfg.randomStart && s.period > 1 {
-			var pos uint64
 			if cfg.rnd != nil {
 				pos = cfg.rnd.Uint64N(s.period)
 			} else {
 				pos = rand.Uint64N(s.period)
 			}
-			s.place(pos)
+		}
+		if pos != 0 || cfg.origin != 0 {
+			s.place(pos, cfg.origin)
 		}
 		return s, nil
 	}
@@ -205,11 +216,18 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 			p = k
 		}
 	}
-	pos := positionAt(s.weights, a, b, p)
+	if s.ring != nil && cfg.origin == 0 {
+		// The counts per entry are known here: no seek needed.
+		pos := positionAt(s.weights, a, b, p, s.ring.gen.setConsumed) % s.period
+		s.ring.genPos = pos
+		s.ring.gen.restart()
+		return s, nil
+	}
+	pos := positionAt(s.weights, a, b, p, nil)
 	if pos == s.period {
 		pos = 0
 	}
-	s.place(pos)
+	s.place(pos, cfg.origin)
 	return s, nil
 }
 
@@ -289,11 +307,14 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 	if n == 1 {
 		return s // Pick returns the only item; no state at all
 	}
-	useTable := s.period <= max(1<<17, 64*uint64(n))
+	useTable := s.period <= tableLimit*uint64(n)
 	switch m {
 	case modeTable:
 		useTable = s.period < 1<<32
 	case modeHeap:
+		s.heap = newHeapState(s.weights, s.period)
+		return s
+	case modeRing:
 		useTable = false
 	}
 	switch {
@@ -304,15 +325,15 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 		s.tab32 = buildTable[uint32](s.weights, s.period)
 		s.last = s.period - 1
 	default:
-		s.heap = newHeapState(s.weights, s.period)
+		s.ring = newRing(s.weights, s.maxW, s.period)
 	}
 	return s
 }
 
 // Pick returns the item of the entry with the earliest deadline, the lower
 // index winning a tie, and advances that entry's deadline by 1/weight. It is
-// safe for concurrent use, never allocates, and is lock-free unless the
-// period is too large for a table (see [Scheduler]).
+// safe for concurrent use, never allocates, and takes a lock only when
+// picks outrun the schedule's generator (see [Scheduler]).
 func (s *Scheduler[T]) Pick() T {
 	if t := s.tab16; t != nil {
 		p := s.next.Add(1) - 1
@@ -327,6 +348,16 @@ func (s *Scheduler[T]) Pick() T {
 			return s.items[t[p]]
 		}
 		return s.items[t[s.wrap(p)]]
+	}
+	if r := s.ring; r != nil {
+		t := s.next.Add(1) - 1
+		if x, ok := r.read(t); ok {
+			if t&(1<<r.shift-1) == 0 {
+				r.prefetch(t >> r.shift)
+			}
+			return s.items[x]
+		}
+		return s.items[r.slow(t)]
 	}
 	return s.pickSlow()
 }
@@ -364,10 +395,10 @@ func (s *Scheduler[T]) pickSlow() T {
 }
 
 // Skip advances the schedule by n picks without returning them, as if Pick
-// had been called n times. It costs O(1) when Pick is lock-free and
-// O(n log maxweight) for the heap implementation (independent of n). It is
-// safe for concurrent use with Pick; n may be any value, e.g. to move past
-// 2^64 picks in two calls.
+// had been called n times. It costs O(1); the first pick after a skip past
+// the blocks generated ahead repositions the generator in
+// O(len log maxweight), independent of n. It is safe for concurrent use
+// with Pick; n may be any value, e.g. to move past 2^64 picks in two calls.
 func (s *Scheduler[T]) Skip(n uint64) {
 	switch {
 	case s.tab16 != nil || s.tab32 != nil:
@@ -379,16 +410,24 @@ func (s *Scheduler[T]) Skip(n uint64) {
 		if before := after - k; after/s.period != before/s.period {
 			s.next.Add(-s.period) // see wrap
 		}
+	case s.ring != nil:
+		if k := n % s.period; k != 0 {
+			s.next.Add(k) // the ring generates from the new ticket on (see ring)
+		}
 	case s.heap != nil:
 		s.heap.skip(n, s.weights, s.maxW)
 	}
 }
 
-// place moves a scheduler that nobody else uses yet to position pos.
-func (s *Scheduler[T]) place(pos uint64) {
+// place moves a scheduler that nobody else uses yet to position pos; a
+// ring's ticket counter starts at origin.
+func (s *Scheduler[T]) place(pos, origin uint64) {
 	switch {
 	case s.tab16 != nil || s.tab32 != nil:
 		s.next.Store(pos)
+	case s.ring != nil:
+		s.ring.place(pos, origin)
+		s.next.Store(origin)
 	case s.heap != nil:
 		s.heap.mu.Lock()
 		s.heap.seek(pos, s.weights, s.maxW)
@@ -402,6 +441,10 @@ func (s *Scheduler[T]) position() uint64 {
 	switch {
 	case s.tab16 != nil || s.tab32 != nil:
 		return s.next.Load() % s.period
+	case s.ring != nil:
+		s.ring.mu.Lock()
+		defer s.ring.mu.Unlock()
+		return s.ring.positionOf(s.next.Load())
 	case s.heap != nil:
 		s.heap.mu.Lock()
 		defer s.heap.mu.Unlock()
@@ -443,6 +486,8 @@ func (s *Scheduler[T]) String() string {
 	switch {
 	case s.tab16 != nil || s.tab32 != nil:
 		impl = "table"
+	case s.ring != nil:
+		impl = "ring"
 	case s.heap != nil:
 		impl = "heap"
 	case len(s.items) == 0:
@@ -463,6 +508,11 @@ func (s *Scheduler[T]) String() string {
 	sb.WriteByte(']')
 	return sb.String()
 }
+
+// tableLimit bounds the table: a period of at most tableLimit*n picks is
+// precomputed whole (2 or 4 bytes a pick); longer ones are generated in
+// blocks by a ring.
+const tableLimit = 4
 
 func gcd(a, b uint32) uint32 {
 	for b != 0 {

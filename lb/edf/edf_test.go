@@ -20,6 +20,8 @@ func (m mode) String() string {
 		return "table"
 	case modeHeap:
 		return "heap"
+	case modeRing:
+		return "ring"
 	}
 	return fmt.Sprintf("mode(%d)", uint8(m))
 }
@@ -27,9 +29,9 @@ func (m mode) String() string {
 // genWeights draws weights of one of several shapes. Shapes whose period
 // could be huge are only drawn when huge is true.
 func genWeights(t *rapid.T, n int, huge bool) []uint32 {
-	shapes := []string{"small", "equal", "scaled", "medium"}
+	shapes := []string{"small", "equal", "scaled", "medium", "nearEqual"}
 	if huge {
-		shapes = append(shapes, "huge")
+		shapes = append(shapes, "huge", "tail", "equalHuge")
 	}
 	shape := rapid.SampledFrom(shapes).Draw(t, "shape")
 	w := make([]uint32, n)
@@ -52,10 +54,25 @@ func genWeights(t *rapid.T, n int, huge bool) []uint32 {
 		for i := range w {
 			w[i] = rapid.Uint32Range(1, 300).Draw(t, "w")
 		}
+	case "nearEqual":
+		for i := range w {
+			w[i] = rapid.Uint32Range(63, 64).Draw(t, "w")
+		}
 	case "huge":
 		for i := range w {
 			w[i] = rapid.Uint32Range(1, math.MaxUint32).Draw(t, "w")
 		}
+	case "tail": // heavy-tailed: mostly 1..3, now and then up to 2^32-1
+		for i := range w {
+			u := rapid.Float64Range(1e-12, 1).Draw(t, "u")
+			w[i] = uint32(min(math.MaxUint32, math.Floor(math.Pow(u, -1/1.1))))
+		}
+	case "equalHuge": // equal large weights, one of them odd
+		x := rapid.Uint32Range(1<<20, math.MaxUint32).Draw(t, "w")
+		for i := range w {
+			w[i] = x
+		}
+		w[rapid.IntRange(0, n-1).Draw(t, "odd")] = rapid.Uint32Range(1, math.MaxUint32).Draw(t, "oddW")
 	}
 	return w
 }
@@ -70,9 +87,9 @@ func entriesOf(items []int, w []uint32) []Entry[int] {
 
 func genMode(t *rapid.T, huge bool) mode {
 	if huge {
-		return rapid.SampledFrom([]mode{modeAuto, modeHeap}).Draw(t, "mode")
+		return rapid.SampledFrom([]mode{modeAuto, modeHeap, modeRing}).Draw(t, "mode")
 	}
-	return rapid.SampledFrom([]mode{modeAuto, modeTable, modeHeap}).Draw(t, "mode")
+	return rapid.SampledFrom([]mode{modeAuto, modeTable, modeHeap, modeRing}).Draw(t, "mode")
 }
 
 // TestMatchesModel checks that the pick sequence equals the reference
@@ -271,7 +288,7 @@ func TestSeekInvertsPosition(t *testing.T) {
 		}
 		pos := rapid.Uint64Range(1, period).Draw(t, "pos")
 		consumed := make([]uint64, n)
-		a, b, last := seek(w, maxW, pos, consumed)
+		a, b, last := seek(w, maxW, pos, func(i int, n uint64) { consumed[i] = n })
 		if a == 0 || a > b || a*uint64(w[last])%b != 0 {
 			t.Fatalf("seek(%d) = %d/%d at entry %d", pos, a, b, last)
 		}
@@ -285,7 +302,7 @@ func TestSeekInvertsPosition(t *testing.T) {
 		if sum != pos {
 			t.Fatalf("consumed sums to %d, want %d", sum, pos)
 		}
-		if got := positionAt(w, a, b, last); got != pos {
+		if got := positionAt(w, a, b, last, nil); got != pos {
 			t.Fatalf("positionAt(seek(%d)) = %d", pos, got)
 		}
 	})

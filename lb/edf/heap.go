@@ -29,8 +29,11 @@ func less(a, b *heapNode) bool {
 	return a.idx < b.idx
 }
 
-// heapState is the implementation used when the period is too long for a
-// table: a 4-ary min-heap of all entries behind a mutex.
+// heapState is a 4-ary min-heap of all entries behind a mutex: the
+// specification's algorithm with exact deadlines. It was the fallback for
+// long periods before the ring; it is kept as a second, independent exact
+// implementation that the tests check the table and the ring against
+// (withMode(modeHeap)), and New never chooses it.
 type heapState struct {
 	mu     sync.Mutex
 	nodes  []heapNode // guarded by mu
@@ -113,7 +116,7 @@ func (h *heapState) skip(n uint64, w []uint32, maxW uint32) {
 func (h *heapState) seek(pos uint64, w []uint32, maxW uint32) {
 	consumed := make([]uint64, len(w))
 	if pos != 0 {
-		seek(w, maxW, pos, consumed)
+		seek(w, maxW, pos, func(i int, n uint64) { consumed[i] = n })
 	}
 	for i, x := range w {
 		h.nodes[i] = heapNode{num: consumed[i] + 1, w: x, idx: uint32(i)}

@@ -26,9 +26,8 @@
 // targets' weights divided by their greatest common divisor g, a READY
 // target of weight w is chosen exactly w/g times. Targets that are not
 // READY get nothing. The picker holds the targets' pickers; it allocates
-// nothing itself, and a pick costs one atomic add and a table read on top
-// of the chosen target's own pick (a short mutex-held heap step instead
-// when the weights' period is too long for edf's table; see package edf).
+// nothing itself, and a pick costs one atomic add and a read of a block of
+// the schedule on top of the chosen target's own pick (see package edf).
 // With a single READY target its own picker is published, with no wrapper.
 //
 // The schedule is carried across pickers: when the policy publishes a new

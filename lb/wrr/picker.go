@@ -8,8 +8,8 @@ import (
 )
 
 // readyPicker spreads requests over the READY SubConns by their weights,
-// with an EDF schedule. Pick is lock-free (unless the schedule's period is
-// too long for edf's table) and never allocates.
+// with an EDF schedule. Pick never allocates and normally takes no lock
+// (see edf.Scheduler).
 type readyPicker struct {
 	sched *edf.Scheduler[*endpoint]
 	// base is the schedule sched continued, or nil for a new one. The

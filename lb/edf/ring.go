@@ -1,0 +1,165 @@
+package edf
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// ringSlots is the number of blocks a ring holds: the block being picked
+// from, the one before it (late readers), and the ones generated ahead.
+const ringSlots = 4
+
+// noBlock marks a slot that holds no block; block numbers are below
+// 2^(64-shift), so it is never one.
+const noBlock = ^uint64(0)
+
+// ring hands out the schedule behind a ticket counter (Scheduler.next): the
+// pick with ticket t is entry number t of the schedule counted from the
+// ring's origin, read from block t>>shift. Blocks of B = 1<<shift picks are
+// produced in order by a generator under mu and kept in ringSlots slots;
+// the first pick of block b generates block b+ringSlots-2 if the generator
+// is free (TryLock), so picks normally find their block ready and take no
+// lock. A pick whose block is not ready yet locks mu and generates it; a
+// pick whose block was already replaced (its goroutine stalled for
+// (ringSlots-2)*B picks of others) computes its entry directly from its
+// position with seek, O(n log maxW), without holding mu.
+//
+// Slots are seqlocks: a slot's block number is cleared before its words
+// are rewritten and set after, and a reader accepts a word only if the
+// slot held its block before and after reading it. Words are atomic, so
+// a reader never races with the writer.
+//
+// Ticket arithmetic is modulo 2^64 (block numbers modulo 2^(64-shift)):
+// the counter may wrap, since only differences between tickets and the
+// generator's block are turned into positions.
+type ring struct {
+	shift  uint
+	blocks uint64 // mask of block numbers: ^uint64(0) >> shift
+	period uint64
+	w      []uint32 // reduced weights; shared, read-only
+	maxW   uint32
+	slots  [ringSlots]ringSlot
+
+	mu        sync.Mutex
+	gen       *generator // guarded by mu
+	nextBlock uint64     // guarded by mu: the first block not generated yet
+	genPos    uint64     // guarded by mu: position in the period of nextBlock's first pick
+}
+
+// ringSlot is one block: B entry indices, two per word.
+type ringSlot struct {
+	block atomic.Uint64 // the block held, or noBlock
+	words []atomic.Uint64
+}
+
+// newRing returns a ring over reduced weights w (sum period) whose ticket
+// 0 is position pos of the period. The block size is a power of two
+// between 64 and 1024 near 2n, the slice width max(n, block size).
+func newRing(w []uint32, maxW uint32, period uint64) *ring {
+	n := len(w)
+	shift := uint(6)
+	for shift < 10 && 1<<shift < 2*n {
+		shift++
+	}
+	r := &ring{shift: shift, blocks: ^uint64(0) >> shift, period: period, w: w, maxW: maxW}
+	words := make([]atomic.Uint64, ringSlots<<(shift-1))
+	for i := range r.slots {
+		r.slots[i].words = words[i<<(shift-1) : (i+1)<<(shift-1)]
+		r.slots[i].block.Store(noBlock)
+	}
+	r.gen = newGenerator(w, maxW, period, max(n, 1<<shift))
+	return r
+}
+
+// place makes ticket t0 stand at position pos of the period. The ring must
+// not be in use yet.
+func (r *ring) place(pos, t0 uint64) {
+	r.nextBlock = t0 >> r.shift
+	r.genPos = r.advance(pos, -int64(t0&(1<<r.shift-1)))
+	r.gen.reset(r.genPos)
+	for i := range r.slots {
+		r.slots[i].block.Store(noBlock)
+	}
+}
+
+// advance returns pos moved by d picks, modulo the period.
+func (r *ring) advance(pos uint64, d int64) uint64 {
+	if d >= 0 {
+		return (pos + uint64(d)%r.period) % r.period
+	}
+	return (pos + r.period - uint64(-d)%r.period) % r.period
+}
+
+// read returns the entry for ticket t from its slot, if the slot holds t's
+// block throughout.
+func (r *ring) read(t uint64) (uint32, bool) {
+	b := t >> r.shift
+	sl := &r.slots[b%ringSlots]
+	if sl.block.Load() != b {
+		return 0, false
+	}
+	x := uint32(sl.words[(t&(1<<r.shift-1))>>1].Load() >> (t & 1 << 5))
+	return x, sl.block.Load() == b
+}
+
+// ahead reports whether block a is at or after block b.
+func (r *ring) ahead(a, b uint64) bool {
+	return (a-b)&r.blocks <= r.blocks>>1
+}
+
+// prefetch generates ahead of block b if nobody else is generating.
+func (r *ring) prefetch(b uint64) {
+	if r.mu.TryLock() {
+		r.generateThrough(b + ringSlots - 2)
+		r.mu.Unlock()
+	}
+}
+
+// slow returns the entry for ticket t when its block was not readable.
+func (r *ring) slow(t uint64) uint32 {
+	b := t >> r.shift
+	r.mu.Lock()
+	if r.ahead(b, r.nextBlock) {
+		if gap := (b - r.nextBlock) & r.blocks; gap > ringSlots+uint64(len(r.w))>>r.shift {
+			// Skipped far ahead: start the generator at b.
+			r.genPos = r.advance(r.genPos, int64(gap<<r.shift))
+			r.nextBlock = b
+			r.gen.reset(r.genPos)
+		}
+		r.generateThrough(b + ringSlots - 2)
+	}
+	if x, ok := r.read(t); ok { // nobody writes while mu is held
+		r.mu.Unlock()
+		return x
+	}
+	pos := r.positionOf(t)
+	r.mu.Unlock()
+	_, _, last := seek(r.w, r.maxW, pos+1, nil)
+	return uint32(last)
+}
+
+// generateThrough generates blocks up to and including block target.
+// r.mu must be held.
+func (r *ring) generateThrough(target uint64) {
+	target &= r.blocks
+	half := uint64(1) << (r.shift - 1)
+	for r.ahead(target, r.nextBlock) {
+		b := r.nextBlock
+		sl := &r.slots[b%ringSlots]
+		sl.block.Store(noBlock)
+		for k := range half {
+			lo := r.gen.next()
+			hi := r.gen.next()
+			sl.words[k].Store(uint64(lo) | uint64(hi)<<32)
+		}
+		sl.block.Store(b)
+		r.nextBlock = (b + 1) & r.blocks
+		r.genPos = r.advance(r.genPos, 1<<r.shift)
+	}
+}
+
+// positionOf returns the position in the period of ticket t. r.mu must be
+// held.
+func (r *ring) positionOf(t uint64) uint64 {
+	return r.advance(r.genPos, int64(t-r.nextBlock<<r.shift))
+}

@@ -28,14 +28,15 @@ var ErrClosed = errors.New("conn: channel closed")
 // one [lb.Serializer]; Pick reads an atomically published picker and never
 // takes a lock.
 type Channel struct {
-	target string
-	parsed resolver.Target
-	rb     resolver.Builder
-	cfg    config
-	clock  clock.Clock
-	logger *slog.Logger
-	ser    *lb.Serializer
-	defSC  *serviceConfig // from WithDefaultServiceConfig; nil means pick_first
+	target  string
+	parsed  resolver.Target
+	rb      resolver.Builder
+	cfg     config
+	clock   clock.Clock
+	logger  *slog.Logger
+	ser     *lb.Serializer
+	defSC   *serviceConfig // from WithDefaultServiceConfig; nil means pick_first
+	metrics channelMetrics
 
 	// Read by Pick without locks.
 	gen         atomic.Pointer[pickerGen]
@@ -116,6 +117,7 @@ func New(target string, opts ...Option) (*Channel, error) {
 		logger:    cfg.logger.With("target", target),
 		ser:       lb.NewSerializer(cfg.clock),
 		defSC:     defSC,
+		metrics:   newChannelMetrics(cfg.metrics, target),
 		rand:      cfg.newRand(),
 		idle:      true,
 		addrConns: make(map[connKey]*addrConn),

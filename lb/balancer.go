@@ -237,8 +237,11 @@ type BuildOptions struct {
 	// tree. Nil means a new [Serializer] on Clock; code that then calls
 	// Balancer methods itself must do so through that scheduler.
 	Scheduler Scheduler
-	// Target is the channel's dial target, for logs.
+	// Target is the channel's dial target, for logs and metric labels.
 	Target string
+	// Metrics records the tree's metrics (see [MetricDescs]). Policies
+	// resolve their handles in Build. Nil means [NopMetrics].
+	Metrics MetricsRecorder
 }
 
 // WithDefaults returns o with every nil field set to its documented
@@ -255,6 +258,9 @@ func (o BuildOptions) WithDefaults() BuildOptions {
 	}
 	if o.Scheduler == nil {
 		o.Scheduler = NewSerializer(o.Clock)
+	}
+	if o.Metrics == nil {
+		o.Metrics = NopMetrics()
 	}
 	return o
 }

@@ -60,6 +60,10 @@ type odBalancer struct {
 	// which publishes once at its end.
 	updating bool
 	closed   bool
+
+	// ejections and unejections count ([lb.MetricOutlierEjections],
+	// [lb.MetricOutlierUnejections]).
+	ejections, unejections lb.Counter
 }
 
 func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *odBalancer {
@@ -68,6 +72,9 @@ func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *odBalancer {
 		opts:    opts,
 		logger:  opts.Logger.With("policy", Name),
 		entries: make(map[string]*entry),
+
+		ejections:   opts.Metrics.Counter(lb.MetricOutlierEjections, cc.Target()),
+		unejections: opts.Metrics.Counter(lb.MetricOutlierUnejections, cc.Target()),
 	}
 	b.children = childmanager.New[struct{}](wrapCC{b}, opts, childmanager.Hooks[struct{}]{
 		StateChanged: func(*childmanager.Child[struct{}]) {

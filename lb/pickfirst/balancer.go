@@ -53,6 +53,9 @@ type balancer struct {
 	// lastConnErr is the most recent connection error from any SubConn.
 	lastConnErr error
 	closed      bool
+
+	// Metrics (gRFC A78), resolved at Build.
+	attemptsSucceeded, attemptsFailed, disconnections lb.Counter
 }
 
 // subConn is the policy's record of one SubConn.

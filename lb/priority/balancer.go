@@ -28,6 +28,9 @@ type childData struct {
 	// TRANSIENT_FAILURE (reported, or the failover timer firing): a
 	// CONNECTING report starts the failover timer only while it is set.
 	seenReadyOrIdleSinceTF bool
+	// switches and failoverFired are the child's metric handles
+	// ([lb.MetricPrioritySwitches], [lb.MetricPriorityFailoverFired]).
+	switches, failoverFired lb.Counter
 }
 
 type child = childmanager.Child[childData]

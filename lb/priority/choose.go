@@ -81,6 +81,7 @@ func (b *priorityBalancer) setCurrentPriority(p int, deactivateLower, force bool
 	}
 	c := b.children.Get(priorities[p])
 	if b.current != c {
+		c.Data.switches.Add(1)
 		b.logger.Info("priority: switching child", "child", c.Name(), "priority", p, "state", c.Data.state)
 	}
 	b.current = c
@@ -99,7 +100,11 @@ func (b *priorityBalancer) publish(what published, s lb.State, force bool) {
 func (b *priorityBalancer) createChild(name string) (*child, error) {
 	c := b.children.Add(name)
 	initial := c.State()
-	c.Data = childData{state: initial.ConnectivityState, picker: initial.Picker}
+	c.Data = childData{
+		state: initial.ConnectivityState, picker: initial.Picker,
+		switches:      b.opts.Metrics.Counter(lb.MetricPrioritySwitches, b.cc.Target(), name),
+		failoverFired: b.opts.Metrics.Counter(lb.MetricPriorityFailoverFired, b.cc.Target(), name),
+	}
 	b.startFailoverTimer(c)
 	childCfg := b.config.Children[name]
 	c.SetIgnoreResolveNow(childCfg.IgnoreReresolutionRequests)
@@ -117,6 +122,7 @@ func (b *priorityBalancer) startFailoverTimer(c *child) {
 		if c.Removed() {
 			return
 		}
+		c.Data.failoverFired.Add(1)
 		b.logger.Info("priority: failover timer fired", "child", c.Name(), "after", b.bopts.failoverTimeout)
 		c.Data.state = lb.TransientFailure
 		c.Data.seenReadyOrIdleSinceTF = false

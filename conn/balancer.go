@@ -95,7 +95,7 @@ func (c *Channel) switchTo(p *lb.ParsedPolicy) *balancerWrapper {
 		state: lb.State{ConnectivityState: lb.Connecting, Picker: lb.NewQueuePicker()},
 		subs:  make(map[*SubConn]struct{}),
 	}
-	opts := lb.BuildOptions{Clock: c.clock, Logger: c.logger.With("policy", p.Name), Rand: c.rand, Scheduler: c.ser, Target: c.target, Metrics: c.cfg.metrics}
+	opts := lb.BuildOptions{Clock: c.clock, Logger: c.logger, Rand: c.rand, Scheduler: c.ser, Target: c.target, Metrics: c.cfg.metrics}
 	if c.current == nil {
 		c.current = w
 		w.b = p.Builder.Build(w, opts)

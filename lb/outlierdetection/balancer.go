@@ -70,7 +70,7 @@ func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *odBalancer {
 	b := &odBalancer{
 		cc:      cc,
 		opts:    opts,
-		logger:  opts.Logger.With("policy", Name),
+		logger:  opts.PolicyLogger(Name),
 		entries: make(map[string]*entry),
 
 		ejections:   opts.Metrics.Counter(lb.MetricOutlierEjections, cc.Target()),

@@ -95,7 +95,7 @@ func newBalancer(cc lb.ClientConn, opts lb.BuildOptions, bopts options) *priorit
 	b := &priorityBalancer{
 		cc:     cc,
 		opts:   opts,
-		logger: opts.Logger.With("policy", Name),
+		logger: opts.PolicyLogger(Name),
 		bopts:  bopts,
 		pub:    childmanager.NewPublisher(cc, func(a, b published) bool { return a == b }, nil),
 	}
@@ -130,7 +130,7 @@ func (b *priorityBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 	for _, name := range groups.Order {
 		if _, ok := cfg.Children[name]; !ok {
 			b.logger.Warn("priority: addresses dropped: their path names no child in the config",
-				"child", name, "count", len(groups.Children[name]))
+				"child_name", name, "count", len(groups.Children[name]))
 		}
 	}
 	b.config, b.resolverState, b.addrs = cfg, s.ResolverState, groups.Children
@@ -237,7 +237,7 @@ func (b *priorityBalancer) childStateChanged(c *child) {
 			b.startFailoverTimer(c)
 		}
 	}
-	b.logger.Debug("priority: child state", "child", c.Name(), "state", s.ConnectivityState)
+	b.logger.Debug("priority: child state", "child_name", c.Name(), "state", s.ConnectivityState)
 	b.maybeChoosePriority()
 }
 

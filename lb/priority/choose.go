@@ -82,7 +82,7 @@ func (b *priorityBalancer) setCurrentPriority(p int, deactivateLower, force bool
 	c := b.children.Get(priorities[p])
 	if b.current != c {
 		c.Data.switches.Add(1)
-		b.logger.Info("priority: switching child", "child", c.Name(), "priority", p, "state", c.Data.state)
+		b.logger.Info("priority: switching child", "child_name", c.Name(), "priority", p, "state", c.Data.state)
 	}
 	b.current = c
 	b.publish(published{child: c, gen: c.Data.gen}, lb.State{ConnectivityState: c.Data.state, Picker: c.Data.picker}, force)
@@ -108,7 +108,7 @@ func (b *priorityBalancer) createChild(name string) (*child, error) {
 	b.startFailoverTimer(c)
 	childCfg := b.config.Children[name]
 	c.SetIgnoreResolveNow(childCfg.IgnoreReresolutionRequests)
-	b.logger.Debug("priority: creating child", "child", name, "policy", childCfg.Policy.Name)
+	b.logger.Debug("priority: creating child", "child_name", name, "child_policy", childCfg.Policy.Name)
 	return c, b.updateChild(c, childCfg)
 }
 
@@ -123,7 +123,7 @@ func (b *priorityBalancer) startFailoverTimer(c *child) {
 			return
 		}
 		c.Data.failoverFired.Add(1)
-		b.logger.Info("priority: failover timer fired", "child", c.Name(), "after", b.bopts.failoverTimeout)
+		b.logger.Info("priority: failover timer fired", "child_name", c.Name(), "after", b.bopts.failoverTimeout)
 		c.Data.state = lb.TransientFailure
 		c.Data.seenReadyOrIdleSinceTF = false
 		c.Data.gen++

@@ -32,7 +32,7 @@ func (Builder) Name() string { return Name }
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	opts = opts.WithDefaults()
 	b := &balancer{rand: opts.Rand}
-	b.List = endpointlist.New(cc, opts.Scheduler, opts.Logger.With("lb_policy", Name), endpointlist.Policy[struct{}]{
+	b.List = endpointlist.New(cc, opts.Scheduler, opts.PolicyLogger(Name), endpointlist.Policy[struct{}]{
 		Name:                Name,
 		BuildPicker:         b.buildPicker,
 		ResolveOnDisconnect: true,

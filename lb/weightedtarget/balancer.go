@@ -88,7 +88,7 @@ func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *wtBalancer {
 	b := &wtBalancer{
 		cc:     cc,
 		opts:   opts,
-		logger: opts.Logger.With("policy", Name),
+		logger: opts.PolicyLogger(Name),
 	}
 	b.pub = childmanager.NewPublisher(cc, pubKey.equal, b.refresh)
 	b.children = childmanager.New(cc, opts, childmanager.Hooks[targetData]{

@@ -64,7 +64,7 @@ func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	opts = opts.WithDefaults()
 	b := &balancer{
-		rand: opts.Rand, logger: opts.Logger.With("lb_policy", Name),
+		rand: opts.Rand, logger: opts.PolicyLogger(Name),
 		rrFallback:   opts.Metrics.Counter(lb.MetricWRRFallback, cc.Target(), ""),
 		notYetUsable: opts.Metrics.Counter(lb.MetricWRRNotYetUsable, cc.Target(), ""),
 	}

@@ -1,0 +1,57 @@
+package priority
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lbkit/lbkit/lb/lbtest"
+	_ "github.com/lbkit/lbkit/lb/pickfirst" // registers pick_first, the child here
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// No log line repeats a key (policy=, child=); a child's lines name the
+// child.
+func TestLogLinesNamePolicyOnceAndTheChild(t *testing.T) {
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e := newEnvHarness(t, lbtest.New(t, lbtest.WithLogger(logger)))
+	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0")}, childSpec{name: "p0", policy: `[{"pick_first": {}}]`})
+	e.h.SubConnFor("10.0.0.1:80").Ready()
+
+	var pickFirstLines int
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if strings.Count(l, " policy=") > 1 || strings.Count(l, " child=") > 1 || strings.Contains(l, "lb_policy=") {
+			t.Errorf("log line %q: a key repeats", l)
+		}
+		if strings.Contains(l, " policy=pick_first") {
+			pickFirstLines++
+			if !strings.Contains(l, " child=p0") {
+				t.Errorf("child's log line %q does not name the child", l)
+			}
+		}
+	}
+	if pickFirstLines == 0 {
+		t.Fatalf("pick_first logged nothing:\n%s", buf.String())
+	}
+}

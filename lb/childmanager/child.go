@@ -3,6 +3,7 @@ package childmanager
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -36,7 +37,9 @@ type Child[T any] struct {
 	ignoreResolveNow bool
 	// deactivation is the pending deactivation timer; nil while active.
 	deactivation lb.Timer
-	removed      bool
+	// retainUntil is when the deactivation timer fires, for Describe.
+	retainUntil time.Time
+	removed     bool
 }
 
 // Name returns the child's name.
@@ -88,6 +91,19 @@ func (c *Child[T]) Update(p *lb.ParsedPolicy, rs resolver.State) error {
 	return c.balancer.UpdateClientConnState(lb.ClientConnState{ResolverState: rs, BalancerConfig: p.Config})
 }
 
+// Describe returns the child's node: its balancer's own description (see
+// [lb.Describe]) with the child's name, its last state, and, while it is
+// deactivated, when it will be removed.
+func (c *Child[T]) Describe() lb.Node {
+	n := lb.Describe(c.balancer, c.policy)
+	n.Name, n.State = c.name, c.state.ConnectivityState
+	if c.deactivation != nil {
+		until := c.retainUntil
+		n.Deactivated, n.RetainUntil = true, &until
+	}
+	return n
+}
+
 // buildOptions returns the manager's options with the child's ChildPath.
 func (c *Child[T]) buildOptions() lb.BuildOptions {
 	opts := c.m.opts
@@ -137,6 +153,7 @@ func (c *Child[T]) Deactivate() {
 		return
 	}
 	c.m.logger.Debug("childmanager: child deactivated", "child_name", c.name, "removal_in", c.m.delay)
+	c.retainUntil = c.m.opts.Clock.Now().Add(c.m.delay) // for Describe only
 	c.deactivation = c.m.opts.Scheduler.AfterFunc(c.m.delay, func() {
 		c.deactivation = nil
 		c.m.logger.Debug("childmanager: deactivation timer fired", "child_name", c.name)

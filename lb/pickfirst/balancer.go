@@ -217,3 +217,15 @@ func (b *balancer) remove(sd *subConn) {
 	delete(b.subConns, sd.addr)
 	sd.sc.Shutdown()
 }
+
+// Describe returns the node with one endpoint per address that has a
+// SubConn, in address order; LastError is the last connection error.
+func (b *balancer) Describe() lb.Node {
+	n := lb.Node{Policy: Name, LastError: lb.ErrorString(b.lastConnErr)}
+	for _, a := range b.addrs {
+		if sd := b.subConns[a]; sd != nil {
+			n.Endpoints = append(n.Endpoints, lb.Endpoint{Address: a.Addr, State: sd.state, SubConn: sd.sc})
+		}
+	}
+	return n
+}

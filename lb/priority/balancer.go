@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/childmanager"
@@ -31,6 +32,9 @@ type childData struct {
 	// switches and failoverFired are the child's metric handles
 	// ([lb.MetricPrioritySwitches], [lb.MetricPriorityFailoverFired]).
 	switches, failoverFired lb.Counter
+	// failoverAt is when failover fires, for Describe; meaningful while
+	// failover is set.
+	failoverAt time.Time
 }
 
 type child = childmanager.Child[childData]
@@ -267,4 +271,36 @@ func (b *priorityBalancer) logChoiceErr(err error) {
 	if err != nil {
 		b.logger.Warn("priority: child rejected its update", "err", err)
 	}
+}
+
+// Describe returns the priority node: the child in use, and each child in
+// priority order (then children no longer in the config) with its pending
+// failover deadline and, when deactivated, its retention deadline.
+func (b *priorityBalancer) Describe() lb.Node {
+	n := lb.Node{Policy: Name}
+	if b.current != nil {
+		n.Current = b.current.Name()
+	}
+	seen := make(map[string]bool)
+	add := func(c *child) {
+		if c == nil || seen[c.Name()] {
+			return
+		}
+		seen[c.Name()] = true
+		cn := c.Describe()
+		if c.Data.failover != nil {
+			at := c.Data.failoverAt
+			cn.FailoverDeadline = &at
+		}
+		n.Children = append(n.Children, cn)
+	}
+	if b.config != nil {
+		for _, name := range b.config.Priorities {
+			add(b.children.Get(name))
+		}
+	}
+	for _, c := range b.children.Children() {
+		add(c)
+	}
+	return n
 }

@@ -117,6 +117,7 @@ func (b *priorityBalancer) createChild(name string) (*child, error) {
 // (its picker stays its last one, as it published no other) and the choice
 // runs.
 func (b *priorityBalancer) startFailoverTimer(c *child) {
+	c.Data.failoverAt = b.opts.Clock.Now().Add(b.bopts.failoverTimeout) // for Describe only
 	c.Data.failover = b.opts.Scheduler.AfterFunc(b.bopts.failoverTimeout, func() {
 		c.Data.failover = nil
 		if c.Removed() {

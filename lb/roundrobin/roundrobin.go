@@ -78,3 +78,6 @@ func (p *picker) Pick(lb.PickInfo) (lb.PickResult, error) {
 	n := p.next.Add(1) - 1
 	return p.results[n%uint64(len(p.results))], nil
 }
+
+// Describe returns the node with every endpoint.
+func (b *balancer) Describe() lb.Node { return b.List.Describe(Name, nil) }

@@ -292,3 +292,15 @@ func (b *wtBalancer) scheduleExitIdle(c *child) {
 func (b *wtBalancer) childRemoved(c *child) {
 	b.freeSlots = append(b.freeSlots, c.Data.slot)
 }
+
+// Describe returns the weighted_target node: each target with its weight,
+// in name order.
+func (b *wtBalancer) Describe() lb.Node {
+	n := lb.Node{Policy: Name}
+	for _, c := range b.children.Children() {
+		cn := c.Describe()
+		cn.Weight = c.Data.weight
+		n.Children = append(n.Children, cn)
+	}
+	return n
+}

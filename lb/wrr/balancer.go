@@ -136,3 +136,8 @@ func (b *balancer) buildReadyPicker(ready []*endpoint) (lb.Picker, error) {
 	b.ready = &readyPicker{sched: s, base: prev}
 	return b.ready, nil
 }
+
+// Describe returns the node with each endpoint's weight.
+func (b *balancer) Describe() lb.Node {
+	return b.List.Describe(Name, func(ep *endpoint, e *lb.Endpoint) { e.Weight = ep.Data.weight })
+}

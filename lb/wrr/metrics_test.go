@@ -20,3 +20,22 @@ func TestMetricsFallbackAndUnweightedEndpoints(t *testing.T) {
 	m.Want(t, 2, lb.MetricWRRFallback.Name, target, "")
 	m.Want(t, 2, lb.MetricWRRNotYetUsable.Name, target, "")
 }
+
+// Describe lists every endpoint, in update order, with its state and weight.
+func TestDescribeListsEndpointsWithWeights(t *testing.T) {
+	e := newEnv(t, nil)
+	scs := e.readyAll(ep("a", 3), ep("b", noWeight))
+	scs[1].Idle()
+	var n lb.Node
+	e.h.Do(func() { n = e.h.Balancer.(lb.Describer).Describe() })
+	if n.Policy != "weighted_round_robin" || len(n.Endpoints) != 2 {
+		t.Fatalf("describe = %+v, want weighted_round_robin with 2 endpoints", n)
+	}
+	a, b := n.Endpoints[0], n.Endpoints[1]
+	if a.Address != "a" || a.State != lb.Ready || a.Weight != 3 || a.SubConn != scs[0] {
+		t.Errorf("endpoint a = %+v, want READY weight 3 on %v", a, scs[0])
+	}
+	if b.Address != "b" || b.Weight != 1 || b.State == lb.Ready {
+		t.Errorf("endpoint b = %+v, want not READY, weight 1", b)
+	}
+}

@@ -37,6 +37,7 @@ type Channel struct {
 	ser     *lb.Serializer
 	defSC   *serviceConfig // from WithDefaultServiceConfig; nil means pick_first
 	metrics channelMetrics
+	subs    subscribers // Subscribe's subscriptions
 
 	// Read by Pick without locks.
 	gen         atomic.Pointer[pickerGen]
@@ -211,6 +212,7 @@ func (c *Channel) Close() error {
 			c.setState(lb.Shutdown)
 		})
 		c.ser.Close()
+		c.closeSubscriptions()
 		c.cancel()
 		c.wg.Wait()
 		// Dials that completed as Close ran handed their Conns to a
@@ -278,6 +280,7 @@ func (c *Channel) setState(s lb.ConnectivityState) {
 	c.stateGen.Store(&stateGen{state: s, changed: make(chan struct{})})
 	close(old.changed)
 	c.logger.Debug("channel state", "state", s)
+	c.emit(lb.Event{Kind: lb.EventChannelState, State: s})
 }
 
 // requestExitIdle schedules one exitIdle however many picks ask for it.

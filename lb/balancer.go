@@ -250,6 +250,10 @@ type BuildOptions struct {
 	// Metrics records the tree's metrics (see [MetricDescs]). Policies
 	// resolve their handles in Build. Nil means [NopMetrics].
 	Metrics MetricsRecorder
+	// OnEvent receives the events a policy reports for users (priority
+	// changes); it is called inside the tree's serialized calls and must
+	// not block. Nil means the events are dropped.
+	OnEvent func(Event)
 }
 
 // PolicyLogger returns Logger with the attributes of a policy's log lines:
@@ -280,6 +284,9 @@ func (o BuildOptions) WithDefaults() BuildOptions {
 	}
 	if o.Metrics == nil {
 		o.Metrics = NopMetrics()
+	}
+	if o.OnEvent == nil {
+		o.OnEvent = func(Event) {}
 	}
 	return o
 }

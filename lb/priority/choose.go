@@ -81,6 +81,11 @@ func (b *priorityBalancer) setCurrentPriority(p int, deactivateLower, force bool
 	}
 	c := b.children.Get(priorities[p])
 	if b.current != c {
+		from := ""
+		if b.current != nil {
+			from = b.current.Name()
+		}
+		b.opts.OnEvent(lb.Event{Kind: lb.EventPriorityChange, Path: b.opts.ChildPath, From: from, To: c.Name()})
 		c.Data.switches.Add(1)
 		b.logger.Info("priority: switching child", "child_name", c.Name(), "priority", p, "state", c.Data.state)
 	}

@@ -1,10 +1,7 @@
 package priority
 
 import (
-	"bytes"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lbkit/lbkit/lb/lbtest"
@@ -12,30 +9,11 @@ import (
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // No log line repeats a key (policy=, child=); a child's lines name the
 // child.
 func TestLogLinesNamePolicyOnceAndTheChild(t *testing.T) {
-	var buf syncBuffer
-	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e := newEnvHarness(t, lbtest.New(t, lbtest.WithLogger(logger)))
+	var buf logBuffer
+	e := newEnvHarness(t, lbtest.New(t, lbtest.WithLogger(newLogger(&buf))))
 	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0")}, childSpec{name: "p0", policy: `[{"pick_first": {}}]`})
 	e.h.SubConnFor("10.0.0.1:80").Ready()
 

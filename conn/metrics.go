@@ -1,8 +1,6 @@
 package conn
 
 import (
-	"errors"
-
 	"github.com/lbkit/lbkit/lb"
 )
 
@@ -34,15 +32,12 @@ func (m *channelMetrics) stateChanged(s lb.ConnectivityState) {
 	}
 }
 
-// pickFailed counts a pick that failed with err, and returns err.
+// pickFailed counts a pick the policy failed with err (a drop or a
+// transient failure), and returns err.
 func (m *channelMetrics) pickFailed(err error) error {
-	var pe *PickError
-	switch {
-	case errors.As(err, &pe):
-		m.pickDeadline.Add(1)
-	case lb.ClassifyPickError(err) == lb.PickFail:
+	if lb.ClassifyPickError(err) == lb.PickFail {
 		m.pickDropped.Add(1)
-	default:
+	} else {
 		m.pickTransientFailure.Add(1)
 	}
 	return err

@@ -108,7 +108,8 @@ func (c *Channel) waitAndPick(ctx context.Context, waitForReady bool, info lb.Pi
 		select {
 		case <-g.done:
 		case <-ctx.Done():
-			return PickResult{}, c.metrics.pickFailed(&PickError{Ctx: ctx.Err(), Last: err})
+			c.metrics.pickDeadline.Add(1)
+			return PickResult{}, &PickError{Ctx: ctx.Err(), Last: err}
 		}
 		g = c.gen.Load()
 		r, pickErr := c.tryPick(g, info)

@@ -1,7 +1,6 @@
 package outlierdetection
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -37,17 +36,7 @@ func TestDescribeMarksEjectedEndpoints(t *testing.T) {
 	for _, sc := range h.CC.SubConns() {
 		sc.Ready()
 	}
-	for range 20 {
-		r, err := h.State().Picker.Pick(lb.PickInfo{Ctx: context.Background()})
-		if err != nil {
-			t.Fatalf("pick: %v", err)
-		}
-		var callErr error
-		if r.SubConn.(*lbtest.SubConn).Addresses()[0].Addr == "b" {
-			callErr = errCallFailed
-		}
-		r.Done(lb.DoneInfo{Err: callErr})
-	}
+	pickAndReport(t, h, 20, "b")
 	h.Advance(10 * time.Second)
 
 	var root lb.Node

@@ -95,7 +95,13 @@ func (c *Channel) switchTo(p *lb.ParsedPolicy) *balancerWrapper {
 		state: lb.State{ConnectivityState: lb.Connecting, Picker: lb.NewQueuePicker()},
 		subs:  make(map[*SubConn]struct{}),
 	}
-	opts := lb.BuildOptions{Clock: c.clock, Logger: c.logger.With("policy", p.Name), Rand: c.rand, Scheduler: c.ser, Target: c.target}
+	opts := lb.BuildOptions{Clock: c.clock, Logger: c.logger, Rand: c.rand, Scheduler: c.ser, Target: c.target, Metrics: c.cfg.metrics,
+		OnEvent: c.emit}
+	from := ""
+	if l := c.latest(); l != nil {
+		from = l.name
+	}
+	c.emit(lb.Event{Kind: lb.EventPolicySwitch, From: from, To: p.Name})
 	if c.current == nil {
 		c.current = w
 		w.b = p.Builder.Build(w, opts)

@@ -28,14 +28,16 @@ var ErrClosed = errors.New("conn: channel closed")
 // one [lb.Serializer]; Pick reads an atomically published picker and never
 // takes a lock.
 type Channel struct {
-	target string
-	parsed resolver.Target
-	rb     resolver.Builder
-	cfg    config
-	clock  clock.Clock
-	logger *slog.Logger
-	ser    *lb.Serializer
-	defSC  *serviceConfig // from WithDefaultServiceConfig; nil means pick_first
+	target  string
+	parsed  resolver.Target
+	rb      resolver.Builder
+	cfg     config
+	clock   clock.Clock
+	logger  *slog.Logger
+	ser     *lb.Serializer
+	defSC   *serviceConfig // from WithDefaultServiceConfig; nil means pick_first
+	metrics channelMetrics
+	subs    subscribers // Subscribe's subscriptions
 
 	// Read by Pick without locks.
 	gen         atomic.Pointer[pickerGen]
@@ -116,6 +118,7 @@ func New(target string, opts ...Option) (*Channel, error) {
 		logger:    cfg.logger.With("target", target),
 		ser:       lb.NewSerializer(cfg.clock),
 		defSC:     defSC,
+		metrics:   newChannelMetrics(cfg.metrics, target),
 		rand:      cfg.newRand(),
 		idle:      true,
 		addrConns: make(map[connKey]*addrConn),
@@ -209,6 +212,7 @@ func (c *Channel) Close() error {
 			c.setState(lb.Shutdown)
 		})
 		c.ser.Close()
+		c.closeSubscriptions()
 		c.cancel()
 		c.wg.Wait()
 		// Dials that completed as Close ran handed their Conns to a
@@ -276,6 +280,7 @@ func (c *Channel) setState(s lb.ConnectivityState) {
 	c.stateGen.Store(&stateGen{state: s, changed: make(chan struct{})})
 	close(old.changed)
 	c.logger.Debug("channel state", "state", s)
+	c.emit(lb.Event{Kind: lb.EventChannelState, State: s})
 }
 
 // requestExitIdle schedules one exitIdle however many picks ask for it.

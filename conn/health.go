@@ -173,6 +173,11 @@ func (ac *addrConn) setVerdict(v healthVerdict, err error) {
 	prev := ac.verdict
 	ac.verdict, ac.verdictErr = v, err
 	ac.healthy.Store(v == healthPassing)
+	if v == healthFailing {
+		ac.c.metrics.healthFailing.Add(1)
+	} else {
+		ac.c.metrics.healthPassing.Add(1)
+	}
 	switch {
 	case v == healthFailing:
 		ac.c.logger.Warn("backend unhealthy", "addr", ac.addr.Load().Addr, "error", err)

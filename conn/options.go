@@ -43,6 +43,7 @@ type config struct {
 	registry             *lb.Registry
 	healthCheck          *HealthCheck // nil: only if the service config asks
 	healthCheckOff       bool
+	metrics              lb.MetricsRecorder
 }
 
 func defaultConfig() config {
@@ -151,6 +152,14 @@ func WithoutHealthCheck() Option {
 	return optionFunc(func(cfg *config) { cfg.healthCheckOff = true })
 }
 
+// WithMetricsRecorder records the channel's and its policies' metrics
+// (listed by [lb.MetricDescs]) with r; adapters/otel makes one that records
+// into OpenTelemetry. If this option is not supplied, or r is nil, nothing
+// is recorded.
+func WithMetricsRecorder(r lb.MetricsRecorder) Option {
+	return optionFunc(func(cfg *config) { cfg.metrics = r })
+}
+
 func (c *config) validate() error {
 	var errs []error
 	if c.healthCheck != nil {
@@ -185,6 +194,9 @@ func (c *config) withDefaults() {
 	}
 	if c.registry == nil {
 		c.registry = lb.DefaultRegistry()
+	}
+	if c.metrics == nil {
+		c.metrics = lb.NopMetrics()
 	}
 }
 

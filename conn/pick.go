@@ -103,11 +103,12 @@ func (c *Channel) waitAndPick(ctx context.Context, waitForReady bool, info lb.Pi
 	defer c.waiting.Add(-1)
 	for {
 		if failsNow(err, waitForReady) {
-			return PickResult{}, err
+			return PickResult{}, c.metrics.pickFailed(err)
 		}
 		select {
 		case <-g.done:
 		case <-ctx.Done():
+			c.metrics.pickDeadline.Add(1)
 			return PickResult{}, &PickError{Ctx: ctx.Err(), Last: err}
 		}
 		g = c.gen.Load()

@@ -184,6 +184,9 @@ func (sc *SubConn) deliver(s lb.SubConnState) {
 // setState records the connection's own state, starts or stops its health
 // checks, and tells every handle the state it sees.
 func (ac *addrConn) setState(s lb.ConnectivityState, err error) {
+	if s != ac.state {
+		ac.c.metrics.stateChanged(s)
+	}
 	ac.state, ac.err = s, err
 	ac.readyState.Store(int32(s))
 	ac.stopHealth()
@@ -316,6 +319,7 @@ func (ac *addrConn) close() {
 		ac.backoff.Stop()
 		ac.backoff = nil
 	}
+	ac.c.metrics.stateChanged(lb.Shutdown)
 	ac.state = lb.Shutdown
 	ac.readyState.Store(int32(lb.Shutdown))
 	delete(ac.c.addrConns, ac.key)

@@ -227,8 +227,16 @@ type BuildOptions struct {
 	// Clock is the tree's clock, for reading the time. Nil means the real
 	// clock. It must be the clock the Scheduler's timers run on.
 	Clock clock.Clock
-	// Logger receives the policy's logs. Nil means discard.
+	// Logger receives the policy's logs. Nil means discard. It carries the
+	// channel's attributes only: a policy logs through
+	// [BuildOptions.PolicyLogger], which adds its name and ChildPath, and
+	// passes Logger on to its children unchanged.
 	Logger *slog.Logger
+	// ChildPath names the balancer's place in the tree: the names of the
+	// children from the root down to it, joined by "/" (such as
+	// "p0/locality-a"); empty for the root. Parents that name children
+	// (lb/childmanager) extend it.
+	ChildPath string
 	// Rand is the tree's source of randomness (shuffles, jitter, random
 	// starts). It is not safe for concurrent use: use it only inside the
 	// tree's serialized calls. Nil means a source seeded at random.
@@ -237,8 +245,26 @@ type BuildOptions struct {
 	// tree. Nil means a new [Serializer] on Clock; code that then calls
 	// Balancer methods itself must do so through that scheduler.
 	Scheduler Scheduler
-	// Target is the channel's dial target, for logs.
+	// Target is the channel's dial target, for logs and metric labels.
 	Target string
+	// Metrics records the tree's metrics (see [MetricDescs]). Policies
+	// resolve their handles in Build. Nil means [NopMetrics].
+	Metrics MetricsRecorder
+	// OnEvent receives the events a policy reports for users (priority
+	// changes); it is called inside the tree's serialized calls and must
+	// not block. Nil means the events are dropped.
+	OnEvent func(Event)
+}
+
+// PolicyLogger returns Logger with the attributes of a policy's log lines:
+// policy=name, and child=ChildPath when the balancer is a child. One key
+// per concept: nothing else in the tree sets these keys. Call it after
+// [BuildOptions.WithDefaults].
+func (o BuildOptions) PolicyLogger(name string) *slog.Logger {
+	if o.ChildPath == "" {
+		return o.Logger.With("policy", name)
+	}
+	return o.Logger.With("policy", name, "child", o.ChildPath)
 }
 
 // WithDefaults returns o with every nil field set to its documented
@@ -255,6 +281,12 @@ func (o BuildOptions) WithDefaults() BuildOptions {
 	}
 	if o.Scheduler == nil {
 		o.Scheduler = NewSerializer(o.Clock)
+	}
+	if o.Metrics == nil {
+		o.Metrics = NopMetrics()
+	}
+	if o.OnEvent == nil {
+		o.OnEvent = func(Event) {}
 	}
 	return o
 }

@@ -50,9 +50,10 @@ var layers = []struct {
 	{"lb/lbtest", 4},
 	{"lb/", 5}, // the policies
 	{"conn", 6},
-	{"adapters/", 7},
-	{"cmd/", 8},
-	{"internal/", 8},
+	{"conn/", 7}, // conn/debugpage
+	{"adapters/", 8},
+	{"cmd/", 9},
+	{"internal/", 9},
 }
 
 func rankOf(pkg string) (int, bool) {

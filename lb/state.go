@@ -30,6 +30,20 @@ func (s ConnectivityState) String() string {
 	return fmt.Sprintf("ConnectivityState(%d)", int(s))
 }
 
+// MarshalText returns the state's name, so JSON shows "READY" rather than 2.
+func (s ConnectivityState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText parses a name that String returns.
+func (s *ConnectivityState) UnmarshalText(b []byte) error {
+	for i, n := range stateNames {
+		if n == string(b) {
+			*s = ConnectivityState(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("lb: unknown connectivity state %q", b)
+}
+
 // StateCounter counts children by connectivity state and computes their
 // aggregate, the one rule every multi-child policy in lbkit uses:
 //

@@ -41,7 +41,7 @@ func newBridge(bb *Builder, cc balancer.ClientConn, bopts balancer.BuildOptions)
 	b := &bridge{
 		cc:     cc,
 		ser:    lb.NewSerializer(o.clock),
-		logger: o.logger.With("adapter", "grpcgo", "lb_policy", bb.name),
+		logger: o.logger.With("adapter", "grpcgo", "policy", bb.name),
 		target: bopts.Target.String(),
 	}
 	if o.observer != nil {

@@ -14,7 +14,11 @@
 //
 // Usage:
 //
-//	lbdemo [-duration 30s] [-rate 300] [-svg file] [-cla file | -target target]
+//	lbdemo [-duration 30s] [-rate 300] [-svg file] [-debug addr] [-cla file | -target target]
+//
+// While it runs, it serves the channel's debug page (the balancer tree,
+// the active priority, every endpoint's state) on -debug, by default a free
+// port of 127.0.0.1, and prints its URL.
 //
 // With -cla, traffic goes to the endpoints of your own assignment (no
 // servers are started or stopped); with -target, to any lbkit target such
@@ -66,6 +70,7 @@ type options struct {
 	svgPath  string
 	claPath  string
 	target   string
+	debug    string // address of the debug page; "" for none
 }
 
 func parseFlags(args []string) (options, error) {
@@ -76,10 +81,11 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.rate, "rate", 300, "requests per second")
 	fs.StringVar(&o.svgPath, "svg", filepath.Join(os.TempDir(), "lbdemo-timeline.svg"), "where to write the SVG timeline")
 	fs.StringVar(&o.claPath, "cla", "", "send traffic to the endpoints of this ClusterLoadAssignment JSON file instead of the built-in scenario")
+	fs.StringVar(&o.debug, "debug", "127.0.0.1:0", "serve the channel's debug page (conn/debugpage) on this address; empty for none")
 	fs.StringVar(&o.target, "target", "", "send traffic to this lbkit target (for example dns:///example.com:80) instead of the built-in scenario")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return o, usagef("usage: lbdemo [-duration 30s] [-rate 300] [-svg file] [-cla file | -target target]")
+			return o, usagef("usage: lbdemo [-duration 30s] [-rate 300] [-svg file] [-debug addr] [-cla file | -target target]")
 		}
 		return o, usagef("%v", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/lbkit/lbkit/conn"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -50,7 +54,7 @@ func TestDemoShortRun(t *testing.T) {
 		t.Errorf("timeline not written as SVG: %v", err)
 	}
 	for _, want := range []string{"primary-b2 answers 503", "primary-b2 ejected", "primary-b2 back in service",
-		"primary stopped", "primary restarted", "summary:", "timeline: " + svg} {
+		"primary stopped", "primary restarted", "summary:", "timeline: " + svg, "debug page at http://127.0.0.1:"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q\n%s", want, out.String())
 		}
@@ -79,5 +83,35 @@ func TestBadInputIsAUsageError(t *testing.T) {
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("run(%q) = %v; want a one-line usage error containing %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// The demo serves the debug page while it runs and prints its URL.
+func TestDemoServesTheDebugPage(t *testing.T) {
+	ch, err := conn.New("passthrough:///127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	var out bytes.Buffer
+	stop, err := serveDebugPage("127.0.0.1:0", ch, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	line := strings.TrimSpace(out.String())
+	_, url, ok := strings.Cut(line, "debug page at ")
+	url, _, _ = strings.Cut(url, " ")
+	if !ok || !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("printed %q, want the debug page's URL", line)
+	}
+	resp, err := http.Get(url + "?format=json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"target": "passthrough:///127.0.0.1:1"`) {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
 	}
 }

@@ -263,6 +263,13 @@ func (sc *scenario) run(ctx context.Context, out io.Writer) (*summary, error) {
 		return nil, usagef("%v", err)
 	}
 	defer ch.Close()
+	if sc.opts.debug != "" {
+		stop, err := serveDebugPage(sc.opts.debug, ch, out)
+		if err != nil {
+			return nil, usagef("-debug: %v", err)
+		}
+		defer stop()
+	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = 64
 	tr := &nethttp.Transport{Channel: ch, Base: base}

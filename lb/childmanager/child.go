@@ -3,6 +3,7 @@ package childmanager
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -36,7 +37,9 @@ type Child[T any] struct {
 	ignoreResolveNow bool
 	// deactivation is the pending deactivation timer; nil while active.
 	deactivation lb.Timer
-	removed      bool
+	// retainUntil is when the deactivation timer fires, for Describe.
+	retainUntil time.Time
+	removed     bool
 }
 
 // Name returns the child's name.
@@ -67,7 +70,7 @@ func (c *Child[T]) Update(p *lb.ParsedPolicy, rs resolver.State) error {
 		return fmt.Errorf("childmanager: child %q: no policy to run", c.name)
 	}
 	if c.balancer != nil && c.policy != p.Name {
-		c.m.logger.Info("childmanager: child changes policy", "child", c.name, "from", c.policy, "to", p.Name)
+		c.m.logger.Info("childmanager: child changes policy", "child_name", c.name, "from", c.policy, "to", p.Name)
 		c.closeBalancer()
 		c.setState(initialState())
 		if c.removed { // the owner removed the child from its hook
@@ -75,10 +78,10 @@ func (c *Child[T]) Update(p *lb.ParsedPolicy, rs resolver.State) error {
 		}
 	}
 	if c.balancer == nil {
-		c.m.logger.Debug("childmanager: building child", "child", c.name, "policy", p.Name)
+		c.m.logger.Debug("childmanager: building child", "child_name", c.name, "child_policy", p.Name)
 		cc := &childCC[T]{c: c}
 		c.cc, c.policy = cc, p.Name
-		b := p.Builder.Build(cc, c.m.opts)
+		b := p.Builder.Build(cc, c.buildOptions())
 		if c.removed || cc.dead { // removed or replaced from a hook, inline
 			b.Close()
 			return fmt.Errorf("childmanager: child %q was removed while it was built", c.name)
@@ -86,6 +89,30 @@ func (c *Child[T]) Update(p *lb.ParsedPolicy, rs resolver.State) error {
 		c.balancer = b
 	}
 	return c.balancer.UpdateClientConnState(lb.ClientConnState{ResolverState: rs, BalancerConfig: p.Config})
+}
+
+// Describe returns the child's node: its balancer's own description (see
+// [lb.Describe]) with the child's name, its last state, and, while it is
+// deactivated, when it will be removed.
+func (c *Child[T]) Describe() lb.Node {
+	n := lb.Describe(c.balancer, c.policy)
+	n.Name, n.State = c.name, c.state.ConnectivityState
+	if c.deactivation != nil {
+		until := c.retainUntil
+		n.Deactivated, n.RetainUntil = true, &until
+	}
+	return n
+}
+
+// buildOptions returns the manager's options with the child's ChildPath.
+func (c *Child[T]) buildOptions() lb.BuildOptions {
+	opts := c.m.opts
+	if opts.ChildPath == "" {
+		opts.ChildPath = c.name
+	} else {
+		opts.ChildPath += "/" + c.name
+	}
+	return opts
 }
 
 // ResolverError passes err to the child's balancer, if built.
@@ -125,10 +152,11 @@ func (c *Child[T]) Deactivate() {
 	if c.removed || c.deactivation != nil {
 		return
 	}
-	c.m.logger.Debug("childmanager: child deactivated", "child", c.name, "removal_in", c.m.delay)
+	c.m.logger.Debug("childmanager: child deactivated", "child_name", c.name, "removal_in", c.m.delay)
+	c.retainUntil = c.m.opts.Clock.Now().Add(c.m.delay) // for Describe only
 	c.deactivation = c.m.opts.Scheduler.AfterFunc(c.m.delay, func() {
 		c.deactivation = nil
-		c.m.logger.Debug("childmanager: deactivation timer fired", "child", c.name)
+		c.m.logger.Debug("childmanager: deactivation timer fired", "child_name", c.name)
 		c.Remove()
 	})
 }
@@ -141,7 +169,7 @@ func (c *Child[T]) Reactivate() {
 	}
 	c.deactivation.Stop()
 	c.deactivation = nil
-	c.m.logger.Debug("childmanager: child reactivated", "child", c.name)
+	c.m.logger.Debug("childmanager: child reactivated", "child_name", c.name)
 }
 
 // Remove removes the child now: it stops its deactivation timer, closes its
@@ -159,7 +187,7 @@ func (c *Child[T]) Remove() {
 	if c.m.children[c.name] == c {
 		delete(c.m.children, c.name)
 	}
-	c.m.logger.Debug("childmanager: child removed", "child", c.name)
+	c.m.logger.Debug("childmanager: child removed", "child_name", c.name)
 	c.closeBalancer()
 	if c.m.hooks.Removed != nil {
 		c.m.hooks.Removed(c)
@@ -213,7 +241,7 @@ func (w *childCC[T]) UpdateState(s lb.State) {
 		return
 	}
 	if s.Picker == nil {
-		w.c.m.logger.Error("childmanager: child published a nil picker", "child", w.c.name, "state", s.ConnectivityState)
+		w.c.m.logger.Error("childmanager: child published a nil picker", "child_name", w.c.name, "state", s.ConnectivityState)
 		s.Picker = lb.NewErrPicker(lb.TransientFailureError(errNilPicker))
 	}
 	w.c.setState(s)

@@ -108,7 +108,7 @@ func (m *Manager[T]) Add(name string) *Child[T] {
 		return c
 	}
 	m.children[name] = c
-	m.logger.Debug("childmanager: child added", "child", name)
+	m.logger.Debug("childmanager: child added", "child_name", name)
 	return c
 }
 

@@ -386,3 +386,24 @@ func (l *List[T]) publish(s lb.ConnectivityState, p lb.Picker) {
 	l.state = s
 	l.cc.UpdateState(lb.State{ConnectivityState: s, Picker: p})
 }
+
+// Describe returns a node for policy with every endpoint, in list order:
+// its address, its SubConn and the state the list counts for it, then
+// whatever fill (when not nil) adds from the policy's data. LastError is
+// the most recent connection or resolver error.
+func (l *List[T]) Describe(policy string, fill func(*Endpoint[T], *lb.Endpoint)) lb.Node {
+	n := lb.Node{Policy: policy, Endpoints: make([]lb.Endpoint, len(l.list))}
+	if l.resolverErr != nil {
+		n.LastError = l.resolverErr.Error()
+	} else {
+		n.LastError = lb.ErrorString(l.lastConnErr)
+	}
+	for i, ep := range l.list {
+		e := &n.Endpoints[i]
+		e.Address, e.SubConn, e.State = ep.key.Addr, ep.SubConn, ep.counted
+		if fill != nil {
+			fill(ep, e)
+		}
+	}
+	return n
+}

@@ -33,6 +33,8 @@ type Harness struct {
 	CC *ClientConn
 	// Balancer is the balancer built by [Harness.Build].
 	Balancer lb.Balancer
+	// Metrics records the tree's metrics ([lb.BuildOptions].Metrics).
+	Metrics *Metrics
 
 	opts   lb.BuildOptions
 	closed bool
@@ -83,6 +85,7 @@ func New(tb TB, options ...Option) *Harness {
 		Clock:      mock,
 		Serializer: s,
 		CC:         NewClientConn(tb, s, cfg.target),
+		Metrics:    NewMetrics(),
 	}
 	h.opts = lb.BuildOptions{
 		Clock:     mock,
@@ -90,13 +93,14 @@ func New(tb TB, options ...Option) *Harness {
 		Rand:      rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15)),
 		Scheduler: s,
 		Target:    cfg.target,
+		Metrics:   h.Metrics,
 	}
 	tb.Cleanup(h.Close)
 	return h
 }
 
 // BuildOptions returns the options the harness builds balancers with: its
-// mock clock, logger, seeded random source and serializer.
+// mock clock, logger, seeded random source, serializer and metrics.
 func (h *Harness) BuildOptions() lb.BuildOptions { return h.opts }
 
 // Build builds the balancer under test from b, inside the serializer, and

@@ -74,3 +74,8 @@ func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
 	}
 	return newPicker(entries, b.cfg.effective(), b.rand.Uint64()), nil
 }
+
+// Describe returns the node with each endpoint's requests in flight.
+func (b *balancer) Describe() lb.Node {
+	return b.List.Describe(Name, func(ep *endpoint, e *lb.Endpoint) { e.InFlight = ep.Data.active.Load() })
+}

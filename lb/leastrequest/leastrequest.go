@@ -94,7 +94,7 @@ func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
 // UpdateClientConnState does.
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	opts = opts.WithDefaults()
-	b := &balancer{rand: opts.Rand, logger: opts.Logger.With("lb_policy", Name)}
+	b := &balancer{rand: opts.Rand, logger: opts.PolicyLogger(Name)}
 	b.List = endpointlist.New(cc, opts.Scheduler, b.logger, endpointlist.Policy[endpointData]{
 		Name:                Name,
 		BuildPicker:         b.buildPicker,

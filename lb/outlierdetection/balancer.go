@@ -60,14 +60,21 @@ type odBalancer struct {
 	// which publishes once at its end.
 	updating bool
 	closed   bool
+
+	// ejections and unejections count ([lb.MetricOutlierEjections],
+	// [lb.MetricOutlierUnejections]).
+	ejections, unejections lb.Counter
 }
 
 func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *odBalancer {
 	b := &odBalancer{
 		cc:      cc,
 		opts:    opts,
-		logger:  opts.Logger.With("policy", Name),
+		logger:  opts.PolicyLogger(Name),
 		entries: make(map[string]*entry),
+
+		ejections:   opts.Metrics.Counter(lb.MetricOutlierEjections, cc.Target()),
+		unejections: opts.Metrics.Counter(lb.MetricOutlierUnejections, cc.Target()),
 	}
 	b.children = childmanager.New[struct{}](wrapCC{b}, opts, childmanager.Hooks[struct{}]{
 		StateChanged: func(*childmanager.Child[struct{}]) {
@@ -254,3 +261,29 @@ func (c wrapCC) NewSubConn(addrs []resolver.Address, opts lb.NewSubConnOptions) 
 func (c wrapCC) UpdateState(s lb.State) { c.b.cc.UpdateState(s) }
 func (c wrapCC) ResolveNow()            { c.b.cc.ResolveNow() }
 func (c wrapCC) Target() string         { return c.b.cc.Target() }
+
+// Describe returns the outlier_detection node with its child's: each of the
+// child's endpoints (at any depth) is marked ejected while its address is,
+// and shows the real SubConn rather than this policy's wrapper.
+func (b *odBalancer) Describe() lb.Node {
+	n := lb.Node{Policy: Name}
+	if b.child != nil {
+		cn := b.child.Describe()
+		b.markEjected(&cn)
+		n.Children = []lb.Node{cn}
+	}
+	return n
+}
+
+func (b *odBalancer) markEjected(n *lb.Node) {
+	for i := range n.Endpoints {
+		e := &n.Endpoints[i]
+		if w, ok := e.SubConn.(*subConn); ok {
+			e.SubConn = w.SubConn
+			e.Ejected = w.ejected
+		}
+	}
+	for i := range n.Children {
+		b.markEjected(&n.Children[i])
+	}
+}

@@ -50,25 +50,7 @@ func TestWorksAsAChildOfPriorityAndWeightedTarget(t *testing.T) {
 			for _, sc := range h.CC.SubConns() {
 				sc.Ready()
 			}
-			picks := func(fail string) map[string]int {
-				seen := make(map[string]int)
-				for range 30 {
-					r, err := h.State().Picker.Pick(lb.PickInfo{Ctx: context.Background()})
-					if err != nil {
-						t.Fatalf("pick: %v", err)
-					}
-					addr := r.SubConn.(*lbtest.SubConn).Addresses()[0].Addr
-					seen[addr]++
-					if r.Done != nil {
-						var err error
-						if addr == fail {
-							err = errCallFailed
-						}
-						r.Done(lb.DoneInfo{Err: err})
-					}
-				}
-				return seen
-			}
+			picks := func(fail string) map[string]int { return pickAndReport(t, h, 30, fail) }
 			if seen := picks("b"); seen["b"] != 10 {
 				t.Fatalf("picks before ejection %v, want 10 each", seen)
 			}
@@ -78,4 +60,28 @@ func TestWorksAsAChildOfPriorityAndWeightedTarget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pickAndReport makes n picks from the harness's last picker and reports
+// each call's outcome: failed on the address fail, succeeded elsewhere. It
+// returns the picks per address.
+func pickAndReport(t *testing.T, h *lbtest.Harness, n int, fail string) map[string]int {
+	t.Helper()
+	seen := make(map[string]int)
+	for range n {
+		r, err := h.State().Picker.Pick(lb.PickInfo{Ctx: context.Background()})
+		if err != nil {
+			t.Fatalf("pick: %v", err)
+		}
+		addr := r.SubConn.(*lbtest.SubConn).Addresses()[0].Addr
+		seen[addr]++
+		if r.Done != nil {
+			var err error
+			if addr == fail {
+				err = errCallFailed
+			}
+			r.Done(lb.DoneInfo{Err: err})
+		}
+	}
+	return seen
 }

@@ -145,6 +145,7 @@ func (b *odBalancer) maybeEject(e *entry, enforcement uint32, now time.Time) {
 	}
 	e.ejected, e.ejectedAt = true, now
 	e.multiplier++
+	b.ejections.Add(1)
 	b.logger.Info("outlierdetection: ejecting address", "addr", e.addr, "multiplier", e.multiplier)
 	for _, w := range slices.Clone(e.subConns) {
 		w.eject()
@@ -157,6 +158,7 @@ func (b *odBalancer) uneject(e *entry) {
 		return
 	}
 	e.ejected, e.ejectedAt = false, time.Time{}
+	b.unejections.Add(1)
 	b.logger.Info("outlierdetection: un-ejecting address", "addr", e.addr)
 	for _, w := range slices.Clone(e.subConns) {
 		w.uneject()

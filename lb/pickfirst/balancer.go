@@ -53,6 +53,9 @@ type balancer struct {
 	// lastConnErr is the most recent connection error from any SubConn.
 	lastConnErr error
 	closed      bool
+
+	// Metrics (gRFC A78), resolved at Build.
+	attemptsSucceeded, attemptsFailed, disconnections lb.Counter
 }
 
 // subConn is the policy's record of one SubConn.
@@ -213,4 +216,16 @@ func (b *balancer) remove(sd *subConn) {
 	sd.removed = true
 	delete(b.subConns, sd.addr)
 	sd.sc.Shutdown()
+}
+
+// Describe returns the node with one endpoint per address that has a
+// SubConn, in address order; LastError is the last connection error.
+func (b *balancer) Describe() lb.Node {
+	n := lb.Node{Policy: Name, LastError: lb.ErrorString(b.lastConnErr)}
+	for _, a := range b.addrs {
+		if sd := b.subConns[a]; sd != nil {
+			n.Endpoints = append(n.Endpoints, lb.Endpoint{Address: a.Addr, State: sd.state, SubConn: sd.sc})
+		}
+	}
+	return n
 }

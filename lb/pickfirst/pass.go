@@ -96,6 +96,7 @@ func (sd *subConn) onState(s lb.SubConnState) {
 	}
 	sd.state = s.ConnectivityState
 	if s.ConnectivityState == lb.TransientFailure {
+		b.attemptsFailed.Add(1)
 		b.lastConnErr = s.ConnectionError
 		if b.lastConnErr == nil {
 			b.lastConnErr = fmt.Errorf("pickfirst: connection to %s failed", sd.addr)
@@ -105,6 +106,7 @@ func (sd *subConn) onState(s lb.SubConnState) {
 	switch {
 	case sd == b.selected:
 		if s.ConnectivityState != lb.Ready {
+			b.disconnections.Add(1)
 			b.goIdle()
 		}
 		return
@@ -154,6 +156,7 @@ func (b *balancer) selectSubConn(sd *subConn) {
 			b.remove(other)
 		}
 	}
+	b.attemptsSucceeded.Add(1)
 	b.selected = sd
 	b.firstPass = false
 	b.report(lb.Ready, newReadyPicker(sd.sc))

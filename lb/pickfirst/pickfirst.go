@@ -59,9 +59,13 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 		cc:       cc,
 		sched:    opts.Scheduler,
 		rand:     opts.Rand,
-		logger:   opts.Logger.With("lb_policy", Name),
+		logger:   opts.PolicyLogger(Name),
 		subConns: make(map[resolver.Address]*subConn),
 		seen:     make(map[resolver.Address]struct{}),
 		state:    lb.Idle,
+
+		attemptsSucceeded: opts.Metrics.Counter(lb.MetricPickFirstSucceeded, cc.Target()),
+		attemptsFailed:    opts.Metrics.Counter(lb.MetricPickFirstFailed, cc.Target()),
+		disconnections:    opts.Metrics.Counter(lb.MetricPickFirstDisconnections, cc.Target()),
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/childmanager"
@@ -28,6 +29,12 @@ type childData struct {
 	// TRANSIENT_FAILURE (reported, or the failover timer firing): a
 	// CONNECTING report starts the failover timer only while it is set.
 	seenReadyOrIdleSinceTF bool
+	// switches and failoverFired are the child's metric handles
+	// ([lb.MetricPrioritySwitches], [lb.MetricPriorityFailoverFired]).
+	switches, failoverFired lb.Counter
+	// failoverAt is when failover fires, for Describe; meaningful while
+	// failover is set.
+	failoverAt time.Time
 }
 
 type child = childmanager.Child[childData]
@@ -92,7 +99,7 @@ func newBalancer(cc lb.ClientConn, opts lb.BuildOptions, bopts options) *priorit
 	b := &priorityBalancer{
 		cc:     cc,
 		opts:   opts,
-		logger: opts.Logger.With("policy", Name),
+		logger: opts.PolicyLogger(Name),
 		bopts:  bopts,
 		pub:    childmanager.NewPublisher(cc, func(a, b published) bool { return a == b }, nil),
 	}
@@ -127,7 +134,7 @@ func (b *priorityBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 	for _, name := range groups.Order {
 		if _, ok := cfg.Children[name]; !ok {
 			b.logger.Warn("priority: addresses dropped: their path names no child in the config",
-				"child", name, "count", len(groups.Children[name]))
+				"child_name", name, "count", len(groups.Children[name]))
 		}
 	}
 	b.config, b.resolverState, b.addrs = cfg, s.ResolverState, groups.Children
@@ -234,7 +241,7 @@ func (b *priorityBalancer) childStateChanged(c *child) {
 			b.startFailoverTimer(c)
 		}
 	}
-	b.logger.Debug("priority: child state", "child", c.Name(), "state", s.ConnectivityState)
+	b.logger.Debug("priority: child state", "child_name", c.Name(), "state", s.ConnectivityState)
 	b.maybeChoosePriority()
 }
 
@@ -264,4 +271,36 @@ func (b *priorityBalancer) logChoiceErr(err error) {
 	if err != nil {
 		b.logger.Warn("priority: child rejected its update", "err", err)
 	}
+}
+
+// Describe returns the priority node: the child in use, and each child in
+// priority order (then children no longer in the config) with its pending
+// failover deadline and, when deactivated, its retention deadline.
+func (b *priorityBalancer) Describe() lb.Node {
+	n := lb.Node{Policy: Name}
+	if b.current != nil {
+		n.Current = b.current.Name()
+	}
+	seen := make(map[string]bool)
+	add := func(c *child) {
+		if c == nil || seen[c.Name()] {
+			return
+		}
+		seen[c.Name()] = true
+		cn := c.Describe()
+		if c.Data.failover != nil {
+			at := c.Data.failoverAt
+			cn.FailoverDeadline = &at
+		}
+		n.Children = append(n.Children, cn)
+	}
+	if b.config != nil {
+		for _, name := range b.config.Priorities {
+			add(b.children.Get(name))
+		}
+	}
+	for _, c := range b.children.Children() {
+		add(c)
+	}
+	return n
 }

@@ -81,7 +81,13 @@ func (b *priorityBalancer) setCurrentPriority(p int, deactivateLower, force bool
 	}
 	c := b.children.Get(priorities[p])
 	if b.current != c {
-		b.logger.Info("priority: switching child", "child", c.Name(), "priority", p, "state", c.Data.state)
+		from := ""
+		if b.current != nil {
+			from = b.current.Name()
+		}
+		b.opts.OnEvent(lb.Event{Kind: lb.EventPriorityChange, Path: b.opts.ChildPath, From: from, To: c.Name()})
+		c.Data.switches.Add(1)
+		b.logger.Info("priority: switching child", "child_name", c.Name(), "priority", p, "state", c.Data.state)
 	}
 	b.current = c
 	b.publish(published{child: c, gen: c.Data.gen}, lb.State{ConnectivityState: c.Data.state, Picker: c.Data.picker}, force)
@@ -99,11 +105,15 @@ func (b *priorityBalancer) publish(what published, s lb.State, force bool) {
 func (b *priorityBalancer) createChild(name string) (*child, error) {
 	c := b.children.Add(name)
 	initial := c.State()
-	c.Data = childData{state: initial.ConnectivityState, picker: initial.Picker}
+	c.Data = childData{
+		state: initial.ConnectivityState, picker: initial.Picker,
+		switches:      b.opts.Metrics.Counter(lb.MetricPrioritySwitches, b.cc.Target(), name),
+		failoverFired: b.opts.Metrics.Counter(lb.MetricPriorityFailoverFired, b.cc.Target(), name),
+	}
 	b.startFailoverTimer(c)
 	childCfg := b.config.Children[name]
 	c.SetIgnoreResolveNow(childCfg.IgnoreReresolutionRequests)
-	b.logger.Debug("priority: creating child", "child", name, "policy", childCfg.Policy.Name)
+	b.logger.Debug("priority: creating child", "child_name", name, "child_policy", childCfg.Policy.Name)
 	return c, b.updateChild(c, childCfg)
 }
 
@@ -112,12 +122,14 @@ func (b *priorityBalancer) createChild(name string) (*child, error) {
 // (its picker stays its last one, as it published no other) and the choice
 // runs.
 func (b *priorityBalancer) startFailoverTimer(c *child) {
+	c.Data.failoverAt = b.opts.Clock.Now().Add(b.bopts.failoverTimeout) // for Describe only
 	c.Data.failover = b.opts.Scheduler.AfterFunc(b.bopts.failoverTimeout, func() {
 		c.Data.failover = nil
 		if c.Removed() {
 			return
 		}
-		b.logger.Info("priority: failover timer fired", "child", c.Name(), "after", b.bopts.failoverTimeout)
+		c.Data.failoverFired.Add(1)
+		b.logger.Info("priority: failover timer fired", "child_name", c.Name(), "after", b.bopts.failoverTimeout)
 		c.Data.state = lb.TransientFailure
 		c.Data.seenReadyOrIdleSinceTF = false
 		c.Data.gen++

@@ -32,7 +32,7 @@ func (Builder) Name() string { return Name }
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	opts = opts.WithDefaults()
 	b := &balancer{rand: opts.Rand}
-	b.List = endpointlist.New(cc, opts.Scheduler, opts.Logger.With("lb_policy", Name), endpointlist.Policy[struct{}]{
+	b.List = endpointlist.New(cc, opts.Scheduler, opts.PolicyLogger(Name), endpointlist.Policy[struct{}]{
 		Name:                Name,
 		BuildPicker:         b.buildPicker,
 		ResolveOnDisconnect: true,
@@ -78,3 +78,6 @@ func (p *picker) Pick(lb.PickInfo) (lb.PickResult, error) {
 	n := p.next.Add(1) - 1
 	return p.results[n%uint64(len(p.results))], nil
 }
+
+// Describe returns the node with every endpoint.
+func (b *balancer) Describe() lb.Node { return b.List.Describe(Name, nil) }

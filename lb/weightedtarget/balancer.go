@@ -88,7 +88,7 @@ func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *wtBalancer {
 	b := &wtBalancer{
 		cc:     cc,
 		opts:   opts,
-		logger: opts.Logger.With("policy", Name),
+		logger: opts.PolicyLogger(Name),
 	}
 	b.pub = childmanager.NewPublisher(cc, pubKey.equal, b.refresh)
 	b.children = childmanager.New(cc, opts, childmanager.Hooks[targetData]{
@@ -291,4 +291,16 @@ func (b *wtBalancer) scheduleExitIdle(c *child) {
 // freed for a later target.
 func (b *wtBalancer) childRemoved(c *child) {
 	b.freeSlots = append(b.freeSlots, c.Data.slot)
+}
+
+// Describe returns the weighted_target node: each target with its weight,
+// in name order.
+func (b *wtBalancer) Describe() lb.Node {
+	n := lb.Node{Policy: Name}
+	for _, c := range b.children.Children() {
+		cn := c.Describe()
+		cn.Weight = c.Data.weight
+		n.Children = append(n.Children, cn)
+	}
+	return n
 }

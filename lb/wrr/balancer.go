@@ -20,6 +20,8 @@ type endpoint = endpointlist.Endpoint[endpointData]
 type endpointData struct {
 	// weight is the endpoint's weight in the last update, at least 1.
 	weight uint32
+	// unweighted is set when the address carried no weight (weight is 1).
+	unweighted bool
 	// zeroLogged is set once a weight of 0 has been logged for it.
 	zeroLogged bool
 }
@@ -44,6 +46,10 @@ type balancer struct {
 	// was never picked from, the one it continued) is carried over into
 	// the next one. It is reset by an empty update.
 	ready *readyPicker
+
+	// rrFallback and notYetUsable are gRFC A78's metrics, resolved at
+	// Build.
+	rrFallback, notYetUsable lb.Counter
 }
 
 // UpdateClientConnState takes a new address list (and config) from the
@@ -76,7 +82,23 @@ func (b *balancer) setWeight(a resolver.Address, ep *endpoint) {
 			b.logger.Warn("wrr: endpoint weight 0 treated as 1", "address", a.Addr, "server_name", a.ServerName)
 		}
 	}
-	ep.Data.weight = w
+	ep.Data.weight, ep.Data.unweighted = w, !ok
+}
+
+// recordMetrics counts, for a picker over ready, the endpoints without a
+// weight and whether the schedule is plain round robin (every weight equal).
+func (b *balancer) recordMetrics(ready []*endpoint) {
+	unweighted, equal := 0, true
+	for _, ep := range ready {
+		if ep.Data.unweighted {
+			unweighted++
+		}
+		equal = equal && ep.Data.weight == ready[0].Data.weight
+	}
+	b.notYetUsable.Add(int64(unweighted))
+	if equal {
+		b.rrFallback.Add(1)
+	}
 }
 
 // buildReadyPicker returns a picker over the READY endpoints, in list
@@ -86,6 +108,7 @@ func (b *balancer) setWeight(a resolver.Address, ep *endpoint) {
 // one endpoint has no position to keep. Otherwise it starts a new schedule,
 // at a random point if the config asks for it.
 func (b *balancer) buildReadyPicker(ready []*endpoint) (lb.Picker, error) {
+	b.recordMetrics(ready)
 	entries := make([]edf.Entry[*endpoint], len(ready))
 	for i, ep := range ready {
 		entries[i] = edf.Entry[*endpoint]{Item: ep, Weight: ep.Data.weight}
@@ -112,4 +135,9 @@ func (b *balancer) buildReadyPicker(ready []*endpoint) (lb.Picker, error) {
 	}
 	b.ready = &readyPicker{sched: s, base: prev}
 	return b.ready, nil
+}
+
+// Describe returns the node with each endpoint's weight.
+func (b *balancer) Describe() lb.Node {
+	return b.List.Describe(Name, func(ep *endpoint, e *lb.Endpoint) { e.Weight = ep.Data.weight })
 }

@@ -63,7 +63,11 @@ func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
 // UpdateClientConnState does.
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	opts = opts.WithDefaults()
-	b := &balancer{rand: opts.Rand, logger: opts.Logger.With("lb_policy", Name)}
+	b := &balancer{
+		rand: opts.Rand, logger: opts.PolicyLogger(Name),
+		rrFallback:   opts.Metrics.Counter(lb.MetricWRRFallback, cc.Target(), ""),
+		notYetUsable: opts.Metrics.Counter(lb.MetricWRRNotYetUsable, cc.Target(), ""),
+	}
 	b.List = endpointlist.New(cc, opts.Scheduler, b.logger, endpointlist.Policy[endpointData]{
 		Name:        "wrr",
 		BuildPicker: b.buildReadyPicker,

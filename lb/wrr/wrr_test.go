@@ -239,7 +239,7 @@ func TestZeroWeight(t *testing.T) {
 	if len(lines) != 2 || !strings.Contains(lines[0], "address=a") || !strings.Contains(lines[1], "address=b") {
 		t.Fatalf("weight-0 log lines: %q; want one for a, then one for b", lines)
 	}
-	if !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "lb_policy=weighted_round_robin") {
+	if !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "policy=weighted_round_robin") {
 		t.Fatalf("log line %q: want level WARN and the policy name", lines[0])
 	}
 }

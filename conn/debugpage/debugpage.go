@@ -1,0 +1,105 @@
+// Package debugpage serves channels' snapshots ([conn.Channel.Snapshot]) over
+// HTTP: as JSON, and as a small HTML page that refreshes itself every second
+// and loads nothing from elsewhere (no script, style sheet or image beyond
+// the page itself).
+//
+// Mount it where operators can reach it and users cannot:
+//
+//	mux.Handle("/debug/lbkit/", http.StripPrefix("/debug/lbkit", debugpage.New(ch)))
+//
+// GET / (any path) is the HTML page; GET with ?format=json is the JSON, an
+// array with one snapshot per channel. docs/observability.md lists every
+// field.
+package debugpage
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"time"
+
+	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/lb"
+)
+
+// snapshotTimeout bounds how long a request waits for a busy channel's
+// serializer.
+const snapshotTimeout = 5 * time.Second
+
+//go:embed page.html
+var files embed.FS
+
+var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
+	"stamp": func(t *time.Time) string { return t.Format(time.RFC3339) },
+	"lower": func(s lb.ConnectivityState) string { return stateClass(s) },
+}).ParseFS(files, "page.html"))
+
+// Handler serves the snapshots of its channels. Create it with [New]. It is
+// safe for concurrent use.
+type Handler struct {
+	channels []*conn.Channel
+}
+
+// New returns a handler for channels, shown in this order.
+func New(channels ...*conn.Channel) *Handler {
+	return &Handler{channels: append([]*conn.Channel(nil), channels...)}
+}
+
+// entry is one channel's snapshot, or why there is none.
+type entry struct {
+	conn.Snapshot
+	Error string `json:"error,omitempty"`
+}
+
+// ServeHTTP answers GET and HEAD with the HTML page, or with JSON when the
+// query has format=json; other methods get 405.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "debugpage: method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	entries := h.snapshots(r.Context())
+	w.Header().Set("Cache-Control", "no-store")
+	if r.URL.Query().Get("format") == "json" {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(entries) // a write error means the client left
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = page.Execute(w, entries) // a write error means the client left
+}
+
+// snapshots takes every channel's snapshot.
+func (h *Handler) snapshots(ctx context.Context) []entry {
+	ctx, cancel := context.WithTimeout(ctx, snapshotTimeout)
+	defer cancel()
+	out := make([]entry, len(h.channels))
+	for i, ch := range h.channels {
+		s, err := ch.Snapshot(ctx)
+		out[i] = entry{Snapshot: s}
+		if err != nil {
+			out[i].Target, out[i].Error = ch.Target(), err.Error()
+		}
+	}
+	return out
+}
+
+// stateClass returns the CSS class of a state: its name in lower case.
+func stateClass(s lb.ConnectivityState) string {
+	switch s {
+	case lb.Ready:
+		return "ready"
+	case lb.Connecting:
+		return "connecting"
+	case lb.Idle:
+		return "idle"
+	case lb.TransientFailure:
+		return "transient_failure"
+	}
+	return "shutdown"
+}

@@ -1,0 +1,95 @@
+package debugpage_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/conn/debugpage"
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/resolver/manual"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// readyChannel returns a round_robin channel READY on one real backend.
+func readyChannel(t *testing.T) (*conn.Channel, string) {
+	t.Helper()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	r := manual.NewBuilder("test", manual.WithInitialState(resolver.State{Addresses: []resolver.Address{{Addr: addr}}}))
+	ch, err := conn.New("test:///svc", conn.WithResolver(r), conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := ch.Pick(ctx, conn.PickOptions{WaitForReady: true}); err != nil {
+		t.Fatalf("Pick: %v", err)
+	}
+	return ch, addr
+}
+
+func get(t *testing.T, h http.Handler, method, target string) (*http.Response, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
+	body, _ := io.ReadAll(rec.Result().Body)
+	return rec.Result(), string(body)
+}
+
+// ?format=json serves one snapshot per channel, the HTML page shows the
+// same tree and refers to nothing outside itself, and only GET and HEAD are
+// served.
+func TestJSONAndHTML(t *testing.T) {
+	ch, addr := readyChannel(t)
+	h := debugpage.New(ch)
+
+	resp, body := get(t, h, http.MethodGet, "/?format=json")
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q, want application/json", ct)
+	}
+	var snaps []conn.Snapshot
+	if err := json.Unmarshal([]byte(body), &snaps); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, body)
+	}
+	if len(snaps) != 1 || snaps[0].State != lb.Ready || snaps[0].Balancer == nil || snaps[0].Balancer.Endpoints[0].Address != addr {
+		t.Fatalf("snapshots %+v, want one READY channel with endpoint %s", snaps, addr)
+	}
+
+	resp, body = get(t, h, http.MethodGet, "/")
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		t.Fatalf("Content-Type %q, want text/html", ct)
+	}
+	for _, want := range []string{"test:///svc", "round_robin", addr, "READY", `http-equiv="refresh"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page does not contain %q", want)
+		}
+	}
+	for _, external := range []string{"src=", "http://", "https://", "@import", "url("} {
+		if strings.Contains(body, external) {
+			t.Errorf("page refers to an outside asset (%q)", external)
+		}
+	}
+
+	if resp, _ := get(t, h, http.MethodPost, "/"); resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST: status %d, want 405", resp.StatusCode)
+	}
+
+	ch.Close()
+	_, body = get(t, h, http.MethodGet, "/?format=json")
+	if !strings.Contains(body, "channel closed") {
+		t.Errorf("closed channel's JSON %s does not say it is closed", body)
+	}
+}

@@ -1,0 +1,103 @@
+package conn
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// Snapshot describes a channel at one moment: its state and its balancer
+// tree, down to every endpoint's connection. It is a plain value; its JSON
+// form is what package conn/debugpage serves. docs/observability.md describes every
+// field.
+type Snapshot struct {
+	// Target is the channel's target.
+	Target string `json:"target"`
+	// Time is when the snapshot was taken, on the channel's clock.
+	Time time.Time `json:"time"`
+	// State is the channel's connectivity state.
+	State lb.ConnectivityState `json:"state"`
+	// Balancer is the balancer tree in use; nil while the channel is idle
+	// or has not built one yet.
+	Balancer *lb.Node `json:"balancer,omitempty"`
+	// Pending is the balancer being switched to, while the channel keeps
+	// the old one in use (a policy change in the service config); nil
+	// otherwise.
+	Pending *lb.Node `json:"pending,omitempty"`
+}
+
+// Snapshot describes the channel. It runs on the channel's serializer, so
+// the tree it describes is consistent: no update, state change or timer
+// runs while it is taken. Its cost is one pass over the tree's nodes and
+// endpoints; it does not block picks. It fails with ctx's error if ctx ends
+// first, or with [ErrClosed] once the channel is closed. Safe for
+// concurrent use.
+func (c *Channel) Snapshot(ctx context.Context) (Snapshot, error) {
+	var s Snapshot
+	err := c.ser.Run(ctx, func() {
+		if c.closed {
+			return
+		}
+		s = Snapshot{Target: c.target, Time: c.clock.Now(), State: c.State()}
+		s.Balancer = c.describe(c.current)
+		s.Pending = c.describe(c.pending)
+	})
+	switch {
+	case err == nil && s.Target == "":
+		return Snapshot{}, ErrClosed
+	case err != nil && c.shut.Load():
+		return Snapshot{}, ErrClosed
+	case err != nil:
+		return Snapshot{}, fmt.Errorf("conn: snapshot: %w", err)
+	}
+	return s, nil
+}
+
+// describe returns w's tree with the channel's view of every endpoint's
+// connection; nil for nil. Runs serialized.
+func (c *Channel) describe(w *balancerWrapper) *lb.Node {
+	if w == nil {
+		return nil
+	}
+	n := lb.Describe(w.b, w.name)
+	n.State = w.state.ConnectivityState
+	addConnections(&n)
+	return &n
+}
+
+// addConnections fills in the connection fields of every endpoint of n
+// whose SubConn is this channel's.
+func addConnections(n *lb.Node) {
+	for i := range n.Endpoints {
+		e := &n.Endpoints[i]
+		sc, ok := e.SubConn.(*SubConn)
+		if !ok {
+			continue
+		}
+		ac := sc.ac
+		e.Connection = ac.state
+		e.Error = lb.ErrorString(ac.err)
+		if sc.wantsHealth && ac.gated.Load() {
+			e.Health = ac.verdict.String()
+			if ac.verdict == healthFailing {
+				e.Error = lb.ErrorString(ac.verdictErr)
+			}
+		}
+	}
+	for i := range n.Children {
+		addConnections(&n.Children[i])
+	}
+}
+
+// String returns "unknown", "passing" or "failing".
+func (v healthVerdict) String() string {
+	switch v {
+	case healthPassing:
+		return "passing"
+	case healthFailing:
+		return "failing"
+	}
+	return "unknown"
+}

@@ -1,0 +1,102 @@
+package lb
+
+import (
+	"time"
+)
+
+// Describer is implemented by balancers that can describe themselves for a
+// snapshot of the tree (conn.Channel.Snapshot). Describe runs inside the
+// tree's serialized calls, like every Balancer method, so what it reads is
+// consistent; it must not block, and should cost O(children + endpoints).
+// A parent describes its children with [Describe].
+type Describer interface {
+	// Describe returns the balancer's node, with its children's.
+	Describe() Node
+}
+
+// Describe returns b's node: b.Describe() when b is a [Describer], else a
+// node naming only policy. A nil b gives a node naming policy.
+func Describe(b Balancer, policy string) Node {
+	if d, ok := b.(Describer); ok {
+		n := d.Describe()
+		if n.Policy == "" {
+			n.Policy = policy
+		}
+		return n
+	}
+	return Node{Policy: policy}
+}
+
+// Node describes one balancer of the tree at one moment. Fields that do not
+// apply to a policy are left zero (and omitted from JSON).
+type Node struct {
+	// Policy is the policy's name, such as "priority".
+	Policy string `json:"policy"`
+	// Name is the node's name in its parent (a priority or
+	// weighted_target child); empty for the root.
+	Name string `json:"name,omitempty"`
+	// State is the state the balancer last published.
+	State ConnectivityState `json:"state"`
+	// LastError is the balancer's most recent error: why it is in
+	// TRANSIENT_FAILURE, or the last connection error it saw; empty when
+	// none.
+	LastError string `json:"lastError,omitempty"`
+
+	// Current names the child in use (priority).
+	Current string `json:"current,omitempty"`
+	// Weight is the child's weight in its weighted_target parent.
+	Weight uint32 `json:"weight,omitempty"`
+	// FailoverDeadline is when the child's pending failover timer fires
+	// (a priority child); nil when none is pending.
+	FailoverDeadline *time.Time `json:"failoverDeadline,omitempty"`
+	// Deactivated is set for a child kept after it left the config or
+	// went out of use, until RetainUntil.
+	Deactivated bool `json:"deactivated,omitempty"`
+	// RetainUntil is when a deactivated child is removed.
+	RetainUntil *time.Time `json:"retainUntil,omitempty"`
+
+	// Children are the child balancers, in the parent's order.
+	Children []Node `json:"children,omitempty"`
+	// Endpoints are a leaf policy's endpoints, in its order.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
+}
+
+// Endpoint describes one endpoint of a leaf policy at one moment.
+type Endpoint struct {
+	// Address is the endpoint's address.
+	Address string `json:"address"`
+	// State is the SubConn's state as the policy sees it.
+	State ConnectivityState `json:"state"`
+	// Weight is the endpoint's weight (weighted_round_robin); 0 when the
+	// policy has none.
+	Weight uint32 `json:"weight,omitempty"`
+	// InFlight is the number of requests the policy counts as
+	// outstanding (least_request).
+	InFlight int64 `json:"inFlight,omitempty"`
+	// Ejected is set while outlier_detection ejects the address.
+	Ejected bool `json:"ejected,omitempty"`
+
+	// Connection is the connection's own state, filled in by the channel
+	// (it differs from State while a health check gates the connection,
+	// or an ejection hides it).
+	Connection ConnectivityState `json:"connection"`
+	// Health is the health check's verdict, filled in by the channel:
+	// "passing", "failing", "unknown" (no answer yet), or "" when the
+	// connection is not health-checked.
+	Health string `json:"health,omitempty"`
+	// Error is the connection's last error (a failed dial or health
+	// check), filled in by the channel.
+	Error string `json:"error,omitempty"`
+
+	// SubConn is the endpoint's SubConn, for the channel to look up; it is
+	// not part of the JSON.
+	SubConn SubConn `json:"-"`
+}
+
+// ErrorString returns err's message, or "" for nil: for [Node.LastError].
+func ErrorString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,75 @@
+package lbtest
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// Metrics is an [lb.MetricsRecorder] that keeps every value in memory, for
+// tests. The zero value is not usable: create it with [NewMetrics]. It is
+// safe for concurrent use.
+type Metrics struct {
+	mu     sync.Mutex
+	values map[string]*atomic.Int64 // by metricKey
+}
+
+// NewMetrics returns an empty recorder.
+func NewMetrics() *Metrics { return &Metrics{values: make(map[string]*atomic.Int64)} }
+
+type metricValue struct{ v *atomic.Int64 }
+
+func (m metricValue) Add(n int64) { m.v.Add(n) }
+func (m metricValue) Set(v int64) { m.v.Store(v) }
+
+func metricKey(name string, labelValues []string) string {
+	return name + "{" + strings.Join(labelValues, ",") + "}"
+}
+
+func (m *Metrics) handle(desc *lb.MetricDesc, labelValues []string) metricValue {
+	if len(labelValues) != len(desc.Labels) {
+		panic("lbtest: metric " + desc.Name + ": label values do not match labels " + strings.Join(desc.Labels, ","))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := metricKey(desc.Name, labelValues)
+	v := m.values[k]
+	if v == nil {
+		v = new(atomic.Int64)
+		m.values[k] = v
+	}
+	return metricValue{v}
+}
+
+// Counter returns the counter of desc for labelValues. It panics if the
+// number of label values is not the number of desc's labels.
+func (m *Metrics) Counter(desc *lb.MetricDesc, labelValues ...string) lb.Counter {
+	return m.handle(desc, labelValues)
+}
+
+// Gauge returns the gauge of desc for labelValues. It panics like Counter.
+func (m *Metrics) Gauge(desc *lb.MetricDesc, labelValues ...string) lb.Gauge {
+	return m.handle(desc, labelValues)
+}
+
+// Value returns the value recorded for the metric named name with
+// labelValues, or 0 when there is none.
+func (m *Metrics) Value(name string, labelValues ...string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v := m.values[metricKey(name, labelValues)]; v != nil {
+		return v.Load()
+	}
+	return 0
+}
+
+// Want fails tb unless the metric named name with labelValues has the value
+// want.
+func (m *Metrics) Want(tb TB, want int64, name string, labelValues ...string) {
+	tb.Helper()
+	if got := m.Value(name, labelValues...); got != want {
+		tb.Errorf("metric %s = %d, want %d", metricKey(name, labelValues), got, want)
+	}
+}

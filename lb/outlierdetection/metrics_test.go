@@ -1,0 +1,26 @@
+package outlierdetection
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// An ejection is counted at the sweep that ejects, and its end exactly when
+// the ejection time is over.
+func TestMetricsEjectionsAndUnejections(t *testing.T) {
+	e := newEnv(t)
+	m, target := e.h.Metrics, e.h.CC.Target()
+	e.update(fpConfig("10s", "30s", "300s", 10), five...)
+	e.calls("a", 10, 10)
+	e.h.Advance(10*time.Second - 1)
+	m.Want(t, 0, lb.MetricOutlierEjections.Name, target)
+	e.h.Advance(1)
+	m.Want(t, 1, lb.MetricOutlierEjections.Name, target)
+	e.h.Advance(30*time.Second - 1)
+	m.Want(t, 0, lb.MetricOutlierUnejections.Name, target)
+	e.h.Advance(1)
+	m.Want(t, 1, lb.MetricOutlierUnejections.Name, target)
+	m.Want(t, 1, lb.MetricOutlierEjections.Name, target)
+}

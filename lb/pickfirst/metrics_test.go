@@ -1,0 +1,31 @@
+package pickfirst_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
+)
+
+// gRFC A78's pick_first metrics: a failed attempt, a successful one, and a
+// disconnection of the selected SubConn, each counted once.
+func TestMetricsConnectionAttemptsAndDisconnections(t *testing.T) {
+	e := newEnv(t, lbtest.WithTarget("pf:///x"))
+	m := e.h.Metrics
+	e.mustUpdate("a", "b")
+	e.sc(0).Connecting()
+	e.sc(0).Fail(errors.New("a refused"))
+	m.Want(t, 1, lb.MetricPickFirstFailed.Name, "pf:///x")
+	m.Want(t, 0, lb.MetricPickFirstSucceeded.Name, "pf:///x")
+
+	e.sc(1).Connecting()
+	e.sc(1).Ready()
+	m.Want(t, 1, lb.MetricPickFirstSucceeded.Name, "pf:///x")
+	m.Want(t, 0, lb.MetricPickFirstDisconnections.Name, "pf:///x")
+
+	e.h.Advance(backoff) // time passes; nothing is counted for it
+	e.sc(1).Idle()
+	m.Want(t, 1, lb.MetricPickFirstDisconnections.Name, "pf:///x")
+	m.Want(t, 1, lb.MetricPickFirstFailed.Name, "pf:///x")
+}

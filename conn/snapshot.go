@@ -62,7 +62,7 @@ func (c *Channel) describe(w *balancerWrapper) *lb.Node {
 		return nil
 	}
 	n := lb.Describe(w.b, w.name)
-	n.State = w.state.ConnectivityState
+	n.SetState(w.state)
 	addConnections(&n)
 	return &n
 }

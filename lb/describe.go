@@ -93,6 +93,17 @@ type Endpoint struct {
 	SubConn SubConn `json:"-"`
 }
 
+// SetState records s as the state n's balancer last published. A node in
+// TRANSIENT_FAILURE with no LastError of its own gets its picker's error
+// ([FailureOf]): why picks fail, for parents such as priority and
+// weighted_target that keep no error of their own.
+func (n *Node) SetState(s State) {
+	n.State = s.ConnectivityState
+	if n.LastError == "" && s.ConnectivityState == TransientFailure {
+		n.LastError = ErrorString(FailureOf(s.Picker))
+	}
+}
+
 // ErrorString returns err's message, or "" for nil: for [Node.LastError].
 func ErrorString(err error) string {
 	if err == nil {

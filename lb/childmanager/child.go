@@ -96,7 +96,8 @@ func (c *Child[T]) Update(p *lb.ParsedPolicy, rs resolver.State) error {
 // deactivated, when it will be removed.
 func (c *Child[T]) Describe() lb.Node {
 	n := lb.Describe(c.balancer, c.policy)
-	n.Name, n.State = c.name, c.state.ConnectivityState
+	n.Name = c.name
+	n.SetState(c.state)
 	if c.deactivation != nil {
 		until := c.retainUntil
 		n.Deactivated, n.RetainUntil = true, &until

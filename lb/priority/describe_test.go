@@ -50,3 +50,14 @@ func TestDescribeCurrentChildFailoverAndRetention(t *testing.T) {
 		t.Errorf("p1 = %+v, want deactivated until %v", p1, now.Add(retain))
 	}
 }
+
+// A child in TRANSIENT_FAILURE carries its picker's error as LastError.
+func TestDescribeCarriesAChildsFailure(t *testing.T) {
+	e := newEnv(t)
+	e.update(nil, scriptChild("p0"))
+	e.report("p0", lb.TransientFailure, "refused")
+	n := e.describe()
+	if len(n.Children) != 1 || n.Children[0].State != lb.TransientFailure || n.Children[0].LastError != "p0: refused" {
+		t.Fatalf("describe = %+v, want p0 in TRANSIENT_FAILURE with LastError \"p0: refused\"", n)
+	}
+}

@@ -252,7 +252,7 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts res
 		return nil, err
 	}
 	opts = opts.WithDefaults()
-	logger := opts.Logger.With("resolver", Scheme, "target", target.String())
+	logger := opts.Logger.With("resolver", Scheme) // the channel's logger names the target
 	if ip, err := netip.ParseAddr(host); err == nil {
 		addr := net.JoinHostPort(ip.Unmap().String(), port)
 		if err := cc.UpdateState(resolver.State{Addresses: []resolver.Address{{Addr: addr}}}); err != nil {

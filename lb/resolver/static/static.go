@@ -46,7 +46,7 @@ func (Builder) Build(target resolver.Target, cc resolver.ClientConn, opts resolv
 	}
 	opts = opts.WithDefaults()
 	if err := cc.UpdateState(resolver.State{Addresses: addrs}); err != nil {
-		opts.Logger.Warn("static: channel rejected the addresses", "target", target.String(), "error", err)
+		opts.Logger.Warn("static: channel rejected the addresses", "error", err)
 	}
 	return nopResolver{}, nil
 }

@@ -15,14 +15,8 @@ import (
 // pick_first (every request goes to the first server), then with
 // weighted_round_robin (equal weights: requests rotate).
 func Example() {
-	var targets []string
-	for _, name := range []string{"one", "two", "three"} {
-		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			io.WriteString(w, name)
-		}))
-		defer s.Close()
-		targets = append(targets, strings.TrimPrefix(s.URL, "http://"))
-	}
+	targets, stop := namedServers("one", "two", "three")
+	defer stop()
 	target := "static:///" + strings.Join(targets, ",")
 
 	for _, policy := range []string{"pick_first", "weighted_round_robin"} {
@@ -67,4 +61,23 @@ func summarize(got []string, policy string) any {
 		return "2 each of one, two, three"
 	}
 	return n
+}
+
+// namedServers starts one local HTTP server per name, each answering with
+// its name, and returns their host:port addresses and a function that
+// stops them all.
+func namedServers(names ...string) (addrs []string, stop func()) {
+	var servers []*httptest.Server
+	for _, name := range names {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			io.WriteString(w, name)
+		}))
+		servers = append(servers, s)
+		addrs = append(addrs, strings.TrimPrefix(s.URL, "http://"))
+	}
+	return addrs, func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	}
 }

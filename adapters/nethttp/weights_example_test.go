@@ -2,9 +2,7 @@ package nethttp_test
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
@@ -15,13 +13,10 @@ import (
 // ("host:port=weight"): weighted_round_robin sends them 1, 2 and 3 of every
 // 6 requests.
 func Example_weights() {
-	var targets []string
-	for i, name := range []string{"one", "two", "three"} {
-		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			io.WriteString(w, name)
-		}))
-		defer s.Close()
-		targets = append(targets, fmt.Sprintf("%s=%d", strings.TrimPrefix(s.URL, "http://"), i+1))
+	targets, stop := namedServers("one", "two", "three")
+	defer stop()
+	for i := range targets {
+		targets[i] += fmt.Sprintf("=%d", i+1) // the weight
 	}
 	ch, err := conn.New("static:///"+strings.Join(targets, ","),
 		conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"weighted_round_robin":{}}]}`))

@@ -92,6 +92,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // unescaped bytes in the key arena of its depth) or an array index.
 type segment struct {
 	key   []byte
+	name  string // the key's canonical name, if the caller gave one
 	index int
 	isKey bool
 }
@@ -127,9 +128,33 @@ func New(data []byte) *Decoder { return &Decoder{data: data} }
 func (d *Decoder) Path() string {
 	var b []byte
 	for _, s := range d.path {
-		b = AppendSegment(b, s.key, s.index, s.isKey)
+		key := s.key
+		if s.name != "" {
+			key = []byte(s.name)
+		}
+		b = AppendSegment(b, key, s.index, s.isKey)
 	}
 	return string(b)
+}
+
+// SetKeyName makes the current object member appear in paths as name
+// rather than as its key, for a field written under another spelling
+// (a proto field's JSON name). It is for use inside an [Decoder.Object]
+// callback.
+func (d *Decoder) SetKeyName(name string) {
+	if n := len(d.path); n > 0 && d.path[n-1].isKey {
+		d.path[n-1].name = name
+	}
+}
+
+// FieldErrorf returns an [*Error] at the field name of the current
+// value, such as a required field found missing after [Decoder.Object].
+func (d *Decoder) FieldErrorf(name, format string, args ...any) error {
+	path := d.Path()
+	if path != "" {
+		path += "."
+	}
+	return &Error{Path: path + name, Err: fmt.Errorf(format, args...)}
 }
 
 // AppendSegment appends one path step to b: ".key" (or "key" at the

@@ -24,8 +24,11 @@
 // [Parse] reads proto3 JSON. Every field may be written with its proto name
 // (cluster_name) or its lowerCamelCase JSON name (clusterName), but not
 // both; a key may not appear twice in an object; a null value is the same
-// as an absent field. The document must be valid UTF-8 JSON. Fields this
-// package does not know are ignored. The fields used are:
+// as an absent field. The document must be valid UTF-8 JSON. A field that the
+// proto messages do not have (a misspelling such as "lb_endpoint", or a
+// field newer than this package) is an error naming its path, as protojson
+// makes it; [ParseOptions].IgnoreUnknownFields, or [WithIgnoreUnknownFields]
+// for the resolver, ignores such fields instead. The fields used are:
 //
 //	cluster_name                      string, required, not empty
 //	endpoints[]                       LocalityLbEndpoints

@@ -123,7 +123,7 @@ func (r *fileResolver) process(data []byte, err error, forced bool) {
 	}
 	r.seen, r.seenAny = sum, true
 
-	cla, err := parse(data)
+	cla, err := r.cfg.parse.parse(data)
 	if err != nil {
 		r.report(err)
 		return

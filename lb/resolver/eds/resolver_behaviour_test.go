@@ -3,11 +3,11 @@ package eds_test
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"sync"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 

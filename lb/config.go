@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/lbkit/lbkit/lb/internal/jsonx"
 )
 
 // ConfigError is a configuration error at a JSON path, such as
@@ -127,9 +129,9 @@ func (r *Registry) ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, &ConfigError{Err: errEmptyList}
 	}
-	var entries []json.RawMessage
-	if err := json.Unmarshal(raw, &entries); err != nil {
-		return nil, ConfigErrorf("", "want a JSON array of policies, got %s", jsonKind(raw))
+	entries, err := decodeArray(raw)
+	if err != nil {
+		return nil, objectError(raw, "a JSON array of policies", err)
 	}
 	if len(entries) == 0 {
 		return nil, &ConfigError{Err: errEmptyList}
@@ -137,9 +139,9 @@ func (r *Registry) ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
 	var skipped []string
 	for i, entry := range entries {
 		at := "[" + strconv.Itoa(i) + "]"
-		obj, err := decodeObject(entry)
+		obj, _, err := decodeObject(entry)
 		if err != nil {
-			return nil, ConfigErrorf(at, "want an object with one policy name, got %s", jsonKind(entry))
+			return nil, PrefixConfigError(at, objectError(entry, "an object with one policy name", err))
 		}
 		if len(obj) != 1 {
 			return nil, ConfigErrorf(at, "want exactly one policy name in an entry, got %d keys", len(obj))
@@ -165,53 +167,71 @@ func (r *Registry) ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
 		strings.Join(skipped, ", "), strings.Join(r.Names(), ", "))
 }
 
-// decodeObject decodes a JSON object into its raw fields. Duplicate keys
-// keep the last value, as encoding/json does.
-func decodeObject(raw json.RawMessage) (map[string]json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, errors.New("not an object")
+// decodeObject decodes a JSON object into its raw fields and its keys in
+// document order, with the rules of the one JSON toolkit (package
+// lb/internal/jsonx): a key given twice is an error, as in EDS files.
+func decodeObject(raw json.RawMessage) (map[string]json.RawMessage, []string, error) {
+	d := jsonx.New(raw)
+	if d.Peek() != jsonx.Object {
+		return nil, nil, errors.New("not an object")
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, err
+	obj := make(map[string]json.RawMessage)
+	var keys []string
+	err := d.Object(func(key []byte) error {
+		v, err := d.Raw()
+		obj[string(key)] = v
+		keys = append(keys, string(key))
+		return err
+	})
+	if err == nil {
+		err = d.End()
 	}
-	return obj, nil
+	if err != nil {
+		return nil, nil, err
+	}
+	return obj, keys, nil
+}
+
+// objectError converts an error of decodeObject into a [*ConfigError]: at
+// its path for a key given twice, else "want what, got <kind>".
+func objectError(raw json.RawMessage, what string, err error) error {
+	var je *jsonx.Error
+	if errors.As(err, &je) && !je.Syntax && je.Path != "" {
+		return &ConfigError{Path: je.Path, Err: je.Err}
+	}
+	return ConfigErrorf("", "want %s, got %s", what, jsonKind(raw))
 }
 
 // jsonKind names the JSON type of raw for error messages: "an object", "an
 // array", "a string", "a boolean", "null", "a number", "invalid JSON" or
 // "nothing".
 func jsonKind(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	if !json.Valid(raw) {
+	d := jsonx.New(raw)
+	k := d.Peek()
+	if k == jsonx.Invalid {
+		if len(bytes.TrimSpace(raw)) == 0 {
+			return "nothing"
+		}
 		return "invalid JSON"
 	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
+	if d.Skip() != nil || d.End() != nil {
+		return "invalid JSON"
 	}
+	return k.String()
 }
 
 // ConfigObject is a policy's JSON config object, decoded field by field with
 // case-sensitive names (as proto3 JSON requires) so that every error names
-// its field. Unknown fields are ignored.
+// its field. A key given twice is an error. Unknown fields are ignored by
+// the policies; [ConfigObject.Keys] lists every key for a caller that
+// checks them.
 type ConfigObject struct {
 	fields map[string]json.RawMessage
+	keys   []string
 }
+
+// Keys returns the object's keys in document order.
+func (o ConfigObject) Keys() []string { return o.keys }
 
 // ParseConfigObject decodes raw as a JSON object. An empty raw or null is
 // the empty object, as when a policy is named with no config.
@@ -220,11 +240,11 @@ func ParseConfigObject(raw json.RawMessage) (ConfigObject, error) {
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return ConfigObject{}, nil
 	}
-	obj, err := decodeObject(trimmed)
+	obj, keys, err := decodeObject(trimmed)
 	if err != nil {
-		return ConfigObject{}, ConfigErrorf("", "want a JSON object, got %s", jsonKind(trimmed))
+		return ConfigObject{}, objectError(trimmed, "a JSON object", err)
 	}
-	return ConfigObject{fields: obj}, nil
+	return ConfigObject{fields: obj, keys: keys}, nil
 }
 
 // Raw returns the raw value of the first present field among names (for
@@ -247,6 +267,9 @@ func (o ConfigObject) Decode(dst any, names ...string) error {
 	if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
 		return nil
 	}
+	// v passed the toolkit's rules when the object was parsed (a key given
+	// twice anywhere inside is an error there); encoding/json only converts
+	// it to dst's type.
 	if err := json.Unmarshal(v, dst); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
@@ -273,13 +296,14 @@ func ParseUint32(raw json.RawMessage, lowest uint32) (uint32, error) {
 	}
 	text := string(raw)
 	if raw[0] == '"' {
-		if err := json.Unmarshal(raw, &text); err != nil {
+		var err error
+		if text, err = decodeString(raw); err != nil {
 			return 0, ConfigErrorf("", "want an integer, got invalid JSON")
 		}
-		if !isJSONNumber(text) {
+		if !jsonx.IsNumber(text) {
 			return 0, ConfigErrorf("", "want an integer, got %q", text)
 		}
-	} else if !isJSONNumber(text) {
+	} else if !jsonx.IsNumber(text) {
 		return 0, ConfigErrorf("", "want an integer, got %s", jsonKind(raw))
 	}
 	if n, err := strconv.ParseUint(text, 10, 64); err == nil {
@@ -305,12 +329,29 @@ func ParseUint32(raw json.RawMessage, lowest uint32) (uint32, error) {
 	return uint32(f), nil
 }
 
-// isJSONNumber reports whether s is exactly one JSON number.
-func isJSONNumber(s string) bool {
-	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
-		return false
+// decodeString decodes raw, one JSON string.
+func decodeString(raw json.RawMessage) (string, error) {
+	d := jsonx.New(raw)
+	s, err := d.String()
+	if err == nil {
+		err = d.End()
 	}
-	return json.Valid([]byte(s))
+	return s, err
+}
+
+// decodeArray decodes raw, one JSON array, into its raw elements.
+func decodeArray(raw json.RawMessage) ([]json.RawMessage, error) {
+	d := jsonx.New(raw)
+	var elems []json.RawMessage
+	err := d.Array(func(int) error {
+		v, err := d.Raw()
+		elems = append(elems, v)
+		return err
+	})
+	if err == nil {
+		err = d.End()
+	}
+	return elems, err
 }
 
 // ConfigOf returns the config of type C that an update carries as its

@@ -31,7 +31,6 @@ type scenario struct {
 	opts       options
 	target     string
 	chanOpts   []conn.Option
-	healthSeen map[string]bool        // backends whose first health verdict has been seen
 	backends   []*httpbackend.Backend // started by the demo; nil for -cla and -target
 	names      []string               // table columns; empty: discovered as traffic arrives
 	nameOf     map[string]string      // address → column name

@@ -300,30 +300,41 @@ func (d *Decoder) Object(fn func(key []byte) error) error {
 		}
 		d.pos++
 		d.path = append(d.path, segment{key: key, isKey: true})
-		before := d.pos
-		if err := fn(key); err != nil {
+		done, err := d.element(depth, func() error { return fn(key) }, '}', "an object")
+		if done || err != nil {
 			return err
 		}
-		if d.pos == before {
-			if err := d.Skip(); err != nil {
-				return err
-			}
-		}
-		d.path = d.path[:depth]
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return d.syntax("unexpected end of input in an object")
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-		case '}':
-			d.pos++
-			return nil
-		default:
-			return d.syntax("want ',' or '}' after an object member")
+	}
+}
+
+// element has fn read one object member's value or one array element (its
+// path segment pushed), skips the value if fn did not read it, pops the
+// segment and reads the separator after it: done is true after close.
+func (d *Decoder) element(depth int, fn func() error, close byte, in string) (done bool, err error) {
+	d.skipSpace()
+	before := d.pos
+	if err := fn(); err != nil {
+		return false, err
+	}
+	if d.pos == before {
+		if err := d.Skip(); err != nil {
+			return false, err
 		}
 	}
+	d.path = d.path[:depth]
+	d.skipSpace()
+	if d.pos >= len(d.data) {
+		return false, d.syntax("unexpected end of input in %s", in)
+	}
+	switch d.data[d.pos] {
+	case ',':
+		d.pos++
+		return false, nil
+	case close:
+		d.pos++
+		return true, nil
+	}
+	return false, d.syntax("want ',' or '%c' in %s", close, in)
 }
 
 // repeated reports whether the key that starts at start in lv's arena was
@@ -375,29 +386,9 @@ func (d *Decoder) Array(fn func(i int) error) error {
 	}
 	for i := 0; ; i++ {
 		d.path = append(d.path, segment{index: i})
-		d.skipSpace()
-		before := d.pos
-		if err := fn(i); err != nil {
+		done, err := d.element(depth, func() error { return fn(i) }, ']', "an array")
+		if done || err != nil {
 			return err
-		}
-		if d.pos == before {
-			if err := d.Skip(); err != nil {
-				return err
-			}
-		}
-		d.path = d.path[:depth]
-		d.skipSpace()
-		if d.pos >= len(d.data) {
-			return d.syntax("unexpected end of input in an array")
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-		case ']':
-			d.pos++
-			return nil
-		default:
-			return d.syntax("want ',' or ']' after an array element")
 		}
 	}
 }

@@ -180,3 +180,21 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// A callback that only peeks (skipping the space before the value) still
+// has its value skipped.
+func TestUnreadValueAfterSpaceIsSkipped(t *testing.T) {
+	d := New([]byte(`{"a":  [1, {"b": 2}], "c" : 3, "e": [ 4 ]}`))
+	var keys []string
+	err := d.Object(func(key []byte) error {
+		keys = append(keys, string(key))
+		if string(key) == "e" {
+			return d.Array(func(int) error { d.Peek(); return nil })
+		}
+		d.Peek()
+		return nil
+	})
+	if err != nil || strings.Join(keys, ",") != "a,c,e" || d.End() != nil {
+		t.Fatalf("keys %q, error %v", keys, err)
+	}
+}

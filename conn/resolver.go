@@ -94,8 +94,9 @@ var serviceConfigFields = []string{"loadBalancingConfig", "loadBalancingPolicy",
 // parseServiceConfig parses {"loadBalancingConfig": [...]}, or the older
 // {"loadBalancingPolicy": "name"}, and {"healthCheckConfig": {"serviceName":
 // "..."}}. Other fields of gRPC's service config are ignored; a field it
-// does not have is listed in unknown, or, when strict, an error naming
-// its path.
+// does not have, or that the chosen policy's config does not have (as far
+// as the policy can say: [lb.UnknownFieldsParser]), is listed in unknown,
+// or, when strict, an error naming its path.
 func parseServiceConfig(raw json.RawMessage, reg *lb.Registry, strict bool) (*serviceConfig, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
@@ -107,14 +108,18 @@ func parseServiceConfig(raw json.RawMessage, reg *lb.Registry, strict bool) (*se
 			sc.unknown = append(sc.unknown, unknownFields("healthCheckConfig", hco, []string{"serviceName"})...)
 		}
 	}
-	if strict && len(sc.unknown) > 0 {
-		return nil, fmt.Errorf("service config: %w", lb.ConfigErrorf(sc.unknown[0], "unknown field (refused by WithStrictConfig)"))
-	}
+
 	if sc.healthService, err = parseHealthCheckConfig(obj); err != nil {
 		return nil, fmt.Errorf("service config: %w", err)
 	}
 	if sc.policy, err = parsePolicy(obj, reg); err != nil {
 		return nil, fmt.Errorf("service config: %w", err)
+	}
+	if sc.policy != nil {
+		sc.unknown = append(sc.unknown, sc.policy.Unknown...)
+	}
+	if strict && len(sc.unknown) > 0 {
+		return nil, fmt.Errorf("service config: %w", lb.ConfigErrorf(sc.unknown[0], "unknown field (refused by WithStrictConfig)"))
 	}
 	return sc, nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
@@ -33,6 +34,15 @@ func TestUnknownServiceConfigFieldsWarnOncePerConfig(t *testing.T) {
 	if err != nil || strings.Join(sc.unknown, " ") != "loadBalancingConfg healthCheckConfig.serviceNam" {
 		t.Fatalf("unknown = %q, %v; want [loadBalancingConfg healthCheckConfig.serviceNam]", sc.unknown, err)
 	}
+	nested := `{"loadBalancingConfig":[{"priority_experimental":{"children":{"p0":{"config":[{"weighted_round_robin":{"randomStrat":true}}],"extra":1}},"priorities":["p0"]}}]}`
+	sc, err = parseServiceConfig([]byte(nested), c.cfg.registry, false)
+	want := `loadBalancingConfig[0].priority_experimental.children["p0"].extra loadBalancingConfig[0].priority_experimental.children["p0"].config[0].weighted_round_robin.randomStrat`
+	if err != nil || strings.Join(sc.unknown, " ") != want {
+		t.Fatalf("unknown = %q, %v; want %s", sc.unknown, err, want)
+	}
+	if _, err := parseServiceConfig([]byte(nested), c.cfg.registry, true); err == nil || !strings.Contains(err.Error(), `children["p0"].extra: unknown field`) {
+		t.Fatalf("strict parse of a nested unknown field: %v", err)
+	}
 	if sc, err := parseServiceConfig([]byte(`{"methodConfig":[],"retryThrottling":{}}`), c.cfg.registry, true); err != nil || len(sc.unknown) != 0 {
 		t.Fatalf("gRPC's other fields: %v, %v; want them known", sc, err)
 	}
@@ -57,5 +67,31 @@ func TestStrictConfigRefusesUnknownFields(t *testing.T) {
 	}
 	if c.lastSC == nil || c.lastSC.policy.Name != "round_robin" {
 		t.Fatalf("last valid config replaced by one with an unknown field")
+	}
+}
+
+// Every in-tree policy reports the fields it does not know, nested
+// sub-objects and child policies included.
+func TestPoliciesReportUnknownFields(t *testing.T) {
+	for _, tc := range []struct{ lbc, want string }{
+		{`{"pick_first":{"shuffleAddressList":true,"shufle":1}}`, "pick_first.shufle"},
+		{`{"round_robin":{"x":1}}`, "round_robin.x"},
+		{`{"least_request_experimental":{"choiceCount":3,"choices":2}}`, "least_request_experimental.choices"},
+		{`{"weighted_target_experimental":{"targets":{"a":{"weight":1,"wieght":2,"childPolicy":[{"round_robin":{}}]}},"t":1}}`,
+			`weighted_target_experimental.t weighted_target_experimental.targets["a"].wieght`},
+		{`{"outlier_detection_experimental":{"intervall":"1s","successRateEjection":{"stdevFactor":1900,"x":1},"childPolicy":[{"pick_first":{"y":1}}]}}`,
+			"outlier_detection_experimental.intervall outlier_detection_experimental.successRateEjection.x outlier_detection_experimental.childPolicy[0].pick_first.y"},
+	} {
+		sc, err := parseServiceConfig([]byte(`{"loadBalancingConfig":[`+tc.lbc+`]}`), lb.DefaultRegistry(), false)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.lbc, err)
+		}
+		var got []string
+		for _, u := range sc.unknown {
+			got = append(got, strings.TrimPrefix(u, "loadBalancingConfig[0]."))
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%s: unknown %q, want %s", tc.lbc, got, tc.want)
+		}
 	}
 }

@@ -32,6 +32,18 @@ type ConfigParser interface {
 	ParseConfig(raw json.RawMessage) (Config, error)
 }
 
+// UnknownFieldsParser is a [ConfigParser] that also says which fields of
+// its config it ignored because it does not know them: their JSON paths,
+// relative to the policy's object, in document order (nested policy lists
+// included, through [ParsedPolicy.Unknown]). [Registry.ParsePolicyList]
+// uses it when a builder has it, so that a channel can warn about a
+// misspelled field or refuse it (conn.WithStrictConfig). ParseConfig and
+// ParseConfigUnknown accept and reject the same configs.
+type UnknownFieldsParser interface {
+	ConfigParser
+	ParseConfigUnknown(raw json.RawMessage) (Config, []string, error)
+}
+
 // Config is a policy's parsed configuration. Each policy defines its own
 // config type and asserts it in UpdateClientConnState.
 type Config interface{}

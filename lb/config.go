@@ -81,6 +81,12 @@ type ParsedPolicy struct {
 	// Config is its parsed config; nil if the builder has no
 	// [ConfigParser].
 	Config Config
+	// Unknown lists the JSON paths, relative to the list, of the fields
+	// of the chosen policy's config that the policy does not know and
+	// ignored: every field of a policy without a [ConfigParser], the
+	// fields an [UnknownFieldsParser] reports; nothing for another
+	// ConfigParser, which cannot say.
+	Unknown []string
 }
 
 var errEmptyList = errors.New("empty policy list")
@@ -93,12 +99,15 @@ func ParseLoadBalancingConfig(raw json.RawMessage) (*ParsedPolicy, error) {
 }
 
 // ParseLoadBalancingConfig parses a service config's loadBalancingConfig
-// value with [Registry.ParsePolicyList]; error paths start at
-// "loadBalancingConfig".
+// value with [Registry.ParsePolicyList]; error paths and
+// [ParsedPolicy.Unknown] start at "loadBalancingConfig".
 func (r *Registry) ParseLoadBalancingConfig(raw json.RawMessage) (*ParsedPolicy, error) {
 	p, err := r.ParsePolicyList(raw)
 	if err != nil {
 		return nil, PrefixConfigError("loadBalancingConfig", err)
+	}
+	for i, u := range p.Unknown {
+		p.Unknown[i] = JoinPath("loadBalancingConfig", u)
 	}
 	return p, nil
 }
@@ -153,12 +162,23 @@ func (r *Registry) ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
 				continue
 			}
 			p := &ParsedPolicy{Name: name, Builder: b}
-			if cp, ok := b.(ConfigParser); ok {
-				c, err := cp.ParseConfig(cfg)
-				if err != nil {
-					return nil, PrefixConfigError(at+"."+name, err)
+			var unknown []string
+			var err error
+			switch cp := b.(type) {
+			case UnknownFieldsParser:
+				p.Config, unknown, err = cp.ParseConfigUnknown(cfg)
+			case ConfigParser:
+				p.Config, err = cp.ParseConfig(cfg)
+			default:
+				if o, oerr := ParseConfigObject(cfg); oerr == nil {
+					unknown = o.Keys()
 				}
-				p.Config = c
+			}
+			if err != nil {
+				return nil, PrefixConfigError(at+"."+name, err)
+			}
+			for _, u := range unknown {
+				p.Unknown = append(p.Unknown, JoinPath(at+"."+name, u))
 			}
 			return p, nil
 		}
@@ -228,6 +248,20 @@ func jsonKind(raw json.RawMessage) string {
 type ConfigObject struct {
 	fields map[string]json.RawMessage
 	keys   []string
+	asked  map[string]bool // names passed to Raw or Decode; shared by copies
+}
+
+// Unread returns, in document order, the keys never asked for by
+// [ConfigObject.Raw] or [ConfigObject.Decode] (under any of the names
+// given): after a parser has read its fields, the fields it does not know.
+func (o ConfigObject) Unread() []string {
+	var unread []string
+	for _, k := range o.keys {
+		if !o.asked[k] {
+			unread = append(unread, k)
+		}
+	}
+	return unread
 }
 
 // Keys returns the object's keys in document order.
@@ -244,13 +278,18 @@ func ParseConfigObject(raw json.RawMessage) (ConfigObject, error) {
 	if err != nil {
 		return ConfigObject{}, objectError(trimmed, "a JSON object", err)
 	}
-	return ConfigObject{fields: obj, keys: keys}, nil
+	return ConfigObject{fields: obj, keys: keys, asked: make(map[string]bool, len(keys))}, nil
 }
 
 // Raw returns the raw value of the first present field among names (for
 // example a lowerCamelCase name and its snake_case twin), the name found,
 // and whether one was present.
 func (o ConfigObject) Raw(names ...string) (json.RawMessage, string, bool) {
+	for _, n := range names {
+		if o.asked != nil {
+			o.asked[n] = true
+		}
+	}
 	for _, n := range names {
 		if v, ok := o.fields[n]; ok {
 			return v, n, true
@@ -353,6 +392,20 @@ func decodeArray(raw json.RawMessage) ([]json.RawMessage, error) {
 	}
 	return elems, err
 }
+
+// NestedUnknown returns unknown followed by the unknown fields of p, a
+// policy parsed from the list at field (relative to the same object).
+func NestedUnknown(unknown []string, field string, p *ParsedPolicy) []string {
+	for _, u := range p.Unknown {
+		unknown = append(unknown, JoinPath(field, u))
+	}
+	return unknown
+}
+
+// DropUnknown returns c and err without the unknown fields, for a
+// ParseConfig written as a call of its ParseConfigUnknown
+// ([UnknownFieldsParser]).
+func DropUnknown(c Config, _ []string, err error) (Config, error) { return c, err }
 
 // ConfigOf returns the config of type C that an update carries as its
 // [ClientConnState.BalancerConfig]: c itself if it is a C, what it points

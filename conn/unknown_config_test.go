@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
@@ -14,7 +15,7 @@ const unknownFieldsWarning = "service config: unknown fields ignored (WithStrict
 // A misspelled service config field is ignored, as gRPC ignores it, but
 // logged at WARN with its path once per distinct config (issue 17).
 func TestUnknownServiceConfigFieldsWarnOncePerConfig(t *testing.T) {
-	logs := &countingHandler{}
+	logs := &lbtest.Logs{}
 	c, r, _ := newTestChannel(t, WithLogger(slog.New(logs)))
 	c.Connect()
 	typo := `{"loadBalancingConfg":[{"round_robin":{}}],"healthCheckConfig":{"serviceNam":"x"}}`
@@ -22,12 +23,12 @@ func TestUnknownServiceConfigFieldsWarnOncePerConfig(t *testing.T) {
 		r.update(t, resolver.State{Addresses: addrs("10.0.0.1:80"), ServiceConfig: []byte(typo)})
 		settle(t, c)
 	}
-	if n := logs.count(unknownFieldsWarning); n != 1 {
+	if n := logs.Count(slog.LevelWarn, unknownFieldsWarning); n != 1 {
 		t.Fatalf("%d warnings for one config published three times, want 1", n)
 	}
 	r.update(t, resolver.State{Addresses: addrs("10.0.0.1:80"), ServiceConfig: []byte(`{"loadBalancingPolicy":"round_robin","x":1}`)})
 	settle(t, c)
-	if n := logs.count(unknownFieldsWarning); n != 2 {
+	if n := logs.Count(slog.LevelWarn, unknownFieldsWarning); n != 2 {
 		t.Fatalf("%d warnings after a second distinct config, want 2", n)
 	}
 	sc, err := parseServiceConfig([]byte(typo), c.cfg.registry, false)
@@ -55,14 +56,14 @@ func TestStrictConfigRefusesUnknownFields(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "service config: loadBalancingConfg: unknown field") {
 		t.Fatalf("New = %v, want an error naming loadBalancingConfg", err)
 	}
-	logs := &countingHandler{}
+	logs := &lbtest.Logs{}
 	c, r, _ := newTestChannel(t, WithLogger(slog.New(logs)), WithStrictConfig())
 	c.Connect()
 	r.update(t, resolver.State{Addresses: addrs("10.0.0.1:80"), ServiceConfig: []byte(`{"loadBalancingConfig":[{"round_robin":{}}]}`)})
 	settle(t, c)
 	r.update(t, resolver.State{Addresses: addrs("10.0.0.1:80"), ServiceConfig: []byte(`{"loadBalancingConfig":[{"pick_first":{}}],"typo":1}`)})
 	settle(t, c)
-	if n := logs.count("invalid service config; keeping the last valid one"); n != 1 {
+	if n := logs.Count(slog.LevelWarn, "invalid service config; keeping the last valid one"); n != 1 {
 		t.Fatalf("%d invalid-config warnings, want 1", n)
 	}
 	if c.lastSC == nil || c.lastSC.policy.Name != "round_robin" {

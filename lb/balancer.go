@@ -27,8 +27,9 @@ type Builder interface {
 // ConfigParser is implemented by builders whose policy takes a config.
 type ConfigParser interface {
 	// ParseConfig parses the policy's JSON config object. Unknown fields
-	// are ignored. An error should be a [*ConfigError] naming the field
-	// (relative to the policy's object) and the reason.
+	// are ignored (an [UnknownFieldsParser] also lists them). An error
+	// should be a [*ConfigError] naming the field (relative to the
+	// policy's object) and the reason.
 	ParseConfig(raw json.RawMessage) (Config, error)
 }
 

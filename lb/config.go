@@ -242,9 +242,10 @@ func jsonKind(raw json.RawMessage) string {
 
 // ConfigObject is a policy's JSON config object, decoded field by field with
 // case-sensitive names (as proto3 JSON requires) so that every error names
-// its field. A key given twice is an error. Unknown fields are ignored by
-// the policies; [ConfigObject.Keys] lists every key for a caller that
-// checks them.
+// its field. A key given twice is an error. Unknown fields are ignored;
+// [ConfigObject.Unread] lists them for an [UnknownFieldsParser]. Copies of
+// a ConfigObject share what was asked for; it is not safe for concurrent
+// use.
 type ConfigObject struct {
 	fields map[string]json.RawMessage
 	keys   []string

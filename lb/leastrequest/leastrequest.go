@@ -69,8 +69,9 @@ func (Builder) Name() string { return Name }
 
 // ParseConfig parses a least_request_experimental config object into a
 // [Config] whose ChoiceCount is the effective one, from [MinChoiceCount] to
-// [MaxChoiceCount]. Empty input and null mean the default; unknown fields are
-// ignored (ParseConfigUnknown lists them). An error is a [*lb.ConfigError] naming the offending field.
+// [MaxChoiceCount]. Empty input and null mean the default; unknown fields
+// are ignored (ParseConfigUnknown lists them). An error is a
+// [*lb.ConfigError] naming the offending field.
 func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
 	return lb.DropUnknown(b.ParseConfigUnknown(raw))
 }

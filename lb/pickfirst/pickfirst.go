@@ -36,8 +36,9 @@ var (
 func (Builder) Name() string { return Name }
 
 // ParseConfig parses a pick_first config object into a [Config]. Empty input
-// and null mean the zero Config; unknown fields are ignored (ParseConfigUnknown lists them). An error is a
-// [*lb.ConfigError] naming the offending field.
+// and null mean the zero Config; unknown fields are ignored
+// (ParseConfigUnknown lists them). An error is a [*lb.ConfigError] naming
+// the offending field.
 func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
 	return lb.DropUnknown(b.ParseConfigUnknown(raw))
 }

@@ -43,8 +43,9 @@ var (
 func (Builder) Name() string { return Name }
 
 // ParseConfig parses a weighted_round_robin config object into a [Config].
-// Empty input and null mean the zero Config; unknown fields are ignored (ParseConfigUnknown lists them). An
-// error is a [*lb.ConfigError] naming the offending field.
+// Empty input and null mean the zero Config; unknown fields are ignored
+// (ParseConfigUnknown lists them). An error is a [*lb.ConfigError] naming
+// the offending field.
 func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
 	return lb.DropUnknown(b.ParseConfigUnknown(raw))
 }

@@ -1,19 +1,18 @@
 package eds_test
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
 
 	"github.com/lbkit/lbkit/lb/hierarchy"
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/eds"
 )
@@ -308,45 +307,17 @@ func TestDefaultPollInterval(t *testing.T) {
 	checkPublished(t, cc.NextState(t), stateOf(t, second))
 }
 
-// warnings is a slog.Handler that keeps the messages of WARN records.
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
-func (w *warnings) Handle(_ context.Context, r slog.Record) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, r.Message)
-	return nil
-}
-func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
-func (w *warnings) WithGroup(string) slog.Handler      { return w }
-
-func (w *warnings) count(substr string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, m := range w.msgs {
-		if strings.Contains(m, substr) {
-			n++
-		}
-	}
-	return n
-}
-
 // A locality left out is logged at WARN once per distinct content: an
 // unchanged file costs a read and a hash, not a parse, so it logs nothing
 // again. An empty tree is reported to the channel with its reason, once.
 func TestDroppedLocalitiesWarnOncePerContent(t *testing.T) {
-	w := &warnings{}
+	w := &lbtest.Logs{}
 	cc := &fakeCC{}
 	partial := `{"cluster_name":"c","endpoints":[{"locality":{"zone":"a"},"lb_endpoints":[` + ep("10.0.0.1", 80) + `]},{"load_balancing_weight":1,"locality":{"zone":"b"},"lb_endpoints":[` + ep("10.0.0.2", 80) + `]}]}`
 	e := newEnvLogging(t, partial, cc, slog.New(w))
 	checkPublished(t, cc.NextState(t), stateOf(t, partial))
 	const leftOut = "left out of the tree"
-	if n := w.count(leftOut); n != 1 {
+	if n := w.Count(slog.LevelWarn, leftOut); n != 1 {
 		t.Fatalf("%d warnings about left-out localities, want 1", n)
 	}
 	e.poll(t)
@@ -362,7 +333,7 @@ func TestDroppedLocalitiesWarnOncePerContent(t *testing.T) {
 	e.poll(t)
 	e.r.Close()
 	checkQuiet(t, cc)
-	if n := w.count(leftOut); n != 2 {
+	if n := w.Count(slog.LevelWarn, leftOut); n != 2 {
 		t.Fatalf("%d warnings about left-out localities after two distinct contents, want 2", n)
 	}
 }

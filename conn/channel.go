@@ -66,6 +66,7 @@ type Channel struct {
 	current        *balancerWrapper
 	pending        *balancerWrapper
 	lastSC         *serviceConfig  // last valid service config from the resolver
+	warnedSC       string          // the last service config whose unknown fields were logged
 	health         *healthSettings // health checking in force; nil when off
 	addrConns      map[connKey]*addrConn
 	resolveRetries int
@@ -105,7 +106,7 @@ func New(target string, opts ...Option) (*Channel, error) {
 	}
 	var defSC *serviceConfig
 	if cfg.defaultServiceConfig != "" {
-		if defSC, err = parseServiceConfig([]byte(cfg.defaultServiceConfig), cfg.registry); err != nil {
+		if defSC, err = parseServiceConfig([]byte(cfg.defaultServiceConfig), cfg.registry, cfg.strictConfig); err != nil {
 			return nil, fmt.Errorf("conn: WithDefaultServiceConfig: %w", err)
 		}
 	}
@@ -122,6 +123,9 @@ func New(target string, opts ...Option) (*Channel, error) {
 		rand:      cfg.newRand(),
 		idle:      true,
 		addrConns: make(map[connKey]*addrConn),
+	}
+	if defSC != nil {
+		c.warnUnknown([]byte(cfg.defaultServiceConfig), defSC)
 	}
 	c.health = c.effectiveHealth()
 	c.ctx, c.cancel = context.WithCancel(context.Background())

@@ -19,7 +19,7 @@ func FuzzParseServiceConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		sc, err := parseServiceConfig(raw, lb.DefaultRegistry())
+		sc, err := parseServiceConfig(raw, lb.DefaultRegistry(), false)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "service config") {
 				t.Fatalf("parseServiceConfig(%q) error %q does not say it is about the service config", raw, err)
@@ -30,7 +30,7 @@ func FuzzParseServiceConfig(f *testing.F) {
 			}
 			return
 		}
-		again, err := parseServiceConfig(raw, lb.DefaultRegistry())
+		again, err := parseServiceConfig(raw, lb.DefaultRegistry(), false)
 		if err != nil || (sc.policy == nil) != (again.policy == nil) || (sc.policy != nil && sc.policy.Name != again.policy.Name) {
 			t.Fatalf("parseServiceConfig(%q) is not deterministic: %+v then %+v, %v", raw, sc, again, err)
 		}

@@ -237,7 +237,7 @@ func TestHealthCheckFromServiceConfig(t *testing.T) {
 }
 
 func TestHealthCheckConfigErrors(t *testing.T) {
-	_, err := parseServiceConfig([]byte(`{"healthCheckConfig": {"serviceName": 7}}`), lb.DefaultRegistry())
+	_, err := parseServiceConfig([]byte(`{"healthCheckConfig": {"serviceName": 7}}`), lb.DefaultRegistry(), false)
 	if err == nil || !strings.Contains(err.Error(), "healthCheckConfig.serviceName") {
 		t.Fatalf("serviceName 7: %v, want an error naming healthCheckConfig.serviceName", err)
 	}

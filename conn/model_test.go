@@ -17,31 +17,8 @@ import (
 	"time"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
 )
-
-// countingHandler counts the channel's log records by message.
-type countingHandler struct {
-	mu     sync.Mutex
-	counts map[string]int
-}
-
-func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.counts == nil {
-		h.counts = map[string]int{}
-	}
-	h.counts[r.Message]++
-	return nil
-}
-func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *countingHandler) WithGroup(string) slog.Handler      { return h }
-func (h *countingHandler) count(msg string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.counts[msg]
-}
 
 // headerTimeoutServer is a real HTTP server that closes a connection on
 // which no request header arrives within 100 ms, as many servers do.
@@ -72,7 +49,7 @@ func TestCheckModelDoesNotFlapAgainstHeaderTimeouts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			addrs := []string{headerTimeoutServer(t), headerTimeoutServer(t)}
-			logs := &countingHandler{}
+			logs := &lbtest.Logs{}
 			opts := []Option{WithLogger(slog.New(logs)),
 				WithDefaultServiceConfig(`{"loadBalancingConfig":[{"weighted_round_robin":{}}]}`)}
 			if tc.dialer != nil {
@@ -87,7 +64,7 @@ func TestCheckModelDoesNotFlapAgainstHeaderTimeouts(t *testing.T) {
 			waitState(t, c, lb.Ready)
 			idle := tc.idle
 			time.Sleep(idle) // real time: the servers' timeout is real
-			lost := logs.count("connection lost")
+			lost := logs.Count(slog.LevelDebug, "connection lost")
 			if tc.flaps && lost == 0 {
 				t.Fatalf("held probe: no connection lost in %v against a 100 ms header timeout", idle)
 			}

@@ -44,6 +44,7 @@ type config struct {
 	healthCheck          *HealthCheck // nil: only if the service config asks
 	healthCheckOff       bool
 	metrics              lb.MetricsRecorder
+	strictConfig         bool
 }
 
 func defaultConfig() config {
@@ -205,4 +206,14 @@ func (c *config) newRand() *rand.Rand {
 		return rand.New(rand.NewPCG(c.seed[0], c.seed[1]))
 	}
 	return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+}
+
+// WithStrictConfig makes a service config field that gRPC's service config
+// does not have (a misspelled "loadBalancingConfg") an error naming its
+// JSON path: a resolver's config with one is invalid (the last valid one
+// stays in force) and so is a [WithDefaultServiceConfig] with one. If this
+// option is not supplied, such fields are ignored, as gRPC ignores them,
+// and logged at WARN once per distinct config.
+func WithStrictConfig() Option {
+	return optionFunc(func(c *config) { c.strictConfig = true })
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -80,24 +81,58 @@ type serviceConfig struct {
 	// healthService is healthCheckConfig.serviceName; nil when unset,
 	// which leaves health checking off (gRFC A17).
 	healthService *string
+	// unknown lists the JSON paths of the fields that gRPC's service
+	// config does not have, in document order; they are ignored.
+	unknown []string
 }
+
+// serviceConfigFields are the fields of gRPC's service config: the first
+// three are used, the others (methodConfig, retryThrottling) are known
+// and ignored.
+var serviceConfigFields = []string{"loadBalancingConfig", "loadBalancingPolicy", "healthCheckConfig", "methodConfig", "retryThrottling"}
 
 // parseServiceConfig parses {"loadBalancingConfig": [...]}, or the older
 // {"loadBalancingPolicy": "name"}, and {"healthCheckConfig": {"serviceName":
-// "..."}}. Other fields are ignored.
-func parseServiceConfig(raw json.RawMessage, reg *lb.Registry) (*serviceConfig, error) {
+// "..."}}. Other fields of gRPC's service config are ignored; a field it
+// does not have, or that the chosen policy's config does not have (as far
+// as the policy can say: [lb.UnknownFieldsParser]), is listed in unknown,
+// or, when strict, an error naming its path.
+func parseServiceConfig(raw json.RawMessage, reg *lb.Registry, strict bool) (*serviceConfig, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
 		return nil, fmt.Errorf("service config: %w", err)
 	}
-	sc := &serviceConfig{}
+	sc := &serviceConfig{unknown: unknownFields("", obj, serviceConfigFields)}
+	if hc, _, ok := obj.Raw("healthCheckConfig"); ok {
+		if hco, err := lb.ParseConfigObject(hc); err == nil {
+			sc.unknown = append(sc.unknown, unknownFields("healthCheckConfig", hco, []string{"serviceName"})...)
+		}
+	}
+
 	if sc.healthService, err = parseHealthCheckConfig(obj); err != nil {
 		return nil, fmt.Errorf("service config: %w", err)
 	}
 	if sc.policy, err = parsePolicy(obj, reg); err != nil {
 		return nil, fmt.Errorf("service config: %w", err)
 	}
+	if sc.policy != nil {
+		sc.unknown = append(sc.unknown, sc.policy.Unknown...)
+	}
+	if strict && len(sc.unknown) > 0 {
+		return nil, fmt.Errorf("service config: %w", lb.ConfigErrorf(sc.unknown[0], "unknown field (refused by WithStrictConfig)"))
+	}
 	return sc, nil
+}
+
+// unknownFields returns the paths, under path, of obj's keys not in known.
+func unknownFields(path string, obj lb.ConfigObject, known []string) []string {
+	var unknown []string
+	for _, k := range obj.Keys() {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, lb.JoinPath(path, k))
+		}
+	}
+	return unknown
 }
 
 // parseHealthCheckConfig returns healthCheckConfig.serviceName, or nil when
@@ -183,7 +218,7 @@ func (c *Channel) onResolverState(r *resolverCC, s resolver.State) {
 		return
 	}
 	if s.ServiceConfig != nil {
-		sc, err := parseServiceConfig(s.ServiceConfig, c.cfg.registry)
+		sc, err := parseServiceConfig(s.ServiceConfig, c.cfg.registry, c.cfg.strictConfig)
 		switch {
 		case err != nil && c.lastSC == nil && c.current == nil:
 			c.logger.Warn("invalid service config and no valid one yet", "error", err)
@@ -194,6 +229,7 @@ func (c *Channel) onResolverState(r *resolverCC, s resolver.State) {
 			c.logger.Warn("invalid service config; keeping the last valid one", "error", err)
 		default:
 			c.lastSC = sc
+			c.warnUnknown(s.ServiceConfig, sc)
 		}
 		c.applyHealth()
 	}
@@ -216,6 +252,17 @@ func (c *Channel) onResolverState(r *resolverCC, s resolver.State) {
 		c.resolveTimer.Stop()
 		c.resolveTimer = nil
 	}
+}
+
+// warnUnknown logs the unknown fields of a service config at WARN, once
+// per distinct config: a resolver that publishes the same config again
+// does not repeat the warning. Runs serialized.
+func (c *Channel) warnUnknown(raw json.RawMessage, sc *serviceConfig) {
+	if len(sc.unknown) == 0 || string(raw) == c.warnedSC {
+		return
+	}
+	c.warnedSC = string(raw)
+	c.logger.Warn("service config: unknown fields ignored (WithStrictConfig refuses them)", "fields", sc.unknown)
 }
 
 // onResolverError passes a resolver error to the balancer, or fails the

@@ -27,9 +27,22 @@ type Builder interface {
 // ConfigParser is implemented by builders whose policy takes a config.
 type ConfigParser interface {
 	// ParseConfig parses the policy's JSON config object. Unknown fields
-	// are ignored. An error should be a [*ConfigError] naming the field
-	// (relative to the policy's object) and the reason.
+	// are ignored (an [UnknownFieldsParser] also lists them). An error
+	// should be a [*ConfigError] naming the field (relative to the
+	// policy's object) and the reason.
 	ParseConfig(raw json.RawMessage) (Config, error)
+}
+
+// UnknownFieldsParser is a [ConfigParser] that also says which fields of
+// its config it ignored because it does not know them: their JSON paths,
+// relative to the policy's object, in document order (nested policy lists
+// included, through [ParsedPolicy.Unknown]). [Registry.ParsePolicyList]
+// uses it when a builder has it, so that a channel can warn about a
+// misspelled field or refuse it (conn.WithStrictConfig). ParseConfig and
+// ParseConfigUnknown accept and reject the same configs.
+type UnknownFieldsParser interface {
+	ConfigParser
+	ParseConfigUnknown(raw json.RawMessage) (Config, []string, error)
 }
 
 // Config is a policy's parsed configuration. Each policy defines its own

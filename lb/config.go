@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/lbkit/lbkit/lb/internal/jsonx"
 )
 
 // ConfigError is a configuration error at a JSON path, such as
@@ -79,6 +81,12 @@ type ParsedPolicy struct {
 	// Config is its parsed config; nil if the builder has no
 	// [ConfigParser].
 	Config Config
+	// Unknown lists the JSON paths, relative to the list, of the fields
+	// of the chosen policy's config that the policy does not know and
+	// ignored: every field of a policy without a [ConfigParser], the
+	// fields an [UnknownFieldsParser] reports; nothing for another
+	// ConfigParser, which cannot say.
+	Unknown []string
 }
 
 var errEmptyList = errors.New("empty policy list")
@@ -91,12 +99,15 @@ func ParseLoadBalancingConfig(raw json.RawMessage) (*ParsedPolicy, error) {
 }
 
 // ParseLoadBalancingConfig parses a service config's loadBalancingConfig
-// value with [Registry.ParsePolicyList]; error paths start at
-// "loadBalancingConfig".
+// value with [Registry.ParsePolicyList]; error paths and
+// [ParsedPolicy.Unknown] start at "loadBalancingConfig".
 func (r *Registry) ParseLoadBalancingConfig(raw json.RawMessage) (*ParsedPolicy, error) {
 	p, err := r.ParsePolicyList(raw)
 	if err != nil {
 		return nil, PrefixConfigError("loadBalancingConfig", err)
+	}
+	for i, u := range p.Unknown {
+		p.Unknown[i] = JoinPath("loadBalancingConfig", u)
 	}
 	return p, nil
 }
@@ -127,9 +138,9 @@ func (r *Registry) ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, &ConfigError{Err: errEmptyList}
 	}
-	var entries []json.RawMessage
-	if err := json.Unmarshal(raw, &entries); err != nil {
-		return nil, ConfigErrorf("", "want a JSON array of policies, got %s", jsonKind(raw))
+	entries, err := decodeArray(raw)
+	if err != nil {
+		return nil, objectError(raw, "a JSON array of policies", err)
 	}
 	if len(entries) == 0 {
 		return nil, &ConfigError{Err: errEmptyList}
@@ -137,9 +148,9 @@ func (r *Registry) ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
 	var skipped []string
 	for i, entry := range entries {
 		at := "[" + strconv.Itoa(i) + "]"
-		obj, err := decodeObject(entry)
+		obj, _, err := decodeObject(entry)
 		if err != nil {
-			return nil, ConfigErrorf(at, "want an object with one policy name, got %s", jsonKind(entry))
+			return nil, PrefixConfigError(at, objectError(entry, "an object with one policy name", err))
 		}
 		if len(obj) != 1 {
 			return nil, ConfigErrorf(at, "want exactly one policy name in an entry, got %d keys", len(obj))
@@ -151,12 +162,23 @@ func (r *Registry) ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
 				continue
 			}
 			p := &ParsedPolicy{Name: name, Builder: b}
-			if cp, ok := b.(ConfigParser); ok {
-				c, err := cp.ParseConfig(cfg)
-				if err != nil {
-					return nil, PrefixConfigError(at+"."+name, err)
+			var unknown []string
+			var err error
+			switch cp := b.(type) {
+			case UnknownFieldsParser:
+				p.Config, unknown, err = cp.ParseConfigUnknown(cfg)
+			case ConfigParser:
+				p.Config, err = cp.ParseConfig(cfg)
+			default:
+				if o, oerr := ParseConfigObject(cfg); oerr == nil {
+					unknown = o.Keys()
 				}
-				p.Config = c
+			}
+			if err != nil {
+				return nil, PrefixConfigError(at+"."+name, err)
+			}
+			for _, u := range unknown {
+				p.Unknown = append(p.Unknown, JoinPath(at+"."+name, u))
 			}
 			return p, nil
 		}
@@ -165,53 +187,86 @@ func (r *Registry) ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
 		strings.Join(skipped, ", "), strings.Join(r.Names(), ", "))
 }
 
-// decodeObject decodes a JSON object into its raw fields. Duplicate keys
-// keep the last value, as encoding/json does.
-func decodeObject(raw json.RawMessage) (map[string]json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, errors.New("not an object")
+// decodeObject decodes a JSON object into its raw fields and its keys in
+// document order, with the rules of the one JSON toolkit (package
+// lb/internal/jsonx): a key given twice is an error, as in EDS files.
+func decodeObject(raw json.RawMessage) (map[string]json.RawMessage, []string, error) {
+	d := jsonx.New(raw)
+	if d.Peek() != jsonx.Object {
+		return nil, nil, errors.New("not an object")
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, err
+	obj := make(map[string]json.RawMessage)
+	var keys []string
+	err := d.Object(func(key []byte) error {
+		v, err := d.Raw()
+		obj[string(key)] = v
+		keys = append(keys, string(key))
+		return err
+	})
+	if err == nil {
+		err = d.End()
 	}
-	return obj, nil
+	if err != nil {
+		return nil, nil, err
+	}
+	return obj, keys, nil
+}
+
+// objectError converts an error of decodeObject into a [*ConfigError]: at
+// its path for a key given twice, else "want what, got <kind>".
+func objectError(raw json.RawMessage, what string, err error) error {
+	var je *jsonx.Error
+	if errors.As(err, &je) && !je.Syntax && je.Path != "" {
+		return &ConfigError{Path: je.Path, Err: je.Err}
+	}
+	return ConfigErrorf("", "want %s, got %s", what, jsonKind(raw))
 }
 
 // jsonKind names the JSON type of raw for error messages: "an object", "an
 // array", "a string", "a boolean", "null", "a number", "invalid JSON" or
 // "nothing".
 func jsonKind(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	if !json.Valid(raw) {
+	d := jsonx.New(raw)
+	k := d.Peek()
+	if k == jsonx.Invalid {
+		if len(bytes.TrimSpace(raw)) == 0 {
+			return "nothing"
+		}
 		return "invalid JSON"
 	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
+	if d.Skip() != nil || d.End() != nil {
+		return "invalid JSON"
 	}
+	return k.String()
 }
 
 // ConfigObject is a policy's JSON config object, decoded field by field with
 // case-sensitive names (as proto3 JSON requires) so that every error names
-// its field. Unknown fields are ignored.
+// its field. A key given twice is an error. Unknown fields are ignored;
+// [ConfigObject.Unread] lists them for an [UnknownFieldsParser]. Copies of
+// a ConfigObject share what was asked for; it is not safe for concurrent
+// use.
 type ConfigObject struct {
 	fields map[string]json.RawMessage
+	keys   []string
+	asked  map[string]bool // names passed to Raw or Decode; shared by copies
 }
+
+// Unread returns, in document order, the keys never asked for by
+// [ConfigObject.Raw] or [ConfigObject.Decode] (under any of the names
+// given): after a parser has read its fields, the fields it does not know.
+func (o ConfigObject) Unread() []string {
+	var unread []string
+	for _, k := range o.keys {
+		if !o.asked[k] {
+			unread = append(unread, k)
+		}
+	}
+	return unread
+}
+
+// Keys returns the object's keys in document order.
+func (o ConfigObject) Keys() []string { return o.keys }
 
 // ParseConfigObject decodes raw as a JSON object. An empty raw or null is
 // the empty object, as when a policy is named with no config.
@@ -220,17 +275,22 @@ func ParseConfigObject(raw json.RawMessage) (ConfigObject, error) {
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return ConfigObject{}, nil
 	}
-	obj, err := decodeObject(trimmed)
+	obj, keys, err := decodeObject(trimmed)
 	if err != nil {
-		return ConfigObject{}, ConfigErrorf("", "want a JSON object, got %s", jsonKind(trimmed))
+		return ConfigObject{}, objectError(trimmed, "a JSON object", err)
 	}
-	return ConfigObject{fields: obj}, nil
+	return ConfigObject{fields: obj, keys: keys, asked: make(map[string]bool, len(keys))}, nil
 }
 
 // Raw returns the raw value of the first present field among names (for
 // example a lowerCamelCase name and its snake_case twin), the name found,
 // and whether one was present.
 func (o ConfigObject) Raw(names ...string) (json.RawMessage, string, bool) {
+	for _, n := range names {
+		if o.asked != nil {
+			o.asked[n] = true
+		}
+	}
 	for _, n := range names {
 		if v, ok := o.fields[n]; ok {
 			return v, n, true
@@ -247,6 +307,9 @@ func (o ConfigObject) Decode(dst any, names ...string) error {
 	if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
 		return nil
 	}
+	// v passed the toolkit's rules when the object was parsed (a key given
+	// twice anywhere inside is an error there); encoding/json only converts
+	// it to dst's type.
 	if err := json.Unmarshal(v, dst); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
@@ -273,13 +336,14 @@ func ParseUint32(raw json.RawMessage, lowest uint32) (uint32, error) {
 	}
 	text := string(raw)
 	if raw[0] == '"' {
-		if err := json.Unmarshal(raw, &text); err != nil {
+		var err error
+		if text, err = decodeString(raw); err != nil {
 			return 0, ConfigErrorf("", "want an integer, got invalid JSON")
 		}
-		if !isJSONNumber(text) {
+		if !jsonx.IsNumber(text) {
 			return 0, ConfigErrorf("", "want an integer, got %q", text)
 		}
-	} else if !isJSONNumber(text) {
+	} else if !jsonx.IsNumber(text) {
 		return 0, ConfigErrorf("", "want an integer, got %s", jsonKind(raw))
 	}
 	if n, err := strconv.ParseUint(text, 10, 64); err == nil {
@@ -305,13 +369,44 @@ func ParseUint32(raw json.RawMessage, lowest uint32) (uint32, error) {
 	return uint32(f), nil
 }
 
-// isJSONNumber reports whether s is exactly one JSON number.
-func isJSONNumber(s string) bool {
-	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
-		return false
+// decodeString decodes raw, one JSON string.
+func decodeString(raw json.RawMessage) (string, error) {
+	d := jsonx.New(raw)
+	s, err := d.String()
+	if err == nil {
+		err = d.End()
 	}
-	return json.Valid([]byte(s))
+	return s, err
 }
+
+// decodeArray decodes raw, one JSON array, into its raw elements.
+func decodeArray(raw json.RawMessage) ([]json.RawMessage, error) {
+	d := jsonx.New(raw)
+	var elems []json.RawMessage
+	err := d.Array(func(int) error {
+		v, err := d.Raw()
+		elems = append(elems, v)
+		return err
+	})
+	if err == nil {
+		err = d.End()
+	}
+	return elems, err
+}
+
+// NestedUnknown returns unknown followed by the unknown fields of p, a
+// policy parsed from the list at field (relative to the same object).
+func NestedUnknown(unknown []string, field string, p *ParsedPolicy) []string {
+	for _, u := range p.Unknown {
+		unknown = append(unknown, JoinPath(field, u))
+	}
+	return unknown
+}
+
+// DropUnknown returns c and err without the unknown fields, for a
+// ParseConfig written as a call of its ParseConfigUnknown
+// ([UnknownFieldsParser]).
+func DropUnknown(c Config, _ []string, err error) (Config, error) { return c, err }
 
 // ConfigOf returns the config of type C that an update carries as its
 // [ClientConnState.BalancerConfig]: c itself if it is a C, what it points

@@ -328,3 +328,24 @@ func TestConfigOf(t *testing.T) {
 		t.Fatalf("ConfigOf(string) error %q, want %q", err, want)
 	}
 }
+
+// Configs follow the one JSON toolkit's rules, as EDS files do: a key given
+// twice is an error at its path, at the top and inside a decoded value.
+func TestConfigDuplicateKeys(t *testing.T) {
+	if _, err := lb.ParseConfigObject(json.RawMessage(`{"a":1,"a":2}`)); err == nil || err.Error() != "a: field given twice" {
+		t.Errorf("ParseConfigObject with a repeated key: %v, want a: field given twice", err)
+	}
+	if _, err := lb.ParseConfigObject(json.RawMessage(`{"children":{"p0":{},"p0":{}}}`)); err == nil || err.Error() != "children.p0: field given twice" {
+		t.Errorf("ParseConfigObject with a repeated nested key: %v, want children.p0: field given twice", err)
+	}
+	obj, err := lb.ParseConfigObject(json.RawMessage(`{"children":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := obj.Keys(); len(got) != 1 || got[0] != "children" {
+		t.Errorf("Keys() = %q, want [children]", got)
+	}
+	if _, err := lb.ParsePolicyList(json.RawMessage(`[{"x":{},"x":{}}]`)); err == nil || err.Error() != "[0].x: field given twice" {
+		t.Errorf("ParsePolicyList with a repeated key: %v", err)
+	}
+}

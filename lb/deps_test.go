@@ -40,6 +40,7 @@ var layers = []struct {
 	{"lb/edf", 0},
 	{"lb/backoff", 0},
 	{"lb/resolver/internal/", 0}, // helpers of the resolvers
+	{"lb/internal/jsonx", 0},     // the JSON toolkit of configs and EDS
 	{"lb/resolver", 1},
 	{"lb/hierarchy", 2},
 	{"lb/weight", 2},

@@ -31,8 +31,8 @@ func ParseDuration(raw json.RawMessage) (time.Duration, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return 0, nil
 	}
-	var text string
-	if raw[0] != '"' || json.Unmarshal(raw, &text) != nil {
+	text, err := decodeString(raw)
+	if err != nil {
 		return 0, ConfigErrorf("", `want a duration string such as "10s", got %s`, jsonKind(raw))
 	}
 	neg, secs, nanos, ok := splitDuration(text)

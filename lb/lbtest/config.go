@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"unicode/utf8"
 
 	"github.com/lbkit/lbkit/lb"
 )
@@ -15,7 +16,8 @@ import (
 //
 //   - a rejected input gives a [*lb.ConfigError] and the zero config (nil
 //     for a pointer or an interface), and the error names a path whenever
-//     raw is a syntactically valid JSON object, so the fault is inside it;
+//     raw is a syntactically valid JSON object in valid UTF-8 (invalid
+//     UTF-8 makes the whole document invalid), so the fault is inside it;
 //   - an accepted input parses again to an equal config
 //     ([reflect.DeepEqual]): parsing is deterministic.
 //
@@ -38,7 +40,7 @@ func CheckConfigParse[C any](tb TB, parse func(json.RawMessage) (C, error), raw 
 			tb.Fatalf("parse(%q) returned %#v with error %v, want the zero config", raw, cfg, err)
 		}
 		trimmed := bytes.TrimSpace(raw)
-		if ce.Path == "" && len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) {
+		if ce.Path == "" && len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) && utf8.Valid(trimmed) {
 			tb.Fatalf("parse(%q): error %q on a JSON object names no path", raw, err)
 		}
 		return cfg, false

@@ -60,8 +60,8 @@ func (c Config) effective() int {
 type Builder struct{}
 
 var (
-	_ lb.Builder      = Builder{}
-	_ lb.ConfigParser = Builder{}
+	_ lb.Builder             = Builder{}
+	_ lb.UnknownFieldsParser = Builder{}
 )
 
 // Name returns [Name].
@@ -69,23 +69,30 @@ func (Builder) Name() string { return Name }
 
 // ParseConfig parses a least_request_experimental config object into a
 // [Config] whose ChoiceCount is the effective one, from [MinChoiceCount] to
-// [MaxChoiceCount]. Empty input and null mean the default; unknown fields are
-// ignored. An error is a [*lb.ConfigError] naming the offending field.
-func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
+// [MaxChoiceCount]. Empty input and null mean the default; unknown fields
+// are ignored (ParseConfigUnknown lists them). An error is a
+// [*lb.ConfigError] naming the offending field.
+func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
+	return lb.DropUnknown(b.ParseConfigUnknown(raw))
+}
+
+// ParseConfigUnknown is ParseConfig, also returning the fields of raw it
+// does not know ([lb.UnknownFieldsParser]).
+func (Builder) ParseConfigUnknown(raw json.RawMessage) (lb.Config, []string, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := Config{ChoiceCount: DefaultChoiceCount}
 	v, name, ok := obj.Raw("choiceCount", "choice_count")
 	if ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
 		n, err := lb.ParseUint32(v, MinChoiceCount)
 		if err != nil {
-			return nil, lb.PrefixConfigError(name, err)
+			return nil, nil, lb.PrefixConfigError(name, err)
 		}
 		c.ChoiceCount = min(n, MaxChoiceCount)
 	}
-	return c, nil
+	return c, obj.Unread(), nil
 }
 
 // Build returns a new least_request_experimental balancer reporting to cc.

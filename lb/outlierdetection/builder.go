@@ -24,12 +24,18 @@ func (Builder) Name() string { return Name }
 // for the format, the defaults and the rules. Every error is an
 // [*lb.ConfigError] whose path is relative to the policy's object, such as
 // `failurePercentageEjection.threshold: must be <= 100, got 101`.
-func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
-	cfg, err := parseConfig(raw)
+func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
+	return lb.DropUnknown(b.ParseConfigUnknown(raw))
+}
+
+// ParseConfigUnknown is ParseConfig, also returning the fields of raw it
+// does not know, its child policy's included ([lb.UnknownFieldsParser]).
+func (Builder) ParseConfigUnknown(raw json.RawMessage) (lb.Config, []string, error) {
+	cfg, unknown, err := parseConfigUnknown(raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return cfg, nil
+	return cfg, unknown, nil
 }
 
 // Build returns a new outlier detection balancer reporting to cc. Its child

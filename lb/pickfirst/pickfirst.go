@@ -28,26 +28,33 @@ type Config struct {
 type Builder struct{}
 
 var (
-	_ lb.Builder      = Builder{}
-	_ lb.ConfigParser = Builder{}
+	_ lb.Builder             = Builder{}
+	_ lb.UnknownFieldsParser = Builder{}
 )
 
 // Name returns [Name].
 func (Builder) Name() string { return Name }
 
 // ParseConfig parses a pick_first config object into a [Config]. Empty input
-// and null mean the zero Config; unknown fields are ignored. An error is a
-// [*lb.ConfigError] naming the offending field.
-func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
+// and null mean the zero Config; unknown fields are ignored
+// (ParseConfigUnknown lists them). An error is a [*lb.ConfigError] naming
+// the offending field.
+func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
+	return lb.DropUnknown(b.ParseConfigUnknown(raw))
+}
+
+// ParseConfigUnknown is ParseConfig, also returning the fields of raw it
+// does not know ([lb.UnknownFieldsParser]).
+func (Builder) ParseConfigUnknown(raw json.RawMessage) (lb.Config, []string, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var c Config
 	if err := obj.Decode(&c.ShuffleAddressList, "shuffleAddressList", "shuffle_address_list"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, obj.Unread(), nil
 }
 
 // Build returns a new pick_first balancer reporting to cc. It accepts, as

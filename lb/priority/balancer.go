@@ -175,9 +175,23 @@ func (b *priorityBalancer) updateChild(c *child, childCfg ChildConfig) error {
 
 // ResolverError passes err to every existing child, then runs the choice
 // once. With no child, the policy reports TRANSIENT_FAILURE with err, each
-// time (each error may say something new).
+// time (each error may say something new). With an empty priority list,
+// it reports TRANSIENT_FAILURE with [ErrEmptyPriorities] and err, so that
+// picks say why the list is empty when the resolver knows (the eds
+// resolver reports which priority lost its endpoints and why).
 func (b *priorityBalancer) ResolverError(err error) {
 	if b.closed {
+		return
+	}
+	if b.config != nil && len(b.config.Priorities) == 0 {
+		b.resolverErrs++
+		b.publish(published{own: ownResolverError, seq: b.resolverErrs}, lb.State{
+			ConnectivityState: lb.TransientFailure,
+			Picker:            lb.NewErrPicker(lb.TransientFailureError(fmt.Errorf("%w: %w", ErrEmptyPriorities, err))),
+		}, true)
+		b.updating = true
+		b.children.ResolverError(err)
+		b.updating = false
 		return
 	}
 	if b.children.Len() == 0 {

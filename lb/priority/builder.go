@@ -116,11 +116,18 @@ func (*Builder) Name() string { return Name }
 // [Config] for the format and the rules. Every error is an
 // [*lb.ConfigError] whose path is relative to the policy's object.
 func (b *Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
-	cfg, err := parseConfig(raw, b.opts.registry)
+	return lb.DropUnknown(b.ParseConfigUnknown(raw))
+}
+
+// ParseConfigUnknown is ParseConfig, also returning the fields of raw it
+// does not know, its children's policies' included
+// ([lb.UnknownFieldsParser]).
+func (b *Builder) ParseConfigUnknown(raw json.RawMessage) (lb.Config, []string, error) {
+	cfg, unknown, err := parseConfigUnknown(raw, b.opts.registry)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return cfg, nil
+	return cfg, unknown, nil
 }
 
 // Build returns a new priority balancer reporting to cc. Its children share

@@ -56,27 +56,39 @@ type ChildConfig struct {
 	IgnoreReresolutionRequests bool
 }
 
+// parseConfig is parseConfigUnknown without the unknown fields.
 func parseConfig(raw json.RawMessage, reg *lb.Registry) (*Config, error) {
+	cfg, _, err := parseConfigUnknown(raw, reg)
+	return cfg, err
+}
+
+// parseConfigUnknown parses the policy's config and lists the fields it
+// does not know, with paths relative to the policy's object.
+func parseConfigUnknown(raw json.RawMessage, reg *lb.Registry) (*Config, []string, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var children map[string]json.RawMessage
 	if err := obj.Decode(&children, "children"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var priorities []string
 	if err := obj.Decode(&priorities, "priorities"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	cfg := &Config{Children: make(map[string]ChildConfig, len(children)), Priorities: priorities}
+	unknown := obj.Unread()
 	names := slices.Sorted(maps.Keys(children)) // errors in a stable order
 	for _, name := range names {
 		at := lb.JoinPath("children", lb.KeyPath(name))
-		child, err := parseChild(children[name], reg)
+		child, childUnknown, err := parseChild(children[name], reg)
 		if err != nil {
-			return nil, lb.PrefixConfigError(at, err)
+			return nil, nil, lb.PrefixConfigError(at, err)
+		}
+		for _, u := range childUnknown {
+			unknown = append(unknown, lb.JoinPath(at, u))
 		}
 		cfg.Children[name] = child
 	}
@@ -85,19 +97,19 @@ func parseConfig(raw json.RawMessage, reg *lb.Registry) (*Config, error) {
 	for i, name := range priorities {
 		at := "priorities[" + strconv.Itoa(i) + "]"
 		if _, ok := cfg.Children[name]; !ok {
-			return nil, lb.ConfigErrorf(at, "%q names no child in children", name)
+			return nil, nil, lb.ConfigErrorf(at, "%q names no child in children", name)
 		}
 		if first, dup := listed[name]; dup {
-			return nil, lb.ConfigErrorf(at, "%q is listed twice (first at priorities[%d])", name, first)
+			return nil, nil, lb.ConfigErrorf(at, "%q is listed twice (first at priorities[%d])", name, first)
 		}
 		listed[name] = i
 	}
 	for _, name := range names {
 		if _, ok := listed[name]; !ok {
-			return nil, lb.ConfigErrorf(lb.JoinPath("children", lb.KeyPath(name)), "child is not listed in priorities")
+			return nil, nil, lb.ConfigErrorf(lb.JoinPath("children", lb.KeyPath(name)), "child is not listed in priorities")
 		}
 	}
-	return cfg, nil
+	return cfg, unknown, nil
 }
 
 // validate checks what the balancer relies on, for a Config built by hand
@@ -119,21 +131,22 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// parseChild parses one child's object; error paths are relative to it.
-func parseChild(raw json.RawMessage, reg *lb.Registry) (ChildConfig, error) {
+// parseChild parses one child's object; error and unknown-field paths are
+// relative to it.
+func parseChild(raw json.RawMessage, reg *lb.Registry) (ChildConfig, []string, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
-		return ChildConfig{}, err
+		return ChildConfig{}, nil, err
 	}
 	var c ChildConfig
 	if err := obj.Decode(&c.IgnoreReresolutionRequests, "ignoreReresolutionRequests", "ignore_reresolution_requests"); err != nil {
-		return ChildConfig{}, err
+		return ChildConfig{}, nil, err
 	}
 	list, _, _ := obj.Raw("config")
 	p, err := reg.ParsePolicyList(list)
 	if err != nil {
-		return ChildConfig{}, lb.PrefixConfigError("config", err)
+		return ChildConfig{}, nil, lb.PrefixConfigError("config", err)
 	}
 	c.Policy = p
-	return c, nil
+	return c, lb.NestedUnknown(obj.Unread(), "config", p), nil
 }

@@ -43,8 +43,10 @@
 //   - An empty priority list reports TRANSIENT_FAILURE, "priority policy
 //     has empty priority list".
 //   - ResolverError reaches every existing child; with none, the policy
-//     reports TRANSIENT_FAILURE with the error. ExitIdle reaches the
-//     current child only.
+//     reports TRANSIENT_FAILURE with the error; with an empty priority
+//     list, TRANSIENT_FAILURE with "priority policy has empty priority
+//     list: " and the error, so picks name the reason the resolver gave.
+//     ExitIdle reaches the current child only.
 //
 // docs/conformance.md maps each statement of A56 to the test that pins
 // it, and docs/choices.md lists the choices below with their reasons.

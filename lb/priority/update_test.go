@@ -267,6 +267,22 @@ func TestChildPolicyChange(t *testing.T) {
 	e.wantState(lb.Ready, "script-ready")
 }
 
+// A resolver error after an empty priority list says why the list is
+// empty: picks fail with both ErrEmptyPriorities and the error.
+func TestEmptyPrioritiesNameTheResolverReason(t *testing.T) {
+	e := newEnv(t)
+	e.update(nil, scriptChild("p0"))
+	e.report("p0", lb.Ready, "ready")
+	e.update(nil)
+	why := errors.New("priority 0 has no locality with a load_balancing_weight")
+	e.h.ResolverError(why)
+	s := e.last()
+	_, err := s.Picker.Pick(lb.PickInfo{})
+	if s.ConnectivityState != lb.TransientFailure || !errors.Is(err, ErrEmptyPriorities) || !errors.Is(err, why) || !errors.Is(err, lb.ErrTransientFailure) {
+		t.Fatalf("published %v with pick error %v, want TRANSIENT_FAILURE with ErrEmptyPriorities and %v", s.ConnectivityState, err, why)
+	}
+}
+
 func TestResolverError(t *testing.T) {
 	boom := errors.New("resolver exploded")
 	t.Run("no children", func(t *testing.T) {

@@ -29,15 +29,21 @@ func (Builder) Name() string { return Name }
 // path is relative to the policy's object, such as
 // `targets["a"].weight: must be >= 1, got 0`.
 func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
+	return lb.DropUnknown(b.ParseConfigUnknown(raw))
+}
+
+// ParseConfigUnknown is ParseConfig, also returning the fields of raw it
+// does not know, its targets' policies' included ([lb.UnknownFieldsParser]).
+func (b Builder) ParseConfigUnknown(raw json.RawMessage) (lb.Config, []string, error) {
 	reg := b.Registry
 	if reg == nil {
 		reg = lb.DefaultRegistry()
 	}
-	cfg, err := parseConfig(raw, reg)
+	cfg, unknown, err := parseConfigUnknown(raw, reg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return cfg, nil
+	return cfg, unknown, nil
 }
 
 // Build returns a new weighted_target balancer reporting to cc. Its children

@@ -53,38 +53,52 @@ type Target struct {
 	ChildPolicy *lb.ParsedPolicy
 }
 
+// parseConfig is parseConfigUnknown without the unknown fields.
 func parseConfig(raw json.RawMessage, reg *lb.Registry) (*Config, error) {
+	cfg, _, err := parseConfigUnknown(raw, reg)
+	return cfg, err
+}
+
+// parseConfigUnknown parses the policy's config and lists the fields it
+// does not know, with paths relative to the policy's object.
+func parseConfigUnknown(raw json.RawMessage, reg *lb.Registry) (*Config, []string, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var targets map[string]json.RawMessage
 	if err := obj.Decode(&targets, "targets"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg := &Config{Targets: make(map[string]Target, len(targets))}
+	unknown := obj.Unread()
 	// Sorted, so that the error reported for a config with several bad
 	// targets is always the same one.
 	for _, name := range slices.Sorted(maps.Keys(targets)) {
-		t, err := parseTarget(targets[name], reg)
+		at := lb.JoinPath("targets", lb.KeyPath(name))
+		t, targetUnknown, err := parseTarget(targets[name], reg)
 		if err != nil {
-			return nil, lb.PrefixConfigError(lb.JoinPath("targets", lb.KeyPath(name)), err)
+			return nil, nil, lb.PrefixConfigError(at, err)
+		}
+		for _, u := range targetUnknown {
+			unknown = append(unknown, lb.JoinPath(at, u))
 		}
 		cfg.Targets[name] = t
 	}
-	return cfg, nil
+	return cfg, unknown, nil
 }
 
-// parseTarget parses one target's object; error paths are relative to it.
-func parseTarget(raw json.RawMessage, reg *lb.Registry) (Target, error) {
+// parseTarget parses one target's object; error and unknown-field paths
+// are relative to it.
+func parseTarget(raw json.RawMessage, reg *lb.Registry) (Target, []string, error) {
 	obj, err := lb.ParseConfigObject(raw)
 	if err != nil {
-		return Target{}, err
+		return Target{}, nil, err
 	}
 	wraw, _, _ := obj.Raw("weight")
 	w, err := parseWeight(wraw)
 	if err != nil {
-		return Target{}, lb.PrefixConfigError("weight", err)
+		return Target{}, nil, lb.PrefixConfigError("weight", err)
 	}
 	list, field, ok := obj.Raw("childPolicy", "child_policy")
 	if !ok {
@@ -92,9 +106,9 @@ func parseTarget(raw json.RawMessage, reg *lb.Registry) (Target, error) {
 	}
 	p, err := reg.ParsePolicyList(list)
 	if err != nil {
-		return Target{}, lb.PrefixConfigError(field, err)
+		return Target{}, nil, lb.PrefixConfigError(field, err)
 	}
-	return Target{Weight: w, ChildPolicy: p}, nil
+	return Target{Weight: w, ChildPolicy: p}, lb.NestedUnknown(obj.Unread(), field, p), nil
 }
 
 // parseWeight parses a weight: a proto3 JSON uint32 ([lb.ParseUint32]) of

@@ -27,6 +27,7 @@ type config struct {
 	pollInterval time.Duration
 	readFile     ReadFileFunc // nil: readRegularFile
 	maxFileSize  int64
+	parse        ParseOptions
 }
 
 func defaultConfig() config {
@@ -93,6 +94,17 @@ func WithMaxFileSize(n int64) Option {
 			return fmt.Errorf("WithMaxFileSize(%d): not positive", n)
 		}
 		c.maxFileSize = n
+		return nil
+	})
+}
+
+// WithIgnoreUnknownFields makes a resolver ignore fields of the file that
+// the proto messages do not have, as [ParseOptions].IgnoreUnknownFields
+// does. By default such a field makes the file invalid: the error names
+// its JSON path and the last good state stays in force.
+func WithIgnoreUnknownFields() Option {
+	return optionFunc(func(c *config) error {
+		c.parse.IgnoreUnknownFields = true
 		return nil
 	})
 }

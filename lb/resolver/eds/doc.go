@@ -24,8 +24,11 @@
 // [Parse] reads proto3 JSON. Every field may be written with its proto name
 // (cluster_name) or its lowerCamelCase JSON name (clusterName), but not
 // both; a key may not appear twice in an object; a null value is the same
-// as an absent field. The document must be valid UTF-8 JSON. Fields this
-// package does not know are ignored. The fields used are:
+// as an absent field. The document must be valid UTF-8 JSON. A field that the
+// proto messages do not have (a misspelling such as "lb_endpoint", or a
+// field newer than this package) is an error naming its path, as protojson
+// makes it; [ParseOptions].IgnoreUnknownFields, or [WithIgnoreUnknownFields]
+// for the resolver, ignores such fields instead. The fields used are:
 //
 //	cluster_name                      string, required, not empty
 //	endpoints[]                       LocalityLbEndpoints
@@ -107,7 +110,12 @@
 // stay contiguous and no child sits in TRANSIENT_FAILURE only for want of
 // addresses; an assignment with nothing usable gives an empty address list
 // and a config with no children, which the priority policy reports as
-// TRANSIENT_FAILURE.
+// TRANSIENT_FAILURE. The resolver logs what it leaves out at WARN, once per
+// distinct content, and when nothing is left it also reports the reason
+// and the place to the channel (ReportError), such as "priority 0 has no
+// locality with a load_balancing_weight ... (endpoints[0] (locality
+// "/a/", priority 0): no load_balancing_weight)"; the priority policy
+// fails picks with that reason after its own "empty priority list".
 //
 // Each used endpoint becomes one address, in priority order, then document
 // order, carrying:

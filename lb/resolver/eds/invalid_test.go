@@ -45,16 +45,16 @@ func TestParseRejects(t *testing.T) {
 		{"not JSON", `{"cluster_name":`, "", "invalid JSON at byte"},
 		{"trailing data", `{"cluster_name":"c"} {}`, "", "invalid JSON"},
 		{"invalid UTF-8", "{\"cluster_name\":\"\xff\"}", "", "UTF-8"},
-		{"top level array", `[]`, "", "want an object, got array"},
+		{"top level array", `[]`, "", "want an object, got an array"},
 		{"top level null", `null`, "", "want an object, got null"},
 		{"cluster_name missing", `{}`, "cluster_name", "required"},
 		{"cluster_name empty", `{"cluster_name":""}`, "cluster_name", "required"},
-		{"cluster_name number", `{"cluster_name":1}`, "cluster_name", "want a string, got number"},
+		{"cluster_name number", `{"cluster_name":1}`, "cluster_name", "want a string, got a number"},
 		{"both spellings", `{"cluster_name":"c","clusterName":"c"}`, "cluster_name", `given twice, as "cluster_name" and as "clusterName"`},
 		{"duplicate key", `{"cluster_name":"c","cluster_name":"d"}`, "cluster_name", "field given twice"},
-		{"endpoints object", `{"cluster_name":"c","endpoints":{}}`, "endpoints", "want an array, got object"},
-		{"locality entry not object", `{"cluster_name":"c","endpoints":[1]}`, "endpoints[0]", "want an object, got number"},
-		{"locality not object", locality(`"locality":"x"`), "endpoints[0].locality", "want an object, got string"},
+		{"endpoints object", `{"cluster_name":"c","endpoints":{}}`, "endpoints", "want an array, got an object"},
+		{"locality entry not object", `{"cluster_name":"c","endpoints":[1]}`, "endpoints[0]", "want an object, got a number"},
+		{"locality not object", locality(`"locality":"x"`), "endpoints[0].locality", "want an object, got a string"},
 		{"region number", locality(`"locality":{"region":1}`), "endpoints[0].locality.region", "want a string"},
 		{"sub_zone both spellings", locality(`"locality":{"sub_zone":"a","subZone":"a"}`), "endpoints[0].locality.sub_zone", "given twice"},
 		{"lb_endpoints object", locality(`"lb_endpoints":{}`), "endpoints[0].lb_endpoints", "want an array"},
@@ -64,8 +64,8 @@ func TestParseRejects(t *testing.T) {
 		{"locality weight not a number", locality(`"load_balancing_weight":"abc"`), "endpoints[0].load_balancing_weight", `string "abc" does not hold a number`},
 		{"locality weight padded string", locality(`"load_balancing_weight":" 3"`), "endpoints[0].load_balancing_weight", "does not hold a number"},
 		{"locality weight empty string", locality(`"load_balancing_weight":""`), "endpoints[0].load_balancing_weight", "does not hold a number"},
-		{"locality weight wrapper object", locality(`"load_balancing_weight":{"value":3}`), "endpoints[0].load_balancing_weight", "want a number or a string holding a number, got object"},
-		{"locality weight bool", locality(`"loadBalancingWeight":true`), "endpoints[0].load_balancing_weight", "got boolean"},
+		{"locality weight wrapper object", locality(`"load_balancing_weight":{"value":3}`), "endpoints[0].load_balancing_weight", "want a number or a string holding a number, got an object"},
+		{"locality weight bool", locality(`"loadBalancingWeight":true`), "endpoints[0].load_balancing_weight", "got a boolean"},
 		{"locality weight negative", locality(`"load_balancing_weight":-1`), "endpoints[0].load_balancing_weight", "-1: negative"},
 		{"locality weight too large", locality(`"load_balancing_weight":4294967296`), "endpoints[0].load_balancing_weight", "4294967296: too large"},
 		{"locality weight huge exponent", locality(`"load_balancing_weight":1e400`), "endpoints[0].load_balancing_weight", "too large"},
@@ -84,11 +84,11 @@ func TestParseRejects(t *testing.T) {
 		{"health lower case", lbEndpoint(`"health_status":"healthy"`), "endpoints[0].lb_endpoints[0].health_status", `unknown value "healthy"`},
 		{"health unknown number", lbEndpoint(`"health_status":9`), "endpoints[0].lb_endpoints[0].health_status", "unknown value 9 (want 0 to 5)"},
 		{"health number string", lbEndpoint(`"healthStatus":"1"`), "endpoints[0].lb_endpoints[0].health_status", `unknown value "1"`},
-		{"health bool", lbEndpoint(`"health_status":true`), "endpoints[0].lb_endpoints[0].health_status", "want an enum name string or number, got boolean"},
+		{"health bool", lbEndpoint(`"health_status":true`), "endpoints[0].lb_endpoints[0].health_status", "want an enum name string or number, got a boolean"},
 		{"endpoint_name", lbEndpoint(`"endpoint_name":"a"`), "endpoints[0].lb_endpoints[0].endpoint_name", "not supported: named endpoints"},
 		{"endpoint missing", locality(`"lb_endpoints":[{}]`), "endpoints[0].lb_endpoints[0].endpoint", "required"},
 		{"endpoint null", locality(`"lb_endpoints":[{"endpoint":null}]`), "endpoints[0].lb_endpoints[0].endpoint", "required"},
-		{"endpoint array", locality(`"lb_endpoints":[{"endpoint":[]}]`), "endpoints[0].lb_endpoints[0].endpoint", "want an object, got array"},
+		{"endpoint array", locality(`"lb_endpoints":[{"endpoint":[]}]`), "endpoints[0].lb_endpoints[0].endpoint", "want an object, got an array"},
 		{"address missing", locality(`"lb_endpoints":[{"endpoint":{}}]`), "endpoints[0].lb_endpoints[0].endpoint.address", "required"},
 		{"socket_address missing", locality(`"lb_endpoints":[{"endpoint":{"address":{}}}]`), "endpoints[0].lb_endpoints[0].endpoint.address.socket_address", "required"},
 		{"pipe", locality(`"lb_endpoints":[{"endpoint":{"address":{"pipe":{"path":"/s"}}}}]`), "endpoints[0].lb_endpoints[0].endpoint.address.pipe", "not supported: only socket_address"},
@@ -107,7 +107,7 @@ func TestParseRejects(t *testing.T) {
 		{"unknown protocol", sa(`"address":"10.0.0.1","port_value":1,"protocol":"SCTP"`), "endpoints[0].lb_endpoints[0].endpoint.address.socket_address.protocol", `unknown value "SCTP"`},
 		{"socket address without address", sa(`"port_value":1`), addrPath, "required"},
 		{"address empty", sa(`"address":"","port_value":1`), addrPath, "required"},
-		{"address number", sa(`"address":10,"port_value":1`), addrPath, "want a string, got number"},
+		{"address number", sa(`"address":10,"port_value":1`), addrPath, "want a string, got a number"},
 		{"address bad IPv4", sa(`"address":"10.0.0.256","port_value":1`), addrPath, `"10.0.0.256" is not an IP literal or a host name: the last label is all digits`},
 		{"address bracketed", sa(`"address":"[::1]","port_value":1`), addrPath, "not an IP literal or a host name"},
 		{"address with port", sa(`"address":"10.0.0.1:80","port_value":1`), addrPath, "not an IP literal or a host name"},
@@ -123,6 +123,11 @@ func TestParseRejects(t *testing.T) {
 		{"overprovisioning_factor", `{"cluster_name":"c","policy":{"overprovisioningFactor":140}}`, "policy.overprovisioning_factor", "not supported"},
 		{"endpoint_stale_after", `{"cluster_name":"c","policy":{"endpoint_stale_after":"10s"}}`, "policy.endpoint_stale_after", "not supported"},
 		{"weighted_priority_health", `{"cluster_name":"c","policy":{"weighted_priority_health":true}}`, "policy.weighted_priority_health", "not supported"},
+		{"unknown top-level field", `{"cluster_name":"c","clusterNam":"d"}`, "clusterNam", "unknown field"},
+		{"misspelled lb_endpoints", locality(`"load_balancing_weight":1,"lb_endpoint":[]`), "endpoints[0].lb_endpoint", "unknown field"},
+		{"unknown policy field", `{"cluster_name":"c","policy":{"future":1}}`, "policy.future", "unknown field"},
+		{"unknown field deep", sa(`"address":"10.0.0.1","port_value":1,"port":2`), "endpoints[0].lb_endpoints[0].endpoint.address.socket_address.port", "IgnoreUnknownFields"},
+		{"syntax error after a field error", `{"cluster_name":1,"x":}`, "", "invalid JSON at byte 22"},
 		{"duplicate key deep", sa(`"address":"10.0.0.1","address":"10.0.0.2","port_value":1`), addrPath, "field given twice"},
 	}
 	for _, tc := range tests {
@@ -181,6 +186,23 @@ func TestParseAccepts(t *testing.T) {
 				t.Errorf("Parse(%s) = %+v, want one locality of weight %d", tc.in, cla, tc.weight)
 			}
 		})
+	}
+}
+
+// Unknown fields are ignored with ParseOptions.IgnoreUnknownFields, and
+// only unknown ones: a known field still has its rules.
+func TestIgnoreUnknownFields(t *testing.T) {
+	in := `{"cluster_name":"c","future":{"a":[1]},"endpoints":[{"load_balancing_weight":1,"weight_v2":3,"lb_endpoints":[` + ep("10.0.0.1", 80) + `]}]}`
+	if _, err := eds.Parse([]byte(in)); err == nil || !strings.Contains(err.Error(), "future: unknown field") {
+		t.Fatalf("Parse = %v, want an unknown field error at future", err)
+	}
+	cla, err := eds.ParseOptions{IgnoreUnknownFields: true}.Parse([]byte(in))
+	if err != nil || len(cla.Endpoints) != 1 || len(cla.Endpoints[0].LbEndpoints) != 1 {
+		t.Fatalf("ParseOptions{IgnoreUnknownFields: true}.Parse = %+v, %v; want one endpoint", cla, err)
+	}
+	bad := `{"cluster_name":"c","future":1,"endpoints":{}}`
+	if _, err := (eds.ParseOptions{IgnoreUnknownFields: true}).Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "endpoints: want an array") {
+		t.Fatalf("Parse(%s) = %v, want the error at endpoints", bad, err)
 	}
 }
 

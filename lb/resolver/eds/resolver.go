@@ -123,13 +123,13 @@ func (r *fileResolver) process(data []byte, err error, forced bool) {
 	}
 	r.seen, r.seenAny = sum, true
 
-	cla, err := parse(data)
+	cla, err := r.cfg.parse.parse(data)
 	if err != nil {
 		r.report(err)
 		return
 	}
 	saved := r.namer.clone()
-	st, err := r.namer.state(cla)
+	st, dropped, err := r.namer.stateAndDrops(cla)
 	if err != nil {
 		r.namer = *saved
 		r.report(err)
@@ -139,13 +139,22 @@ func (r *fileResolver) process(data []byte, err error, forced bool) {
 		r.logger.Debug("eds: file changed but the state did not; nothing to publish")
 		return
 	}
-	if len(st.Addresses) == 0 {
-		r.logger.Warn("eds: the assignment has no usable endpoint (localities without load_balancing_weight and endpoints not UNKNOWN or HEALTHY are left out); publishing an empty state", "cluster", cla.ClusterName)
+	if len(dropped.localities) > 0 || dropped.unusable > 0 {
+		// Once per distinct content: unchanged content is not parsed again.
+		r.logger.Warn("eds: parts of the assignment are left out of the tree", "cluster", cla.ClusterName,
+			"localities", dropped.localities, "empty_priorities", dropped.priorities, "endpoints_not_healthy", dropped.unusable)
 	}
 	if err := r.cc.UpdateState(st); err != nil {
 		r.namer = *saved
 		r.logger.Warn("eds: the channel rejected the state; it is published again on the next change or ResolveNow", "error", err)
 		return
+	}
+	if len(st.Addresses) == 0 {
+		// The priority policy fails picks with this reason beside its
+		// "empty priority list".
+		err := dropped.emptyTree()
+		r.logger.Warn("eds: the assignment has no usable endpoint; publishing an empty state", "cluster", cla.ClusterName, "reason", err)
+		r.cc.ReportError(fmt.Errorf("eds: file %s: %w", r.file, err))
 	}
 	r.accepted = &st
 	r.logger.Debug("eds: published", "cluster", cla.ClusterName, "addresses", len(st.Addresses))

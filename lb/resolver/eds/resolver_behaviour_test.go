@@ -3,6 +3,7 @@ package eds_test
 import (
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/lbkit/lbkit/lb/hierarchy"
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/eds"
 )
@@ -303,4 +305,35 @@ func TestDefaultPollInterval(t *testing.T) {
 	}
 	clk.Add(eds.DefaultPollInterval)
 	checkPublished(t, cc.NextState(t), stateOf(t, second))
+}
+
+// A locality left out is logged at WARN once per distinct content: an
+// unchanged file costs a read and a hash, not a parse, so it logs nothing
+// again. An empty tree is reported to the channel with its reason, once.
+func TestDroppedLocalitiesWarnOncePerContent(t *testing.T) {
+	w := &lbtest.Logs{}
+	cc := &fakeCC{}
+	partial := `{"cluster_name":"c","endpoints":[{"locality":{"zone":"a"},"lb_endpoints":[` + ep("10.0.0.1", 80) + `]},{"load_balancing_weight":1,"locality":{"zone":"b"},"lb_endpoints":[` + ep("10.0.0.2", 80) + `]}]}`
+	e := newEnvLogging(t, partial, cc, slog.New(w))
+	checkPublished(t, cc.NextState(t), stateOf(t, partial))
+	const leftOut = "left out of the tree"
+	if n := w.Count(slog.LevelWarn, leftOut); n != 1 {
+		t.Fatalf("%d warnings about left-out localities, want 1", n)
+	}
+	e.poll(t)
+	e.poll(t)
+	empty := `{"cluster_name":"c","endpoints":[{"locality":{"zone":"a"},"lb_endpoints":[` + ep("10.0.0.1", 80) + `]}]}`
+	e.write(t, empty)
+	e.poll(t)
+	cc.NextState(t)
+	err := cc.NextError(t)
+	if want := `priority 0 has no locality with a load_balancing_weight and an endpoint UNKNOWN or HEALTHY (endpoints[0] (locality "/a/", priority 0): no load_balancing_weight)`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("reported %v, want the reason %s", err, want)
+	}
+	e.poll(t)
+	e.r.Close()
+	checkQuiet(t, cc)
+	if n := w.Count(slog.LevelWarn, leftOut); n != 2 {
+		t.Fatalf("%d warnings about left-out localities after two distinct contents, want 2", n)
+	}
 }

@@ -1,6 +1,7 @@
 package eds_test
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,6 +86,12 @@ type env struct {
 
 func newEnv(t *testing.T, content string, cc *fakeCC) *env {
 	t.Helper()
+	return newEnvLogging(t, content, cc, nil)
+}
+
+// newEnvLogging is newEnv with the resolver logging to logger.
+func newEnvLogging(t *testing.T, content string, cc *fakeCC, logger *slog.Logger) *env {
+	t.Helper()
 	e := &env{file: filepath.Join(t.TempDir(), "cla.json"), clk: clock.NewMock(), cc: cc, reads: &reads{}}
 	if content != "" {
 		e.write(t, content)
@@ -97,7 +104,7 @@ func newEnv(t *testing.T, content string, cc *fakeCC) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.r, err = b.Build(target, cc, resolver.BuildOptions{Clock: e.clk})
+	e.r, err = b.Build(target, cc, resolver.BuildOptions{Clock: e.clk, Logger: logger})
 	if err != nil {
 		t.Fatalf("Build(%v): %v", target, err)
 	}

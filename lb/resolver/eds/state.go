@@ -3,9 +3,11 @@ package eds
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 
 	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -90,10 +92,16 @@ func (n *Namer) State(cla *ClusterLoadAssignment) (resolver.State, error) {
 }
 
 func (n *Namer) state(cla *ClusterLoadAssignment) (resolver.State, error) {
+	st, _, err := n.stateAndDrops(cla)
+	return st, err
+}
+
+// stateAndDrops is State, also returning what the tree leaves out.
+func (n *Namer) stateAndDrops(cla *ClusterLoadAssignment) (resolver.State, drops, error) {
 	if err := cla.validate(); err != nil {
-		return resolver.State{}, err
+		return resolver.State{}, drops{}, err
 	}
-	prios := buildTree(cla)
+	prios, dropped := buildTree(cla)
 	names := n.assign(prios)
 
 	cfg := priorityConfig{Children: make(map[string]priorityChild, len(prios)), Priorities: names}
@@ -110,9 +118,30 @@ func (n *Namer) state(cla *ClusterLoadAssignment) (resolver.State, error) {
 	}
 	sc, err := marshal(serviceConfig{LoadBalancingConfig: []map[string]priorityConfig{{priorityPolicy: cfg}}})
 	if err != nil {
-		return resolver.State{}, fmt.Errorf("encoding the service config: %w", err)
+		return resolver.State{}, drops{}, fmt.Errorf("encoding the service config: %w", err)
 	}
-	return resolver.State{Addresses: addrs, ServiceConfig: sc}, nil
+	return resolver.State{Addresses: addrs, ServiceConfig: sc}, dropped, nil
+}
+
+// drops is what [buildTree] leaves out of the tree, each entry naming its
+// JSON path and the reason.
+type drops struct {
+	// localities lists the localities left out, such as
+	// "endpoints[2] (locality \"r/z/\", priority 0): no load_balancing_weight".
+	localities []string
+	// priorities lists the priorities left without a locality, such as
+	// "priority 0 has no locality with a load_balancing_weight and a usable endpoint".
+	priorities []string
+	// unusable counts the endpoints left out for their health_status.
+	unusable int
+}
+
+// emptyTree returns why the tree is empty.
+func (d drops) emptyTree() error {
+	if len(d.priorities) == 0 {
+		return errors.New("no usable endpoint: the assignment has no endpoints")
+	}
+	return fmt.Errorf("no usable endpoint: %s (%s)", strings.Join(d.priorities, "; "), strings.Join(d.localities, "; "))
 }
 
 // localityGroup is one target of a weighted_target child.
@@ -124,20 +153,29 @@ type localityGroup struct {
 
 // buildTree returns the localities of each non-empty priority, highest
 // first: localities with a weight and at least one usable endpoint, in
-// document order, each with its usable endpoints in document order.
-func buildTree(cla *ClusterLoadAssignment) [][]localityGroup {
+// document order, each with its usable endpoints in document order; and
+// what it left out.
+func buildTree(cla *ClusterLoadAssignment) ([][]localityGroup, drops) {
 	var byPrio [][]localityGroup
-	for _, le := range cla.Endpoints {
-		if le.LoadBalancingWeight == 0 {
-			continue
-		}
+	var d drops
+	last := -1
+	for i, le := range cla.Endpoints {
+		last = max(last, int(le.Priority))
 		var addrs []resolver.Address
 		for _, ep := range le.LbEndpoints {
 			if ep.HealthStatus.Usable() {
 				addrs = append(addrs, weight.Set(resolver.Address{Addr: ep.hostPort()}, max(ep.LoadBalancingWeight, 1)))
+			} else {
+				d.unusable++
 			}
 		}
-		if len(addrs) == 0 {
+		where := fmt.Sprintf("endpoints[%d] (locality %q, priority %d)", i, le.Locality.Name(), le.Priority)
+		switch {
+		case le.LoadBalancingWeight == 0:
+			d.localities = append(d.localities, where+": no load_balancing_weight")
+			continue
+		case len(addrs) == 0:
+			d.localities = append(d.localities, where+": no endpoint with health_status UNKNOWN or HEALTHY")
 			continue
 		}
 		for int(le.Priority) >= len(byPrio) {
@@ -146,12 +184,14 @@ func buildTree(cla *ClusterLoadAssignment) [][]localityGroup {
 		byPrio[le.Priority] = append(byPrio[le.Priority], localityGroup{name: le.Locality.Name(), weight: le.LoadBalancingWeight, addrs: addrs})
 	}
 	prios := byPrio[:0]
-	for _, ls := range byPrio {
-		if len(ls) > 0 {
-			prios = append(prios, ls)
+	for p := 0; p <= last; p++ {
+		if p < len(byPrio) && len(byPrio[p]) > 0 {
+			prios = append(prios, byPrio[p])
+		} else {
+			d.priorities = append(d.priorities, fmt.Sprintf("priority %d has no locality with a load_balancing_weight and an endpoint UNKNOWN or HEALTHY", p))
 		}
 	}
-	return prios
+	return prios, d
 }
 
 // assign returns a child name for each priority, following the rules on

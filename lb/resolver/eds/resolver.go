@@ -129,7 +129,7 @@ func (r *fileResolver) process(data []byte, err error, forced bool) {
 		return
 	}
 	saved := r.namer.clone()
-	st, dropped, err := r.namer.stateAndDrops(cla)
+	st, dropped, err := r.namer.stateAndDrops(cla, Policies{})
 	if err != nil {
 		r.namer = *saved
 		r.report(err)

@@ -19,6 +19,8 @@ const (
 	priorityPolicy       = "priority_experimental"
 	weightedTargetPolicy = "weighted_target_experimental"
 	leafPolicy           = "weighted_round_robin"
+	// outlierDetectionPolicy wraps a priority's child when Policies asks.
+	outlierDetectionPolicy = "outlier_detection_experimental"
 )
 
 // Namer converts ClusterLoadAssignments into resolver states and names the
@@ -84,44 +86,115 @@ func (n *Namer) clone() *Namer {
 // names of the priority children follow the rules on [Namer]; an invalid
 // cla leaves n unchanged.
 func (n *Namer) State(cla *ClusterLoadAssignment) (resolver.State, error) {
-	st, err := n.state(cla)
+	c, err := n.Convert(cla, Policies{})
+	return c.State, err
+}
+
+// Policies chooses the policies of the generated tree below
+// priority_experimental and weighted_target_experimental. The zero
+// Policies gives the tree the package documentation describes.
+type Policies struct {
+	// Endpoint is the policy over each locality's endpoints, as a JSON
+	// loadBalancingConfig list such as
+	// [{"least_request_experimental":{"choiceCount":3}}]. Empty means
+	// [{"weighted_round_robin":{}}].
+	Endpoint json.RawMessage
+	// OutlierDetection, when not empty, is an
+	// outlier_detection_experimental config object without its
+	// childPolicy, such as {"interval":"10s"}. Each priority's child then
+	// is outlier_detection_experimental over the weighted_target_experimental
+	// of its localities, as gRFC A50 places it.
+	OutlierDetection json.RawMessage
+}
+
+// Conversion is what [Namer.Convert] makes of one assignment.
+type Conversion struct {
+	// State is the resolver state to publish.
+	State resolver.State
+	// LeftOut lists the localities left out of the tree, each with its
+	// JSON path and reason, such as
+	// `endpoints[2] (locality "r/z/", priority 0): no load_balancing_weight`.
+	LeftOut []string
+	// NotUsable counts the endpoints left out for their health_status.
+	NotUsable int
+	// Empty, when State has no address, says why, naming the priorities
+	// and localities at fault; nil otherwise.
+	Empty error
+}
+
+// Convert is [Namer.State] with the policies p and a report of what the
+// tree leaves out. The policies' JSON is placed in the service config as
+// it is: the channel's config parsers validate it. An invalid cla, or a
+// Policies whose OutlierDetection is not a JSON object, is an error and
+// leaves n unchanged.
+func (n *Namer) Convert(cla *ClusterLoadAssignment, p Policies) (Conversion, error) {
+	st, d, err := n.stateAndDrops(cla, p)
 	if err != nil {
-		return resolver.State{}, fmt.Errorf("eds: %w", err)
+		return Conversion{}, fmt.Errorf("eds: %w", err)
 	}
-	return st, nil
+	c := Conversion{State: st, LeftOut: d.localities, NotUsable: d.unusable}
+	if len(st.Addresses) == 0 {
+		c.Empty = d.emptyTree()
+	}
+	return c, nil
 }
 
-func (n *Namer) state(cla *ClusterLoadAssignment) (resolver.State, error) {
-	st, _, err := n.stateAndDrops(cla)
-	return st, err
-}
-
-// stateAndDrops is State, also returning what the tree leaves out.
-func (n *Namer) stateAndDrops(cla *ClusterLoadAssignment) (resolver.State, drops, error) {
+// stateAndDrops is Convert's work, also returning what the tree leaves
+// out; n is unchanged on error.
+func (n *Namer) stateAndDrops(cla *ClusterLoadAssignment, p Policies) (resolver.State, drops, error) {
 	if err := cla.validate(); err != nil {
 		return resolver.State{}, drops{}, err
 	}
+	leaf := p.Endpoint
+	if len(leaf) == 0 {
+		leaf = defaultLeaf
+	}
+	var od map[string]json.RawMessage
+	if len(p.OutlierDetection) > 0 {
+		if err := json.Unmarshal(p.OutlierDetection, &od); err != nil || od == nil {
+			return resolver.State{}, drops{}, fmt.Errorf("Policies.OutlierDetection: not a JSON object: %s", p.OutlierDetection)
+		}
+		if _, ok := od["childPolicy"]; ok {
+			return resolver.State{}, drops{}, errors.New("Policies.OutlierDetection: has a childPolicy; the tree supplies it")
+		}
+	}
 	prios, dropped := buildTree(cla)
+	saved := n.clone()
 	names := n.assign(prios)
 
 	cfg := priorityConfig{Children: make(map[string]priorityChild, len(prios)), Priorities: names}
 	var addrs []resolver.Address
-	for p, localities := range prios {
+	for i, localities := range prios {
 		targets := make(map[string]target, len(localities))
 		for _, l := range localities {
-			targets[l.name] = target{Weight: l.weight, ChildPolicy: []map[string]struct{}{{leafPolicy: {}}}}
+			targets[l.name] = target{Weight: l.weight, ChildPolicy: leaf}
 			for _, a := range l.addrs {
-				addrs = append(addrs, hierarchy.Set(a, []string{names[p], l.name}))
+				addrs = append(addrs, hierarchy.Set(a, []string{names[i], l.name}))
 			}
 		}
-		cfg.Children[names[p]] = priorityChild{Config: []map[string]weightedTargetConfig{{weightedTargetPolicy: {Targets: targets}}}}
+		var child any = []map[string]weightedTargetConfig{{weightedTargetPolicy: {Targets: targets}}}
+		if od != nil {
+			wrapped, err := marshal(child)
+			if err != nil {
+				*n = *saved
+				return resolver.State{}, drops{}, fmt.Errorf("encoding the service config: %w", err)
+			}
+			withChild := maps.Clone(od)
+			withChild["childPolicy"] = wrapped
+			child = []map[string]map[string]json.RawMessage{{outlierDetectionPolicy: withChild}}
+		}
+		cfg.Children[names[i]] = priorityChild{Config: child}
 	}
 	sc, err := marshal(serviceConfig{LoadBalancingConfig: []map[string]priorityConfig{{priorityPolicy: cfg}}})
 	if err != nil {
+		*n = *saved
 		return resolver.State{}, drops{}, fmt.Errorf("encoding the service config: %w", err)
 	}
 	return resolver.State{Addresses: addrs, ServiceConfig: sc}, dropped, nil
 }
+
+// defaultLeaf is the endpoint policy of the default tree.
+var defaultLeaf = json.RawMessage(`[{"` + leafPolicy + `":{}}]`)
 
 // drops is what [buildTree] leaves out of the tree, each entry naming its
 // JSON path and the reason.
@@ -252,14 +325,16 @@ type (
 		Priorities []string                 `json:"priorities"`
 	}
 	priorityChild struct {
-		Config []map[string]weightedTargetConfig `json:"config"`
+		// Config is a []map[string]weightedTargetConfig, or that wrapped
+		// in outlier_detection_experimental.
+		Config any `json:"config"`
 	}
 	weightedTargetConfig struct {
 		Targets map[string]target `json:"targets"`
 	}
 	target struct {
-		Weight      uint32                `json:"weight"`
-		ChildPolicy []map[string]struct{} `json:"childPolicy"`
+		Weight      uint32          `json:"weight"`
+		ChildPolicy json.RawMessage `json:"childPolicy"`
 	}
 )
 

@@ -4,12 +4,3 @@
 // weighted_target_experimental → endpoint-policy tree as the eds file
 // resolver.
 package xds
-
-import (
-	_ "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	_ "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	_ "github.com/envoyproxy/go-control-plane/pkg/server/v3"
-	_ "github.com/lbkit/lbkit/lb/resolver/eds"
-	_ "google.golang.org/grpc"
-)

@@ -1,0 +1,229 @@
+package xds
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/resolver/eds"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// clusterResource reads CDS Clusters with [ParseCluster].
+var clusterResource = &resourceType{url: ClusterType, kind: "cluster", wholeSet: true, decode: decodeCluster}
+
+func decodeCluster(raw []byte) (string, any, error) {
+	var c clusterv3.Cluster
+	if err := proto.Unmarshal(raw, &c); err != nil {
+		return "", nil, fmt.Errorf("not an envoy.config.cluster.v3.Cluster: %w", err)
+	}
+	cfg, err := ParseCluster(&c)
+	return c.GetName(), cfg, err
+}
+
+// endpointResource reads EDS ClusterLoadAssignments through the eds
+// package, so that an assignment means the same over xDS as in a file:
+// the message is written as proto3 JSON and parsed and validated by
+// [eds.Parse].
+var endpointResource = &resourceType{url: EndpointType, kind: "endpoints", decode: decodeEndpoints}
+
+func decodeEndpoints(raw []byte) (string, any, error) {
+	var m endpointv3.ClusterLoadAssignment
+	if err := proto.Unmarshal(raw, &m); err != nil {
+		return "", nil, fmt.Errorf("not an envoy.config.endpoint.v3.ClusterLoadAssignment: %w", err)
+	}
+	data, err := protojson.Marshal(&m)
+	if err != nil {
+		return m.GetClusterName(), nil, err
+	}
+	cla, err := eds.Parse(data)
+	if err == nil {
+		err = cla.Validate()
+	}
+	return m.GetClusterName(), cla, err
+}
+
+// xdsResolver follows one cluster: its CDS resource says which EDS
+// resource to follow and with which policies; each valid pair is
+// published as the eds package's tree. Its state is guarded by mu; the
+// client calls it on its callback goroutine.
+type xdsResolver struct {
+	b       *Builder
+	c       *client
+	key     poolKey
+	cc      resolver.ClientConn
+	cluster string
+	logger  *slog.Logger
+
+	mu        sync.Mutex
+	closed    bool
+	cdsWatch  *Watch
+	edsWatch  *Watch
+	edsName   string
+	cfg       *ClusterConfig
+	cla       *eds.ClusterLoadAssignment
+	namer     eds.Namer
+	published *resolver.State
+}
+
+// ResolveNow does nothing: the management server pushes every change.
+func (r *xdsResolver) ResolveNow() {}
+
+// Close ends the subscriptions and releases the shared client; no call
+// to the ClientConn happens after it returns.
+func (r *xdsResolver) Close() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.closed = true
+	cds, edsw := r.cdsWatch, r.edsWatch
+	r.mu.Unlock()
+	cds.Cancel()
+	if edsw != nil {
+		edsw.Cancel()
+	}
+	r.b.release(r.key)
+}
+
+type clusterWatcher struct{ r *xdsResolver }
+
+func (w clusterWatcher) update(v any) {
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	cfg := v.(ClusterConfig)
+	r.cfg = &cfg
+	if cfg.EDSServiceName != r.edsName {
+		r.followEndpoints(cfg.EDSServiceName)
+	}
+	r.publish()
+}
+
+func (w clusterWatcher) failed(err error) { w.r.failed(err) }
+
+func (w clusterWatcher) missing() {
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.cfg = nil
+	r.followEndpoints("")
+	r.publishEmpty(fmt.Errorf("xds: cluster %q does not exist on the management server %s", r.cluster, r.c.cfg.server.URI))
+}
+
+type endpointWatcher struct{ r *xdsResolver }
+
+func (w endpointWatcher) update(v any) {
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.cla = v.(*eds.ClusterLoadAssignment)
+	r.publish()
+}
+
+func (w endpointWatcher) failed(err error) { w.r.failed(err) }
+
+func (w endpointWatcher) missing() {
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.cla = nil
+	r.publishEmpty(fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", r.cluster, r.edsName, r.c.cfg.server.URI))
+}
+
+// followEndpoints switches the EDS subscription to name ("" for none).
+// The caller holds r.mu.
+func (r *xdsResolver) followEndpoints(name string) {
+	if r.edsWatch != nil {
+		r.edsWatch.Cancel()
+		r.edsWatch = nil
+	}
+	r.edsName, r.cla, r.namer = name, nil, eds.Namer{}
+	if name != "" {
+		r.edsWatch = r.c.watch(EndpointType, name, endpointWatcher{r})
+	}
+}
+
+// failed reports err to the channel when nothing good was published yet;
+// otherwise the last good state stays in use and err is logged (gRFC
+// A57).
+func (r *xdsResolver) failed(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	if r.published == nil {
+		r.cc.ReportError(err)
+		return
+	}
+	r.logger.Warn("xds: keeping the last good state", "error", err)
+}
+
+// publish publishes the tree of the current cluster and assignment, when
+// both are known and it changed. The caller holds r.mu.
+func (r *xdsResolver) publish() {
+	if r.cfg == nil || r.cla == nil {
+		return
+	}
+	conv, err := r.namer.Convert(r.cla, r.cfg.Policies)
+	if err != nil {
+		err = fmt.Errorf("xds: cluster %q: %w", r.cluster, err)
+		if r.published == nil {
+			r.cc.ReportError(err)
+		}
+		r.logger.Warn("xds: cannot build the tree; keeping the last good state", "error", err)
+		return
+	}
+	if r.published != nil && sameState(*r.published, conv.State) {
+		return
+	}
+	if len(conv.LeftOut) > 0 || conv.NotUsable > 0 {
+		r.logger.Warn("xds: parts of the assignment are left out of the tree", "localities", conv.LeftOut, "endpoints_not_healthy", conv.NotUsable)
+	}
+	if err := r.cc.UpdateState(conv.State); err != nil {
+		r.logger.Debug("xds: the channel refused the state", "error", err)
+		return
+	}
+	r.published = &conv.State
+	if conv.Empty != nil {
+		r.cc.ReportError(fmt.Errorf("xds: cluster %q: %w", r.cluster, conv.Empty))
+	}
+	r.logger.Debug("xds: published", "addresses", len(conv.State.Addresses))
+}
+
+// publishEmpty publishes a tree without endpoints and reports why, so
+// that picks fail with err. The caller holds r.mu.
+func (r *xdsResolver) publishEmpty(err error) {
+	conv, cerr := r.namer.Convert(&eds.ClusterLoadAssignment{ClusterName: r.cluster}, eds.Policies{})
+	if cerr == nil {
+		if uerr := r.cc.UpdateState(conv.State); uerr == nil {
+			r.published = &conv.State
+		}
+	}
+	r.logger.Warn("xds: no endpoints to serve", "error", err)
+	r.cc.ReportError(err)
+}
+
+// sameState reports whether a and b publish the same thing.
+func sameState(a, b resolver.State) bool {
+	return slices.Equal(a.Addresses, b.Addresses) && string(a.ServiceConfig) == string(b.ServiceConfig) && a.Attributes == b.Attributes
+}

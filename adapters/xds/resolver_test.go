@@ -1,0 +1,451 @@
+package xds_test
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/lbkit/lbkit/adapters/xds"
+	"github.com/lbkit/lbkit/lb/backoff"
+	"github.com/lbkit/lbkit/lb/hierarchy"
+	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/weight"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// hangGuard bounds every wait; no test waits on it to pass.
+const hangGuard = 20 * time.Second
+
+// noJitter is gRPC's backoff without its jitter, so that tests know each
+// delay.
+var noJitter = backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, MaxDelay: 120 * time.Second}
+
+// logWaiter is a slog.Handler that lets a test wait for a message: the
+// client logs right after it starts a timer, so a test that waited for
+// the message can advance the mock clock past it.
+type logWaiter struct {
+	mu      sync.Mutex
+	msgs    []string
+	arrived chan struct{}
+}
+
+func newLogWaiter() *logWaiter { return &logWaiter{arrived: make(chan struct{})} }
+
+func (l *logWaiter) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logWaiter) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logWaiter) WithGroup(string) slog.Handler            { return l }
+func (l *logWaiter) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		b.WriteString(" " + a.String())
+		return true
+	})
+	l.mu.Lock()
+	l.msgs = append(l.msgs, b.String())
+	close(l.arrived)
+	l.arrived = make(chan struct{})
+	l.mu.Unlock()
+	return nil
+}
+
+// count returns how many messages contain substr.
+func (l *logWaiter) count(substr string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, m := range l.msgs {
+		if strings.Contains(m, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+// wait waits until n messages contain substr and returns the n-th.
+func (l *logWaiter) wait(t testing.TB, substr string, n int) string {
+	t.Helper()
+	deadline := time.After(hangGuard)
+	for {
+		l.mu.Lock()
+		k := 0
+		for _, m := range l.msgs {
+			if strings.Contains(m, substr) {
+				if k++; k == n {
+					l.mu.Unlock()
+					return m
+				}
+			}
+		}
+		arrived := l.arrived
+		l.mu.Unlock()
+		select {
+		case <-arrived:
+		case <-deadline:
+			t.Fatalf("no %d-th log message containing %q within %v", n, substr, hangGuard)
+		}
+	}
+}
+
+// testBuilder returns a Builder for cp's server with the test node.
+func testBuilder(t testing.TB, addr string, opts ...xds.Option) *xds.Builder {
+	t.Helper()
+	boot := &xds.Bootstrap{Servers: []xds.Server{{URI: addr}}, Node: xds.Node{ID: testNode}}
+	b, err := xds.NewBuilder(append([]xds.Option{xds.WithBootstrap(boot), xds.WithBackoff(noJitter)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// follow builds a resolver for cluster and closes it when the test ends.
+func follow(t testing.TB, b *xds.Builder, cluster string, clk clock.Clock, logs *logWaiter) (*lbtest.ResolverClientConn, resolver.Resolver) {
+	t.Helper()
+	cc := &lbtest.ResolverClientConn{}
+	r, err := b.Build(resolver.Target{Scheme: xds.Scheme, Endpoint: cluster}, cc, resolver.BuildOptions{
+		Clock: clk, Logger: slog.New(logs), Rand: rand.New(rand.NewPCG(1, 2)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return cc, r
+}
+
+// endpoint is one published address, for comparisons.
+type endpoint struct {
+	addr   string
+	path   string
+	weight uint32
+}
+
+func endpoints(st resolver.State) []endpoint {
+	var out []endpoint
+	for _, a := range st.Addresses {
+		p, _ := hierarchy.Get(a)
+		w, _ := weight.Get(a)
+		out = append(out, endpoint{a.Addr, strings.Join(p, ">"), w})
+	}
+	return out
+}
+
+func ctxFor(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// acked matches the ACK of version v for resources of type url.
+func acked(url, v string) func(*discoveryv3.DiscoveryRequest) bool {
+	return func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == url && r.GetVersionInfo() == v && r.GetResponseNonce() != "" && r.GetErrorDetail() == nil
+	}
+}
+
+func twoPriorities(name string) *endpointv3.ClusterLoadAssignment {
+	return assignment(name,
+		locality{zone: "a", weight: 1, addrs: []string{"10.0.0.1:80", "10.0.0.2:80"}},
+		locality{zone: "b", priority: 1, weight: 1, addrs: []string{"10.0.1.1:80"}})
+}
+
+func TestFirstSnapshotGivesTheTree(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1")})
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
+
+	st := cc.NextState(t)
+	want := []endpoint{
+		{"10.0.0.1:80", "priority-0-0>r/a/", 1},
+		{"10.0.0.2:80", "priority-0-0>r/a/", 1},
+		{"10.0.1.1:80", "priority-1-0>r/b/", 1},
+	}
+	if got := endpoints(st); !slices.Equal(got, want) {
+		t.Errorf("endpoints = %v, want %v", got, want)
+	}
+	for _, s := range []string{`"priority_experimental"`, `"weighted_target_experimental"`, `"weighted_round_robin"`, `"priorities":["priority-0-0","priority-1-0"]`} {
+		if !strings.Contains(string(st.ServiceConfig), s) {
+			t.Errorf("service config %s lacks %s", st.ServiceConfig, s)
+		}
+	}
+	ctx := ctxFor(t)
+	first := cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool { return r.GetNode() != nil })
+	if first.GetNode().GetId() != testNode || first.GetTypeUrl() != xds.ClusterType || !slices.Equal(first.GetResourceNames(), []string{"c1"}) {
+		t.Errorf("first request: node %q, type %s, names %v; want %q, the cluster type, [c1]", first.GetNode().GetId(), first.GetTypeUrl(), first.GetResourceNames(), testNode)
+	}
+	cp.waitRequest(ctx, acked(xds.ClusterType, "1"))
+	eds := cp.waitRequest(ctx, acked(xds.EndpointType, "1"))
+	if !slices.Equal(eds.GetResourceNames(), []string{"c1"}) {
+		t.Errorf("EDS ACK names %v, want [c1]", eds.GetResourceNames())
+	}
+}
+
+func TestEachSnapshotIsFollowedWithinOneUpdate(t *testing.T) {
+	cp := startControlPlane(t)
+	cluster := []*clusterv3.Cluster{edsCluster("c1")}
+	cp.set("1", cluster, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1")})
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
+	cc.NextState(t)
+
+	steps := []struct {
+		name string
+		cla  *endpointv3.ClusterLoadAssignment
+		want []endpoint
+	}{{
+		name: "endpoint weights",
+		cla: assignment("c1",
+			locality{zone: "a", weight: 1, addrs: []string{"10.0.0.1:80", "10.0.0.2:80"}, weights: []uint32{3, 1}},
+			locality{zone: "b", priority: 1, weight: 1, addrs: []string{"10.0.1.1:80"}}),
+		want: []endpoint{{"10.0.0.1:80", "priority-0-0>r/a/", 3}, {"10.0.0.2:80", "priority-0-0>r/a/", 1}, {"10.0.1.1:80", "priority-1-0>r/b/", 1}},
+	}, {
+		name: "an endpoint added and one removed",
+		cla: assignment("c1",
+			locality{zone: "a", weight: 1, addrs: []string{"10.0.0.2:80", "10.0.0.3:80"}},
+			locality{zone: "b", priority: 1, weight: 1, addrs: []string{"10.0.1.1:80"}}),
+		want: []endpoint{{"10.0.0.2:80", "priority-0-0>r/a/", 1}, {"10.0.0.3:80", "priority-0-0>r/a/", 1}, {"10.0.1.1:80", "priority-1-0>r/b/", 1}},
+	}, {
+		name: "priorities swapped: the children keep their localities' names",
+		cla: assignment("c1",
+			locality{zone: "b", weight: 1, addrs: []string{"10.0.1.1:80"}},
+			locality{zone: "a", priority: 1, weight: 1, addrs: []string{"10.0.0.2:80", "10.0.0.3:80"}}),
+		want: []endpoint{{"10.0.1.1:80", "priority-1-0>r/b/", 1}, {"10.0.0.2:80", "priority-0-0>r/a/", 1}, {"10.0.0.3:80", "priority-0-0>r/a/", 1}},
+	}}
+	for i, s := range steps {
+		cp.set(string(rune('2'+i)), cluster, []*endpointv3.ClusterLoadAssignment{s.cla})
+		if got := endpoints(cc.NextState(t)); !slices.Equal(got, s.want) {
+			t.Errorf("%s: endpoints = %v, want %v", s.name, got, s.want)
+		}
+	}
+	if n := cc.Events.Pending(); n != 0 {
+		t.Errorf("%d more events after the last snapshot: %v", n, cc.Events.Peek())
+	}
+}
+
+func TestBadResourcesAreNACKedAndTheLastGoodStateKept(t *testing.T) {
+	cp := startControlPlane(t)
+	good := twoPriorities("c1")
+	cp.set("1", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{good})
+	logs := newLogWaiter()
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), logs)
+	cc.NextState(t)
+	ctx := ctxFor(t)
+
+	// An endpoint without a port: the NACK names the field, the version
+	// stays the last accepted one.
+	bad := assignment("c1", locality{zone: "a", weight: 1, addrs: []string{"10.0.0.9:80"}})
+	bad.Endpoints[0].LbEndpoints[0].GetEndpoint().GetAddress().GetSocketAddress().PortSpecifier = nil
+	cp.set("2", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{bad})
+	nack := cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.EndpointType && r.GetErrorDetail() != nil
+	})
+	if nack.GetVersionInfo() != "1" {
+		t.Errorf("NACK version = %q, want the last accepted, 1", nack.GetVersionInfo())
+	}
+	msg := nack.GetErrorDetail().GetMessage()
+	if !strings.Contains(msg, `endpoints "c1"`) || !strings.Contains(msg, "endpoints[0].lb_endpoints[0].endpoint.address.socket_address.port_value") {
+		t.Errorf("NACK detail %q does not name the resource and the field", msg)
+	}
+
+	// A cluster lbkit cannot follow: NACKed, the last good one kept.
+	static := edsCluster("c1")
+	static.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}
+	cp.set("3", []*clusterv3.Cluster{static}, []*endpointv3.ClusterLoadAssignment{good})
+	nack = cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.ClusterType && r.GetErrorDetail() != nil
+	})
+	if msg := nack.GetErrorDetail().GetMessage(); !strings.Contains(msg, `cluster "c1"`) || !strings.Contains(msg, "type") {
+		t.Errorf("cluster NACK detail %q does not name the resource and the field", msg)
+	}
+	if nack.GetVersionInfo() != "2" {
+		t.Errorf("cluster NACK version = %q, want the last accepted, 2 (version 2's cluster was valid)", nack.GetVersionInfo())
+	}
+	// The assignment of version 3 (the good one again) is accepted; the
+	// state did not change, so nothing is published.
+	cp.waitRequest(ctx, acked(xds.EndpointType, "3"))
+	if n := cc.Events.Pending(); n != 0 {
+		t.Errorf("the resolver published %v while the server sent refused resources", cc.Events.Peek())
+	}
+
+	// A good snapshot is followed again.
+	cp.set("4", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{
+		assignment("c1", locality{zone: "a", weight: 1, addrs: []string{"10.0.0.7:80"}}),
+	})
+	if got := endpoints(cc.NextState(t)); len(got) != 1 || got[0].addr != "10.0.0.7:80" {
+		t.Errorf("after a good snapshot: %v", got)
+	}
+	cp.waitRequest(ctx, acked(xds.ClusterType, "4"))
+}
+
+func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1")})
+	clk := clock.NewMock()
+	logs := newLogWaiter()
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, logs)
+	cc.NextState(t)
+	ctx := ctxFor(t)
+	cp.waitRequest(ctx, acked(xds.EndpointType, "1"))
+
+	cp.stop()
+	// The stream had responses: one attempt at once, then backoff on the
+	// injected clock: 1 s, 1.6 s.
+	if m := logs.wait(t, "reconnecting after backoff", 1); !strings.Contains(m, "delay=1s") {
+		t.Errorf("first backoff: %q, want a delay of 1s", m)
+	}
+	clk.Add(time.Second)
+	if m := logs.wait(t, "reconnecting after backoff", 2); !strings.Contains(m, "delay=1.6s") {
+		t.Errorf("second backoff: %q, want a delay of 1.6s", m)
+	}
+	if n := cc.Events.Pending(); n != 0 {
+		t.Errorf("while the server is down the resolver reported %v; want the last good state kept silently", cc.Events.Peek())
+	}
+
+	streams := cp.streamCount()
+	cp.restart()
+	clk.Add(1600 * time.Millisecond)
+	// The new stream asks again for what it follows, from the versions it
+	// accepted.
+	again := cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.ClusterType && r.GetResponseNonce() == "" && r.GetVersionInfo() == "1"
+	})
+	if !slices.Equal(again.GetResourceNames(), []string{"c1"}) {
+		t.Errorf("resubscription names %v, want [c1]", again.GetResourceNames())
+	}
+	if cp.streamCount() != streams+1 {
+		t.Errorf("streams: %d, want %d", cp.streamCount(), streams+1)
+	}
+	cp.set("2", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{
+		assignment("c1", locality{zone: "a", weight: 1, addrs: []string{"10.0.0.5:80"}}),
+	})
+	if got := endpoints(cc.NextState(t)); len(got) != 1 || got[0].addr != "10.0.0.5:80" {
+		t.Errorf("after the restart: %v, want 10.0.0.5:80 only", got)
+	}
+}
+
+func TestRemovedClusterFailsWithAClearError(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{edsCluster("c1"), edsCluster("c2")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1"), twoPriorities("c2")})
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
+	cc.NextState(t)
+
+	cp.set("2", []*clusterv3.Cluster{edsCluster("c2")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c2")})
+	if st := cc.NextState(t); len(st.Addresses) != 0 {
+		t.Errorf("after the cluster's removal: %v, want no address", endpoints(st))
+	}
+	err := cc.NextError(t)
+	if !strings.Contains(err.Error(), `cluster "c1" does not exist`) {
+		t.Errorf("error %q does not say the cluster does not exist", err)
+	}
+
+	// Back again: followed again.
+	cp.set("3", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1")})
+	if st := cc.NextState(t); len(st.Addresses) != 3 {
+		t.Errorf("after the cluster came back: %v", endpoints(st))
+	}
+}
+
+func TestUnsentResourceDoesNotExistAfterTheTimeout(t *testing.T) {
+	cp := startControlPlane(t) // no snapshot: the server never answers
+	clk := clock.NewMock()
+	logs := newLogWaiter()
+	cc, _ := follow(t, testBuilder(t, cp.addr, xds.WithResourceTimeout(15*time.Second)), "c1", clk, logs)
+	logs.wait(t, "waiting for the resource", 1)
+	clk.Add(15*time.Second - time.Nanosecond)
+	if n := logs.count("does not exist"); n != 0 {
+		t.Fatalf("a resource counted as missing before its timeout")
+	}
+	clk.Add(time.Nanosecond)
+	if st := cc.NextState(t); len(st.Addresses) != 0 {
+		t.Errorf("state %v, want no address", endpoints(st))
+	}
+	if err := cc.NextError(t); !strings.Contains(err.Error(), `cluster "c1" does not exist`) {
+		t.Errorf("error %q", err)
+	}
+}
+
+func TestResolversShareOneStreamPerServer(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{edsCluster("c1"), edsCluster("c2")}, []*endpointv3.ClusterLoadAssignment{
+		assignment("c1", locality{zone: "a", weight: 1, addrs: []string{"10.0.0.1:80"}}),
+		assignment("c2", locality{zone: "a", weight: 1, addrs: []string{"10.0.0.2:80"}}),
+	})
+	b := testBuilder(t, cp.addr)
+	clk := clock.NewMock()
+	cc1, r1 := follow(t, b, "c1", clk, newLogWaiter())
+	cc2, _ := follow(t, b, "c2", clk, newLogWaiter())
+	if got := endpoints(cc1.NextState(t)); got[0].addr != "10.0.0.1:80" {
+		t.Errorf("c1: %v", got)
+	}
+	if got := endpoints(cc2.NextState(t)); got[0].addr != "10.0.0.2:80" {
+		t.Errorf("c2: %v", got)
+	}
+	ctx := ctxFor(t)
+	cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.EndpointType && slices.Equal(r.GetResourceNames(), []string{"c1", "c2"})
+	})
+	if n := cp.streamCount(); n != 1 {
+		t.Errorf("%d ADS streams for two resolvers of one builder, want 1", n)
+	}
+
+	// Closing one unsubscribes its cluster; the other keeps following.
+	r1.Close()
+	cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.ClusterType && slices.Equal(r.GetResourceNames(), []string{"c2"})
+	})
+	cp.set("2", []*clusterv3.Cluster{edsCluster("c2")}, []*endpointv3.ClusterLoadAssignment{
+		assignment("c2", locality{zone: "a", weight: 1, addrs: []string{"10.0.0.3:80"}}),
+	})
+	if got := endpoints(cc2.NextState(t)); got[0].addr != "10.0.0.3:80" {
+		t.Errorf("c2 after c1 closed: %v", got)
+	}
+	if n := cc1.Events.Pending(); n != 0 {
+		t.Errorf("a closed resolver reported %v", cc1.Events.Peek())
+	}
+}
+
+func TestNoServerReportsErrorsAndBacksOff(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.stop() // nothing listens on cp.addr
+	clk := clock.NewMock()
+	logs := newLogWaiter()
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, logs)
+	if err := cc.NextError(t); !strings.Contains(err.Error(), "ADS stream to "+cp.addr) {
+		t.Errorf("error %q does not name the stream", err)
+	}
+	var elapsed time.Duration
+	for i, want := range []string{"delay=1s", "delay=1.6s", "delay=2.56s", "delay=4.096s"} {
+		m := logs.wait(t, "reconnecting after backoff", i+1)
+		if !strings.Contains(m, want) {
+			t.Errorf("attempt %d: %q, want %s", i+1, m, want)
+		}
+		d, _ := time.ParseDuration(strings.TrimPrefix(want, "delay="))
+		clk.Add(d)
+		elapsed += d
+	}
+	if elapsed != 9256*time.Millisecond {
+		t.Errorf("elapsed %v", elapsed)
+	}
+}
+
+func TestTargetMustNameACluster(t *testing.T) {
+	b := testBuilder(t, "127.0.0.1:1")
+	for _, tc := range []resolver.Target{
+		{Scheme: xds.Scheme},
+		{Scheme: xds.Scheme, Authority: "td.example.com", Endpoint: "c1"},
+	} {
+		if _, err := b.Build(tc, &lbtest.ResolverClientConn{}, resolver.BuildOptions{}); err == nil || !strings.Contains(err.Error(), "xds:///CLUSTER") {
+			t.Errorf("Build(%v): err = %v, want one showing xds:///CLUSTER", tc, err)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/lbkit/lbkit/adapters/xds"
+	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
 	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/lbtest"
@@ -99,6 +100,62 @@ func (l *logWaiter) wait(t testing.TB, substr string, n int) string {
 	}
 }
 
+// testNode is the node id of every test's bootstrap.
+const testNode = controlplane.Node
+
+// Short names for the resources tests publish.
+var (
+	edsCluster = controlplane.EDSCluster
+	assignment = controlplane.Assignment
+)
+
+type locality = controlplane.Locality
+
+// testPlane wraps a controlplane.Server for tests: it stops with the
+// test, and its failures fail the test.
+type testPlane struct {
+	*controlplane.Server
+	t    testing.TB
+	addr string
+}
+
+func startControlPlane(t testing.TB) *testPlane {
+	t.Helper()
+	s, err := controlplane.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return &testPlane{Server: s, t: t, addr: s.Addr}
+}
+
+func (p *testPlane) set(v string, clusters []*clusterv3.Cluster, assignments []*endpointv3.ClusterLoadAssignment) {
+	p.t.Helper()
+	if err := p.Set(v, clusters, assignments); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *testPlane) stop() { p.Stop() }
+
+func (p *testPlane) restart() {
+	p.t.Helper()
+	if err := p.Restart(); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *testPlane) streamCount() int { return p.Streams() }
+
+func (p *testPlane) waitRequest(ctx context.Context, match func(*discoveryv3.DiscoveryRequest) bool) *discoveryv3.DiscoveryRequest {
+	p.t.Helper()
+	r := p.WaitRequest(ctx, match)
+	if r == nil {
+		p.t.Fatalf("the management server received no such request: %v", ctx.Err())
+	}
+	return r
+}
+
 // testBuilder returns a Builder for cp's server with the test node.
 func testBuilder(t testing.TB, addr string, opts ...xds.Option) *xds.Builder {
 	t.Helper()
@@ -156,8 +213,8 @@ func acked(url, v string) func(*discoveryv3.DiscoveryRequest) bool {
 
 func twoPriorities(name string) *endpointv3.ClusterLoadAssignment {
 	return assignment(name,
-		locality{zone: "a", weight: 1, addrs: []string{"10.0.0.1:80", "10.0.0.2:80"}},
-		locality{zone: "b", priority: 1, weight: 1, addrs: []string{"10.0.1.1:80"}})
+		locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80", "10.0.0.2:80"}},
+		locality{Zone: "b", Priority: 1, Weight: 1, Addrs: []string{"10.0.1.1:80"}})
 }
 
 func TestFirstSnapshotGivesTheTree(t *testing.T) {
@@ -205,20 +262,20 @@ func TestEachSnapshotIsFollowedWithinOneUpdate(t *testing.T) {
 	}{{
 		name: "endpoint weights",
 		cla: assignment("c1",
-			locality{zone: "a", weight: 1, addrs: []string{"10.0.0.1:80", "10.0.0.2:80"}, weights: []uint32{3, 1}},
-			locality{zone: "b", priority: 1, weight: 1, addrs: []string{"10.0.1.1:80"}}),
+			locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80", "10.0.0.2:80"}, Weights: []uint32{3, 1}},
+			locality{Zone: "b", Priority: 1, Weight: 1, Addrs: []string{"10.0.1.1:80"}}),
 		want: []endpoint{{"10.0.0.1:80", "priority-0-0>r/a/", 3}, {"10.0.0.2:80", "priority-0-0>r/a/", 1}, {"10.0.1.1:80", "priority-1-0>r/b/", 1}},
 	}, {
 		name: "an endpoint added and one removed",
 		cla: assignment("c1",
-			locality{zone: "a", weight: 1, addrs: []string{"10.0.0.2:80", "10.0.0.3:80"}},
-			locality{zone: "b", priority: 1, weight: 1, addrs: []string{"10.0.1.1:80"}}),
+			locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.2:80", "10.0.0.3:80"}},
+			locality{Zone: "b", Priority: 1, Weight: 1, Addrs: []string{"10.0.1.1:80"}}),
 		want: []endpoint{{"10.0.0.2:80", "priority-0-0>r/a/", 1}, {"10.0.0.3:80", "priority-0-0>r/a/", 1}, {"10.0.1.1:80", "priority-1-0>r/b/", 1}},
 	}, {
 		name: "priorities swapped: the children keep their localities' names",
 		cla: assignment("c1",
-			locality{zone: "b", weight: 1, addrs: []string{"10.0.1.1:80"}},
-			locality{zone: "a", priority: 1, weight: 1, addrs: []string{"10.0.0.2:80", "10.0.0.3:80"}}),
+			locality{Zone: "b", Weight: 1, Addrs: []string{"10.0.1.1:80"}},
+			locality{Zone: "a", Priority: 1, Weight: 1, Addrs: []string{"10.0.0.2:80", "10.0.0.3:80"}}),
 		want: []endpoint{{"10.0.1.1:80", "priority-1-0>r/b/", 1}, {"10.0.0.2:80", "priority-0-0>r/a/", 1}, {"10.0.0.3:80", "priority-0-0>r/a/", 1}},
 	}}
 	for i, s := range steps {
@@ -243,7 +300,7 @@ func TestBadResourcesAreNACKedAndTheLastGoodStateKept(t *testing.T) {
 
 	// An endpoint without a port: the NACK names the field, the version
 	// stays the last accepted one.
-	bad := assignment("c1", locality{zone: "a", weight: 1, addrs: []string{"10.0.0.9:80"}})
+	bad := assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.9:80"}})
 	bad.Endpoints[0].LbEndpoints[0].GetEndpoint().GetAddress().GetSocketAddress().PortSpecifier = nil
 	cp.set("2", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{bad})
 	nack := cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
@@ -279,7 +336,7 @@ func TestBadResourcesAreNACKedAndTheLastGoodStateKept(t *testing.T) {
 
 	// A good snapshot is followed again.
 	cp.set("4", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{
-		assignment("c1", locality{zone: "a", weight: 1, addrs: []string{"10.0.0.7:80"}}),
+		assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.7:80"}}),
 	})
 	if got := endpoints(cc.NextState(t)); len(got) != 1 || got[0].addr != "10.0.0.7:80" {
 		t.Errorf("after a good snapshot: %v", got)
@@ -326,7 +383,7 @@ func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
 		t.Errorf("streams: %d, want %d", cp.streamCount(), streams+1)
 	}
 	cp.set("2", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{
-		assignment("c1", locality{zone: "a", weight: 1, addrs: []string{"10.0.0.5:80"}}),
+		assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.5:80"}}),
 	})
 	if got := endpoints(cc.NextState(t)); len(got) != 1 || got[0].addr != "10.0.0.5:80" {
 		t.Errorf("after the restart: %v, want 10.0.0.5:80 only", got)
@@ -377,8 +434,8 @@ func TestUnsentResourceDoesNotExistAfterTheTimeout(t *testing.T) {
 func TestResolversShareOneStreamPerServer(t *testing.T) {
 	cp := startControlPlane(t)
 	cp.set("1", []*clusterv3.Cluster{edsCluster("c1"), edsCluster("c2")}, []*endpointv3.ClusterLoadAssignment{
-		assignment("c1", locality{zone: "a", weight: 1, addrs: []string{"10.0.0.1:80"}}),
-		assignment("c2", locality{zone: "a", weight: 1, addrs: []string{"10.0.0.2:80"}}),
+		assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80"}}),
+		assignment("c2", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.2:80"}}),
 	})
 	b := testBuilder(t, cp.addr)
 	clk := clock.NewMock()
@@ -404,7 +461,7 @@ func TestResolversShareOneStreamPerServer(t *testing.T) {
 		return r.GetTypeUrl() == xds.ClusterType && slices.Equal(r.GetResourceNames(), []string{"c2"})
 	})
 	cp.set("2", []*clusterv3.Cluster{edsCluster("c2")}, []*endpointv3.ClusterLoadAssignment{
-		assignment("c2", locality{zone: "a", weight: 1, addrs: []string{"10.0.0.3:80"}}),
+		assignment("c2", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.3:80"}}),
 	})
 	if got := endpoints(cc2.NextState(t)); got[0].addr != "10.0.0.3:80" {
 		t.Errorf("c2 after c1 closed: %v", got)

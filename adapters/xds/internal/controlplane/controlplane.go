@@ -1,12 +1,15 @@
-package xds_test
+// Package controlplane runs a real go-control-plane management server (its
+// snapshot cache and ADS server) on loopback for lbkit's xDS tests,
+// benchmarks and demo, and builds the Envoy resources they publish.
+package controlplane
 
 import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
-	"testing"
-
+	
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -19,18 +22,17 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// testNode is the node id every test's bootstrap and snapshots use.
-const testNode = "lbkit-test"
+// Node is the node id the server publishes snapshots for: bootstraps
+// that follow it use this id.
+const Node = "lbkit-test"
 
-const debugCP = false
-
-// controlPlane is a real go-control-plane management server (its
-// snapshot cache and ADS server) on a loopback port the test owns. It
-// records every request it receives.
-type controlPlane struct {
-	t     testing.TB
+// Server is a real go-control-plane management server (its snapshot
+// cache and ADS server) on a loopback port. It records every request it
+// receives. Its methods are safe for concurrent use.
+type Server struct {
 	cache cachev3.SnapshotCache
-	addr  string
+	// Addr is the server's host:port.
+	Addr string
 
 	mu       sync.Mutex
 	srv      *grpc.Server
@@ -39,23 +41,21 @@ type controlPlane struct {
 	streams  int
 }
 
-// startControlPlane starts a management server on a free loopback port
-// and stops it when the test ends.
-func startControlPlane(t testing.TB) *controlPlane {
-	t.Helper()
-	cp := &controlPlane{t: t, cache: cachev3.NewSnapshotCache(false, cachev3.IDHash{}, nil), arrived: make(chan struct{})}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+// Start starts a management server on addr ("127.0.0.1:0" for a free
+// port). Stop stops it.
+func Start(addr string) (*Server, error) {
+	cp := &Server{cache: cachev3.NewSnapshotCache(false, cachev3.IDHash{}, nil), arrived: make(chan struct{})}
+	lis, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("controlplane: %w", err)
 	}
-	cp.addr = lis.Addr().String()
+	cp.Addr = lis.Addr().String()
 	cp.serve(lis)
-	t.Cleanup(cp.stop)
-	return cp
+	return cp, nil
 }
 
 // serve starts the gRPC server on lis.
-func (cp *controlPlane) serve(lis net.Listener) {
+func (cp *Server) serve(lis net.Listener) {
 	cb := serverv3.CallbackFuncs{
 		StreamOpenFunc: func(context.Context, int64, string) error {
 			cp.mu.Lock()
@@ -63,15 +63,7 @@ func (cp *controlPlane) serve(lis net.Listener) {
 			cp.mu.Unlock()
 			return nil
 		},
-		StreamResponseFunc: func(_ context.Context, _ int64, req *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
-			if debugCP {
-				fmt.Printf("RESP %s v=%s n=%d nonce=%s\n", resp.GetTypeUrl(), resp.GetVersionInfo(), len(resp.GetResources()), resp.GetNonce())
-			}
-		},
 		StreamRequestFunc: func(_ int64, req *discoveryv3.DiscoveryRequest) error {
-			if debugCP {
-				fmt.Printf("REQ %s v=%s names=%v nonce=%s err=%v\n", req.GetTypeUrl(), req.GetVersionInfo(), req.GetResourceNames(), req.GetResponseNonce(), req.GetErrorDetail())
-			}
 			cp.mu.Lock()
 			cp.requests = append(cp.requests, req)
 			close(cp.arrived)
@@ -89,8 +81,8 @@ func (cp *controlPlane) serve(lis net.Listener) {
 	go srv.Serve(lis) //nolint:errcheck // Serve returns when the test stops it
 }
 
-// stop stops the server, closing every stream.
-func (cp *controlPlane) stop() {
+// Stop stops the server, closing every stream.
+func (cp *Server) Stop() {
 	cp.mu.Lock()
 	srv := cp.srv
 	cp.srv = nil
@@ -100,19 +92,18 @@ func (cp *controlPlane) stop() {
 	}
 }
 
-// restart serves again on the same address.
-func (cp *controlPlane) restart() {
-	cp.t.Helper()
-	lis, err := net.Listen("tcp", cp.addr)
+// Restart serves again on the same address, with the same snapshots.
+func (cp *Server) Restart() error {
+	lis, err := net.Listen("tcp", cp.Addr)
 	if err != nil {
-		cp.t.Fatalf("listening again on %s: %v", cp.addr, err)
+		return fmt.Errorf("controlplane: listening again on %s: %w", cp.Addr, err)
 	}
 	cp.serve(lis)
+	return nil
 }
 
-// set publishes a snapshot of version v.
-func (cp *controlPlane) set(v string, clusters []*clusterv3.Cluster, assignments []*endpointv3.ClusterLoadAssignment) {
-	cp.t.Helper()
+// Set publishes a snapshot of version v for [Node].
+func (cp *Server) Set(v string, clusters []*clusterv3.Cluster, assignments []*endpointv3.ClusterLoadAssignment) error {
 	res := map[resourcev3.Type][]types.Resource{resourcev3.ClusterType: nil, resourcev3.EndpointType: nil}
 	for _, c := range clusters {
 		res[resourcev3.ClusterType] = append(res[resourcev3.ClusterType], c)
@@ -122,17 +113,14 @@ func (cp *controlPlane) set(v string, clusters []*clusterv3.Cluster, assignments
 	}
 	snap, err := cachev3.NewSnapshot(v, res)
 	if err != nil {
-		cp.t.Fatal(err)
+		return fmt.Errorf("controlplane: %w", err)
 	}
-	if err := cp.cache.SetSnapshot(context.Background(), testNode, snap); err != nil {
-		cp.t.Fatal(err)
-	}
+	return cp.cache.SetSnapshot(context.Background(), Node, snap)
 }
 
-// waitRequest waits until the server has received a request that match
-// accepts, and returns it.
-func (cp *controlPlane) waitRequest(ctx context.Context, match func(*discoveryv3.DiscoveryRequest) bool) *discoveryv3.DiscoveryRequest {
-	cp.t.Helper()
+// WaitRequest waits until the server has received a request that match
+// accepts, and returns it, or nil when ctx ends first.
+func (cp *Server) WaitRequest(ctx context.Context, match func(*discoveryv3.DiscoveryRequest) bool) *discoveryv3.DiscoveryRequest {
 	seen := 0
 	for {
 		cp.mu.Lock()
@@ -147,21 +135,20 @@ func (cp *controlPlane) waitRequest(ctx context.Context, match func(*discoveryv3
 		select {
 		case <-arrived:
 		case <-ctx.Done():
-			cp.t.Fatalf("the management server received no such request: %v", ctx.Err())
 			return nil
 		}
 	}
 }
 
-// streamCount returns how many ADS streams were opened.
-func (cp *controlPlane) streamCount() int {
+// Streams returns how many ADS streams were opened.
+func (cp *Server) Streams() int {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	return cp.streams
 }
 
-// edsCluster returns an EDS cluster whose endpoints come over ADS.
-func edsCluster(name string) *clusterv3.Cluster {
+// EDSCluster returns an EDS cluster whose endpoints come over ADS.
+func EDSCluster(name string) *clusterv3.Cluster {
 	return &clusterv3.Cluster{
 		Name:                 name,
 		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
@@ -171,38 +158,41 @@ func edsCluster(name string) *clusterv3.Cluster {
 	}
 }
 
-// locality is one locality of a test assignment.
-type locality struct {
-	zone     string
-	priority uint32
-	weight   uint32
-	addrs    []string // host:port
-	weights  []uint32 // per address; nil for none
+// Locality is one locality of an assignment, in region "r".
+type Locality struct {
+	Zone     string
+	Priority uint32
+	Weight   uint32
+	Addrs    []string // host:port
+	Weights  []uint32 // per address; nil for none
 }
 
-// assignment returns a ClusterLoadAssignment of the localities.
-func assignment(name string, ls ...locality) *endpointv3.ClusterLoadAssignment {
+// Assignment returns a ClusterLoadAssignment of the localities. It
+// panics on an address that is not host:port with a numeric port.
+func Assignment(name string, ls ...Locality) *endpointv3.ClusterLoadAssignment {
 	cla := &endpointv3.ClusterLoadAssignment{ClusterName: name}
 	for _, l := range ls {
 		le := &endpointv3.LocalityLbEndpoints{
-			Locality:            &corev3.Locality{Region: "r", Zone: l.zone},
-			Priority:            l.priority,
-			LoadBalancingWeight: wrapperspb.UInt32(l.weight),
+			Locality:            &corev3.Locality{Region: "r", Zone: l.Zone},
+			Priority:            l.Priority,
+			LoadBalancingWeight: wrapperspb.UInt32(l.Weight),
 		}
-		for i, a := range l.addrs {
+		for i, a := range l.Addrs {
 			host, port, err := net.SplitHostPort(a)
 			if err != nil {
-				panic(err)
+				panic(fmt.Sprintf("controlplane: address %q: %v", a, err))
 			}
-			var p uint32
-			fmt.Sscan(port, &p)
+			p, err := strconv.ParseUint(port, 10, 16)
+			if err != nil {
+				panic(fmt.Sprintf("controlplane: address %q: %v", a, err))
+			}
 			ep := &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
 				Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-					Address: host, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: p},
+					Address: host, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(p)},
 				}}},
 			}}}
-			if l.weights != nil {
-				ep.LoadBalancingWeight = wrapperspb.UInt32(l.weights[i])
+			if l.Weights != nil {
+				ep.LoadBalancingWeight = wrapperspb.UInt32(l.Weights[i])
 			}
 			le.LbEndpoints = append(le.LbEndpoints, ep)
 		}

@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -21,6 +22,9 @@ func decodeCluster(raw []byte) (string, any, error) {
 	var c clusterv3.Cluster
 	if err := proto.Unmarshal(raw, &c); err != nil {
 		return "", nil, fmt.Errorf("not an envoy.config.cluster.v3.Cluster: %w", err)
+	}
+	if c.GetName() == "" {
+		return "", nil, errors.New("name: required")
 	}
 	cfg, err := ParseCluster(&c)
 	return c.GetName(), cfg, err

@@ -37,6 +37,10 @@ func LoadBootstrap() (*Bootstrap, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseBootstrap(data)
+}
+
+func ParseBootstrap(data []byte) (*Bootstrap, error) {
 	var raw struct {
 		XDSServers []struct {
 			ServerURI string `json:"server_uri"`

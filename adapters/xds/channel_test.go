@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -60,15 +61,21 @@ func TestChannelFollowsTheControlPlane(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 
+	// Snapshot 1: both servers of the locality get requests (once both
+	// are connected), "three" none.
+	ctx := ctxFor(t)
 	seen := map[string]int{}
-	for range 40 {
+	for seen["one"] == 0 || seen["two"] == 0 {
 		name, err := get(client)
 		if err != nil {
 			t.Fatal(err)
 		}
 		seen[name]++
+		if ctx.Err() != nil {
+			t.Fatalf("snapshot 1 (one, two): requests went to %v", seen)
+		}
 	}
-	if seen["one"] == 0 || seen["two"] == 0 || seen["three"] != 0 {
+	if seen["three"] != 0 {
 		t.Errorf("snapshot 1 (one, two): requests went to %v", seen)
 	}
 
@@ -77,7 +84,6 @@ func TestChannelFollowsTheControlPlane(t *testing.T) {
 	cp.set("2", cluster, []*endpointv3.ClusterLoadAssignment{
 		assignment("demo", locality{Zone: "a", Weight: 1, Addrs: addrs[2:]}),
 	})
-	ctx := ctxFor(t)
 	for {
 		name, err := get(client)
 		if err != nil {
@@ -97,16 +103,22 @@ func TestChannelFollowsTheControlPlane(t *testing.T) {
 	}
 
 	// Snapshot 3 removes the cluster: the channel fails requests with the
-	// reason.
+	// reason. (The resolver publishes the empty tree, then the reason: a
+	// pick in between fails with the priority policy's "empty priority
+	// list" alone.)
 	cp.set("3", nil, nil)
-	for ch.State() != lb.TransientFailure {
-		if !ch.WaitForStateChange(ctx, ch.State()) {
-			t.Fatal("the channel never reached TRANSIENT_FAILURE")
+	for {
+		_, err = ch.Pick(ctx, conn.PickOptions{})
+		if err != nil && strings.Contains(err.Error(), `cluster "demo" does not exist`) {
+			break
 		}
+		if ctx.Err() != nil {
+			t.Fatalf("pick after the removal: %v, want the cluster named as not existing", err)
+		}
+		runtime.Gosched() // the reason follows the empty tree at once
 	}
-	_, err = ch.Pick(ctx, conn.PickOptions{})
-	if err == nil || !strings.Contains(err.Error(), `cluster "demo" does not exist`) {
-		t.Errorf("pick after the removal: %v, want the cluster named as not existing", err)
+	if st := ch.State(); st != lb.TransientFailure {
+		t.Errorf("channel state %v after the removal, want TRANSIENT_FAILURE", st)
 	}
 	failFast := &http.Client{Transport: &nethttp.Transport{Channel: ch}}
 	if _, err := get(failFast); err == nil || !strings.Contains(err.Error(), "does not exist") {

@@ -87,6 +87,9 @@ type client struct {
 	mu    sync.Mutex
 	types map[string]*typeState
 	live  bool // a stream is up
+	// connErr is why the last stream failed, until a response arrives on
+	// a new one; a new watcher of a resource without a value is told.
+	connErr error
 	rng   *rand.Rand
 }
 
@@ -199,6 +202,9 @@ func (c *client) watch(url, name string, w watcher) *Watch {
 		c.queue.push(wt, w.missing)
 	case r.err != nil:
 		err := r.err
+		c.queue.push(wt, func() { w.failed(err) })
+	case c.connErr != nil:
+		err := c.connErr
 		c.queue.push(wt, func() { w.failed(err) })
 	}
 	return wt
@@ -342,6 +348,7 @@ func (c *client) streamFailed(err error) {
 	c.cfg.logger.Warn("xds: stream failed; serving the last resources received", "server", c.cfg.server.URI, "error", err)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.connErr = err
 	for _, url := range c.typeURLs() {
 		for _, r := range c.types[url].resources {
 			for wt := range r.watchers {
@@ -467,6 +474,7 @@ func (c *client) handle(resp *discoveryv3.DiscoveryResponse) {
 		return
 	}
 	ts.nonce = resp.GetNonce()
+	c.connErr = nil
 	var problems []string
 	seen := make(map[string]bool, len(resp.GetResources()))
 	for i, a := range resp.GetResources() {

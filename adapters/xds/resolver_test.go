@@ -2,9 +2,12 @@ package xds_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -504,5 +507,77 @@ func TestTargetMustNameACluster(t *testing.T) {
 		if _, err := b.Build(tc, &lbtest.ResolverClientConn{}, resolver.BuildOptions{}); err == nil || !strings.Contains(err.Error(), "xds:///CLUSTER") {
 			t.Errorf("Build(%v): err = %v, want one showing xds:///CLUSTER", tc, err)
 		}
+	}
+}
+
+func TestSnapshotFloodEndsOnTheLast(t *testing.T) {
+	cp := startControlPlane(t)
+	cluster := []*clusterv3.Cluster{edsCluster("c1")}
+	at := func(i int) *endpointv3.ClusterLoadAssignment {
+		return assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{fmt.Sprintf("10.0.%d.%d:80", i/250, i%250+1)}})
+	}
+	cp.set("0", cluster, []*endpointv3.ClusterLoadAssignment{at(0)})
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
+	cc.NextState(t)
+	const n = 300
+	for i := 1; i <= n; i++ {
+		cp.set(strconv.Itoa(i), cluster, []*endpointv3.ClusterLoadAssignment{at(i)})
+	}
+	cp.waitRequest(ctxFor(t), acked(xds.EndpointType, strconv.Itoa(n)))
+	// Every state published is one of the snapshots, in order, and the
+	// last is the last snapshot's.
+	want := fmt.Sprintf("10.0.%d.%d:80", n/250, n%250+1)
+	last := ""
+	for last != want {
+		st := cc.NextState(t)
+		if len(st.Addresses) != 1 {
+			t.Fatalf("state %v, want one address", endpoints(st))
+		}
+		last = st.Addresses[0].Addr
+	}
+	if n := cc.Events.Pending(); n != 0 {
+		t.Errorf("%d events after the last snapshot's state: %v", n, cc.Events.Peek())
+	}
+}
+
+func TestCloseWhileTheServerNeverAnswers(t *testing.T) {
+	// A listener that accepts and never speaks HTTP/2: the stream hangs in
+	// its handshake.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := lis.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	cc := &lbtest.ResolverClientConn{}
+	r, err := testBuilder(t, lis.Addr().String()).Build(resolver.Target{Scheme: xds.Scheme, Endpoint: "c1"}, cc, resolver.BuildOptions{Clock: clock.NewMock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c net.Conn
+	select {
+	case c = <-accepted:
+	case <-time.After(hangGuard):
+		t.Fatal("the client never connected")
+	}
+	defer c.Close()
+	done := make(chan struct{})
+	go func() {
+		r.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(hangGuard):
+		t.Fatal("Close hangs while the stream is connecting")
+	}
+	if n := cc.Events.Pending(); n != 0 {
+		t.Logf("events before Close: %v", cc.Events.Peek())
 	}
 }

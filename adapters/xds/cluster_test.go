@@ -10,6 +10,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -421,4 +422,38 @@ func TestParseClusterNil(t *testing.T) {
 	if _, err := xds.ParseCluster(nil); !errors.As(err, &re) || re.Field != "" {
 		t.Errorf("ParseCluster(nil): %v, want a *ResourceError for the whole resource", err)
 	}
+}
+
+// FuzzParseCluster decodes random bytes as a Cluster and checks that
+// ParseCluster never panics, that every error is a *ResourceError whose
+// text starts with its field, and that every accepted cluster's policies
+// parse through lb's registry.
+func FuzzParseCluster(f *testing.F) {
+	for _, tt := range validClusters {
+		data, err := proto.Marshal(tt.cluster)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c clusterv3.Cluster
+		if proto.Unmarshal(data, &c) != nil {
+			return
+		}
+		cfg, err := xds.ParseCluster(&c)
+		if err != nil {
+			var re *xds.ResourceError
+			if !errors.As(err, &re) || !strings.HasPrefix(err.Error(), re.Field) {
+				t.Fatalf("error %v (%T) is not a *ResourceError starting with its field", err, err)
+			}
+			return
+		}
+		if _, err := lb.ParsePolicyList(cfg.Policies.Endpoint); err != nil {
+			t.Fatalf("endpoint policy %s: %v", cfg.Policies.Endpoint, err)
+		}
+		if len(cfg.Policies.OutlierDetection) > 0 {
+			_ = parseOD(t, cfg.Policies)
+		}
+	})
 }

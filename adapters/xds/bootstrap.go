@@ -277,13 +277,9 @@ func parseTLSConfig(raw json.RawMessage) (Creds, error) {
 		return Creds{}, err
 	}
 	c := Creds{Type: credsTLS}
-	for _, f := range []struct {
-		dst  *string
-		name string
-	}{{&c.CAFile, "ca_certificate_file"}, {&c.CertFile, "certificate_file"}, {&c.KeyFile, "private_key_file"}} {
-		if *f.dst, err = stringField(obj, f.name); err != nil {
-			return Creds{}, err
-		}
+	if err := stringFields(obj, namedString{"ca_certificate_file", &c.CAFile},
+		namedString{"certificate_file", &c.CertFile}, namedString{"private_key_file", &c.KeyFile}); err != nil {
+		return Creds{}, err
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return Creds{}, lb.ConfigErrorf("", "certificate_file and private_key_file must be set together")
@@ -303,10 +299,7 @@ func parseNode(raw json.RawMessage) (Node, error) {
 		return Node{}, err
 	}
 	var n Node
-	if n.ID, err = stringField(obj, "id"); err != nil {
-		return Node{}, err
-	}
-	if n.Cluster, err = stringField(obj, "cluster"); err != nil {
+	if err := stringFields(obj, namedString{"id", &n.ID}, namedString{"cluster", &n.Cluster}); err != nil {
 		return Node{}, err
 	}
 	if raw, _, ok := obj.Raw("locality"); ok && !isNull(raw) {
@@ -314,13 +307,9 @@ func parseNode(raw json.RawMessage) (Node, error) {
 		if err != nil {
 			return Node{}, lb.PrefixConfigError("locality", err)
 		}
-		for _, f := range []struct {
-			dst  *string
-			name string
-		}{{&n.Locality.Region, "region"}, {&n.Locality.Zone, "zone"}, {&n.Locality.SubZone, "sub_zone"}} {
-			if *f.dst, err = stringField(loc, f.name); err != nil {
-				return Node{}, lb.PrefixConfigError("locality", err)
-			}
+		if err := stringFields(loc, namedString{"region", &n.Locality.Region},
+			namedString{"zone", &n.Locality.Zone}, namedString{"sub_zone", &n.Locality.SubZone}); err != nil {
+			return Node{}, lb.PrefixConfigError("locality", err)
 		}
 	}
 	if raw, _, ok := obj.Raw("metadata"); ok && !isNull(raw) {
@@ -343,6 +332,24 @@ func stringField(obj lb.ConfigObject, name string) (string, error) {
 		return "", lb.ConfigErrorf(name, "not a string")
 	}
 	return s, nil
+}
+
+// namedString is a string field to read: its name and where it goes.
+type namedString struct {
+	name string
+	dst  *string
+}
+
+// stringFields reads each of fields from obj with stringField, stopping at
+// the first error.
+func stringFields(obj lb.ConfigObject, fields ...namedString) error {
+	for _, f := range fields {
+		var err error
+		if *f.dst, err = stringField(obj, f.name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // jsonArray decodes raw, one JSON array, into its elements.

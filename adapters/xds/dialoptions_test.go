@@ -34,6 +34,8 @@ type testPKI struct {
 	caFile, certFile, keyFile string // client side
 	server                    tls.Certificate
 	pool                      *x509.CertPool
+	ca                        *x509.Certificate
+	caKey                     *ecdsa.PrivateKey
 }
 
 func newTestPKI(t *testing.T) testPKI {
@@ -53,32 +55,47 @@ func newTestPKI(t *testing.T) testPKI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	issue := func(serial int64, usage x509.ExtKeyUsage, ips []net.IP) ([]byte, *ecdsa.PrivateKey) {
-		key := newKey(t)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "lbkit test"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return der, key
-	}
-	p := testPKI{pool: x509.NewCertPool()}
+	p := testPKI{pool: x509.NewCertPool(), ca: ca, caKey: caKey}
 	p.pool.AddCert(ca)
-	srvDER, srvKey := issue(2, x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
+	srvDER, srvKey := p.issue(t, "127.0.0.1", x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
 	p.server = tls.Certificate{Certificate: [][]byte{srvDER}, PrivateKey: srvKey}
-	cliDER, cliKey := issue(3, x509.ExtKeyUsageClientAuth, nil)
-	keyDER, err := x509.MarshalECPrivateKey(cliKey)
+	p.caFile = writePEM(t, dir, "ca.pem", "CERTIFICATE", caDER)
+	p.certFile, p.keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	p.writeClient(t, "client-1")
+	return p
+}
+
+// issue returns a certificate for cn signed by the CA, and its key.
+func (p testPKI) issue(t *testing.T, cn string, usage x509.ExtKeyUsage, ips []net.IP) ([]byte, *ecdsa.PrivateKey) {
+	t.Helper()
+	key := newKey(t)
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.caFile = writePEM(t, dir, "ca.pem", "CERTIFICATE", caDER)
-	p.certFile = writePEM(t, dir, "cert.pem", "CERTIFICATE", cliDER)
-	p.keyFile = writePEM(t, dir, "key.pem", "EC PRIVATE KEY", keyDER)
-	return p
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der, key
+}
+
+// writeClient writes a new client certificate for cn, and its key, over
+// the client's files.
+func (p testPKI) writeClient(t *testing.T, cn string) {
+	t.Helper()
+	der, key := p.issue(t, cn, x509.ExtKeyUsageClientAuth, nil)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, filepath.Dir(p.certFile), filepath.Base(p.certFile), "CERTIFICATE", der)
+	writePEM(t, filepath.Dir(p.keyFile), filepath.Base(p.keyFile), "EC PRIVATE KEY", keyDER)
 }
 
 func newKey(t *testing.T) *ecdsa.PrivateKey {
@@ -114,6 +131,41 @@ func startServer(t *testing.T, opts ...grpc.ServerOption) string {
 	return lis.Addr().String()
 }
 
+// TestDialOptionsRereadsTheKeyPairAtEachHandshake rotates the client's
+// certificate files between two connections made with the same options:
+// the second handshake presents the new certificate.
+func TestDialOptionsRereadsTheKeyPairAtEachHandshake(t *testing.T) {
+	pki := newTestPKI(t)
+	seen := make(chan string, 4)
+	addr := startServer(t, grpc.Creds(credentials.NewTLS(&tls.Config{
+		Certificates: []tls.Certificate{pki.server}, ClientCAs: pki.pool, ClientAuth: tls.RequireAndVerifyClientCert,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			seen <- cs.PeerCertificates[0].Subject.CommonName
+			return nil
+		},
+	})))
+	opts, err := xds.Server{URI: addr, Creds: xds.Creds{Type: "tls", CAFile: pki.caFile, CertFile: pki.certFile, KeyFile: pki.keyFile}}.DialOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cn := range []string{"client-1", "client-2"} {
+		if cn != "client-1" {
+			pki.writeClient(t, cn)
+		}
+		if code := invoke(t, addr, opts); code != codes.Unimplemented {
+			t.Fatalf("call as %s: %v, want Unimplemented", cn, code)
+		}
+		select {
+		case got := <-seen:
+			if got != cn {
+				t.Errorf("server saw client certificate %q, want %q", got, cn)
+			}
+		case <-time.After(10 * time.Second): // guards against a hang only
+			t.Fatalf("the server verified no client certificate for %s", cn)
+		}
+	}
+}
+
 // callCode dials s with its DialOptions and returns the code of one call:
 // Unimplemented means the connection, and so the handshake, worked.
 func callCode(t *testing.T, s xds.Server) codes.Code {
@@ -122,7 +174,14 @@ func callCode(t *testing.T, s xds.Server) codes.Code {
 	if err != nil {
 		t.Fatalf("DialOptions: %v", err)
 	}
-	conn, err := grpc.NewClient(s.URI, opts...)
+	return invoke(t, s.URI, opts)
+}
+
+// invoke makes one call on a new connection to target and returns its
+// code.
+func invoke(t *testing.T, target string, opts []grpc.DialOption) codes.Code {
+	t.Helper()
+	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func bigAssignment(name string, n, set int) *endpointv3.ClusterLoadAssignment {
 func BenchmarkEDSUpdate10k(b *testing.B) {
 	const n = 10_000
 	cp := startControlPlane(b)
-	cluster := []*clusterv3.Cluster{edsCluster("bench")}
+	cluster := []*clusterv3.Cluster{clusterNamed("bench")}
 	sets := []*endpointv3.ClusterLoadAssignment{bigAssignment("bench", n, 0), bigAssignment("bench", n, 1)}
 	cp.set("0", cluster, sets[:1])
 	ch, err := conn.New("xds:///bench", conn.WithResolver(testBuilder(b, cp.addr)), conn.WithDialer(standIn{}))

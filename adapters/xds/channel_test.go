@@ -48,7 +48,7 @@ func get(client *http.Client) (string, error) {
 func TestChannelFollowsTheControlPlane(t *testing.T) {
 	addrs := namedServers(t, "one", "two", "three")
 	cp := startControlPlane(t)
-	cluster := []*clusterv3.Cluster{edsCluster("demo")}
+	cluster := []*clusterv3.Cluster{clusterNamed("demo")}
 	cp.set("1", cluster, []*endpointv3.ClusterLoadAssignment{
 		assignment("demo", locality{Zone: "a", Weight: 1, Addrs: addrs[:2]}),
 	})
@@ -138,7 +138,7 @@ func ExampleNewBuilder() {
 	}
 	defer cp.Stop()
 	publish := func(version, addr string) {
-		err := cp.Set(version, []*clusterv3.Cluster{edsCluster("shop")}, []*endpointv3.ClusterLoadAssignment{
+		err := cp.Set(version, []*clusterv3.Cluster{clusterNamed("shop")}, []*endpointv3.ClusterLoadAssignment{
 			assignment("shop", locality{Zone: "a", Weight: 1, Addrs: []string{addr}}),
 		})
 		if err != nil {

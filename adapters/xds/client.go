@@ -90,7 +90,7 @@ type client struct {
 	// connErr is why the last stream failed, until a response arrives on
 	// a new one; a new watcher of a resource without a value is told.
 	connErr error
-	rng   *rand.Rand
+	rng     *rand.Rand
 }
 
 // typeState is the client's state for one resource type.

@@ -108,7 +108,7 @@ const testNode = controlplane.Node
 
 // Short names for the resources tests publish.
 var (
-	edsCluster = controlplane.EDSCluster
+	clusterNamed = controlplane.EDSCluster
 	assignment = controlplane.Assignment
 )
 
@@ -162,7 +162,7 @@ func (p *testPlane) waitRequest(ctx context.Context, match func(*discoveryv3.Dis
 // testBuilder returns a Builder for cp's server with the test node.
 func testBuilder(t testing.TB, addr string, opts ...xds.Option) *xds.Builder {
 	t.Helper()
-	boot := &xds.Bootstrap{Servers: []xds.Server{{URI: addr}}, Node: xds.Node{ID: testNode}}
+	boot := &xds.Bootstrap{Servers: []xds.Server{{URI: addr, Creds: xds.Creds{Type: "insecure"}}}, Node: xds.Node{ID: testNode}}
 	b, err := xds.NewBuilder(append([]xds.Option{xds.WithBootstrap(boot), xds.WithBackoff(noJitter)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func acked(url, v string) func(*discoveryv3.DiscoveryRequest) bool {
 	}
 }
 
-func twoPriorities(name string) *endpointv3.ClusterLoadAssignment {
+func twoPriorityAssignment(name string) *endpointv3.ClusterLoadAssignment {
 	return assignment(name,
 		locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80", "10.0.0.2:80"}},
 		locality{Zone: "b", Priority: 1, Weight: 1, Addrs: []string{"10.0.1.1:80"}})
@@ -222,7 +222,7 @@ func twoPriorities(name string) *endpointv3.ClusterLoadAssignment {
 
 func TestFirstSnapshotGivesTheTree(t *testing.T) {
 	cp := startControlPlane(t)
-	cp.set("1", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1")})
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
 
 	st := cc.NextState(t)
@@ -253,8 +253,8 @@ func TestFirstSnapshotGivesTheTree(t *testing.T) {
 
 func TestEachSnapshotIsFollowedWithinOneUpdate(t *testing.T) {
 	cp := startControlPlane(t)
-	cluster := []*clusterv3.Cluster{edsCluster("c1")}
-	cp.set("1", cluster, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1")})
+	cluster := []*clusterv3.Cluster{clusterNamed("c1")}
+	cp.set("1", cluster, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
 	cc.NextState(t)
 
@@ -294,8 +294,8 @@ func TestEachSnapshotIsFollowedWithinOneUpdate(t *testing.T) {
 
 func TestBadResourcesAreNACKedAndTheLastGoodStateKept(t *testing.T) {
 	cp := startControlPlane(t)
-	good := twoPriorities("c1")
-	cp.set("1", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{good})
+	good := twoPriorityAssignment("c1")
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{good})
 	logs := newLogWaiter()
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), logs)
 	cc.NextState(t)
@@ -305,7 +305,7 @@ func TestBadResourcesAreNACKedAndTheLastGoodStateKept(t *testing.T) {
 	// stays the last accepted one.
 	bad := assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.9:80"}})
 	bad.Endpoints[0].LbEndpoints[0].GetEndpoint().GetAddress().GetSocketAddress().PortSpecifier = nil
-	cp.set("2", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{bad})
+	cp.set("2", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{bad})
 	nack := cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
 		return r.GetTypeUrl() == xds.EndpointType && r.GetErrorDetail() != nil
 	})
@@ -318,7 +318,7 @@ func TestBadResourcesAreNACKedAndTheLastGoodStateKept(t *testing.T) {
 	}
 
 	// A cluster lbkit cannot follow: NACKed, the last good one kept.
-	static := edsCluster("c1")
+	static := clusterNamed("c1")
 	static.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}
 	cp.set("3", []*clusterv3.Cluster{static}, []*endpointv3.ClusterLoadAssignment{good})
 	nack = cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
@@ -338,7 +338,7 @@ func TestBadResourcesAreNACKedAndTheLastGoodStateKept(t *testing.T) {
 	}
 
 	// A good snapshot is followed again.
-	cp.set("4", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{
+	cp.set("4", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{
 		assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.7:80"}}),
 	})
 	if got := endpoints(cc.NextState(t)); len(got) != 1 || got[0].addr != "10.0.0.7:80" {
@@ -349,7 +349,7 @@ func TestBadResourcesAreNACKedAndTheLastGoodStateKept(t *testing.T) {
 
 func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
 	cp := startControlPlane(t)
-	cp.set("1", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1")})
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	clk := clock.NewMock()
 	logs := newLogWaiter()
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, logs)
@@ -385,7 +385,7 @@ func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
 	if cp.streamCount() != streams+1 {
 		t.Errorf("streams: %d, want %d", cp.streamCount(), streams+1)
 	}
-	cp.set("2", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{
+	cp.set("2", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{
 		assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.5:80"}}),
 	})
 	if got := endpoints(cc.NextState(t)); len(got) != 1 || got[0].addr != "10.0.0.5:80" {
@@ -395,11 +395,11 @@ func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
 
 func TestRemovedClusterFailsWithAClearError(t *testing.T) {
 	cp := startControlPlane(t)
-	cp.set("1", []*clusterv3.Cluster{edsCluster("c1"), edsCluster("c2")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1"), twoPriorities("c2")})
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1"), clusterNamed("c2")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1"), twoPriorityAssignment("c2")})
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
 	cc.NextState(t)
 
-	cp.set("2", []*clusterv3.Cluster{edsCluster("c2")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c2")})
+	cp.set("2", []*clusterv3.Cluster{clusterNamed("c2")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c2")})
 	if st := cc.NextState(t); len(st.Addresses) != 0 {
 		t.Errorf("after the cluster's removal: %v, want no address", endpoints(st))
 	}
@@ -409,7 +409,7 @@ func TestRemovedClusterFailsWithAClearError(t *testing.T) {
 	}
 
 	// Back again: followed again.
-	cp.set("3", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1")})
+	cp.set("3", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	if st := cc.NextState(t); len(st.Addresses) != 3 {
 		t.Errorf("after the cluster came back: %v", endpoints(st))
 	}
@@ -436,7 +436,7 @@ func TestUnsentResourceDoesNotExistAfterTheTimeout(t *testing.T) {
 
 func TestResolversShareOneStreamPerServer(t *testing.T) {
 	cp := startControlPlane(t)
-	cp.set("1", []*clusterv3.Cluster{edsCluster("c1"), edsCluster("c2")}, []*endpointv3.ClusterLoadAssignment{
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1"), clusterNamed("c2")}, []*endpointv3.ClusterLoadAssignment{
 		assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80"}}),
 		assignment("c2", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.2:80"}}),
 	})
@@ -463,7 +463,7 @@ func TestResolversShareOneStreamPerServer(t *testing.T) {
 	cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
 		return r.GetTypeUrl() == xds.ClusterType && slices.Equal(r.GetResourceNames(), []string{"c2"})
 	})
-	cp.set("2", []*clusterv3.Cluster{edsCluster("c2")}, []*endpointv3.ClusterLoadAssignment{
+	cp.set("2", []*clusterv3.Cluster{clusterNamed("c2")}, []*endpointv3.ClusterLoadAssignment{
 		assignment("c2", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.3:80"}}),
 	})
 	if got := endpoints(cc2.NextState(t)); got[0].addr != "10.0.0.3:80" {
@@ -512,7 +512,7 @@ func TestTargetMustNameACluster(t *testing.T) {
 
 func TestSnapshotFloodEndsOnTheLast(t *testing.T) {
 	cp := startControlPlane(t)
-	cluster := []*clusterv3.Cluster{edsCluster("c1")}
+	cluster := []*clusterv3.Cluster{clusterNamed("c1")}
 	at := func(i int) *endpointv3.ClusterLoadAssignment {
 		return assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{fmt.Sprintf("10.0.%d.%d:80", i/250, i%250+1)}})
 	}

@@ -31,6 +31,11 @@ type ClusterConfig struct {
 	// Policies are the endpoint policy and the outlier detection for
 	// [eds.Namer.Convert].
 	Policies eds.Policies
+	// Ignored lists the fields set in the cluster that lbkit ignores
+	// because a gRFC says to, each as "field: reason", for the resolver
+	// to log: a control plane that sets them learns that they had no
+	// effect.
+	Ignored []string
 }
 
 // ResourceError is why lbkit cannot use an xDS resource: the client NACKs
@@ -103,8 +108,8 @@ const (
 //     with N from least_request_lb_config.choice_count: 2 when unset, below
 //     2 refused, above 10 lowered to 10 (gRFC A48). Endpoint weights are
 //     ignored, as A48's "all weights equal" algorithm does.
-//     active_request_bias and slow_start_config are refused (A48 ignores
-//     them; lbkit refuses settings it cannot honour rather than drop them).
+//     active_request_bias and slow_start_config are ignored, as A48 says,
+//     and listed in ClusterConfig.Ignored, which the resolver logs.
 //   - Any other lb_policy, and load_balancing_policy, are refused, such as
 //     "lb_policy: RING_HASH is not supported (lbkit supports ROUND_ROBIN,
 //     LEAST_REQUEST)".
@@ -184,7 +189,7 @@ func parseCluster(c *clusterv3.Cluster) (ClusterConfig, *ResourceError) {
 		return ClusterConfig{}, fieldErrorf("lb_subset_config", "subset load balancing is not supported (it would restrict which endpoints get traffic)")
 	}
 	var err *ResourceError
-	if cfg.Policies.Endpoint, err = endpointPolicy(c); err != nil {
+	if cfg.Policies.Endpoint, cfg.Ignored, err = endpointPolicy(c); err != nil {
 		return ClusterConfig{}, err
 	}
 	if od := c.GetOutlierDetection(); od != nil {
@@ -228,48 +233,49 @@ func configSourceKind(spec any) string {
 }
 
 // endpointPolicy returns the endpoint policy list for c's lb_policy.
-func endpointPolicy(c *clusterv3.Cluster) (json.RawMessage, *ResourceError) {
+func endpointPolicy(c *clusterv3.Cluster) (leaf json.RawMessage, ignored []string, _ *ResourceError) {
 	if c.GetLoadBalancingPolicy() != nil {
-		return nil, fieldErrorf("load_balancing_policy", "is not supported (lbkit supports lb_policy ROUND_ROBIN, LEAST_REQUEST)")
+		return nil, nil, fieldErrorf("load_balancing_policy", "is not supported (lbkit supports lb_policy ROUND_ROBIN, LEAST_REQUEST)")
 	}
-	var leaf json.RawMessage
 	switch p := c.GetLbPolicy(); p {
 	case clusterv3.Cluster_ROUND_ROBIN:
 		if c.GetRoundRobinLbConfig().GetSlowStartConfig() != nil {
-			return nil, fieldErrorf("round_robin_lb_config.slow_start_config", "slow start is not supported")
+			return nil, nil, fieldErrorf("round_robin_lb_config.slow_start_config", "slow start is not supported")
 		}
 		leaf = roundRobinLeaf
 	case clusterv3.Cluster_LEAST_REQUEST:
 		var err *ResourceError
-		if leaf, err = leastRequest(c.GetLeastRequestLbConfig()); err != nil {
-			return nil, err
+		if leaf, ignored, err = leastRequest(c.GetLeastRequestLbConfig()); err != nil {
+			return nil, nil, err
 		}
 	default:
-		return nil, fieldErrorf("lb_policy", "%s is not supported (lbkit supports ROUND_ROBIN, LEAST_REQUEST)", p)
+		return nil, nil, fieldErrorf("lb_policy", "%s is not supported (lbkit supports ROUND_ROBIN, LEAST_REQUEST)", p)
 	}
 	if _, err := lb.ParsePolicyList(leaf); err != nil {
-		return nil, fieldErrorf("lb_policy", "lbkit refuses the endpoint policy %s: %w", leaf, err)
+		return nil, nil, fieldErrorf("lb_policy", "lbkit refuses the endpoint policy %s: %w", leaf, err)
 	}
-	return leaf, nil
+	return leaf, ignored, nil
 }
 
-// leastRequest maps least_request_lb_config (gRFC A48).
-func leastRequest(lr *clusterv3.Cluster_LeastRequestLbConfig) (json.RawMessage, *ResourceError) {
-	switch {
-	case lr.GetActiveRequestBias() != nil:
-		return nil, fieldErrorf("least_request_lb_config.active_request_bias", "is not supported (it tunes Envoy's weighted least request; lbkit's least_request_experimental ignores endpoint weights)")
-	case lr.GetSlowStartConfig() != nil:
-		return nil, fieldErrorf("least_request_lb_config.slow_start_config", "slow start is not supported")
+// leastRequest maps least_request_lb_config (gRFC A48), listing the set
+// fields A48 says to ignore.
+func leastRequest(lr *clusterv3.Cluster_LeastRequestLbConfig) (json.RawMessage, []string, *ResourceError) {
+	var ignored []string
+	if lr.GetActiveRequestBias() != nil {
+		ignored = append(ignored, "least_request_lb_config.active_request_bias: ignored (gRFC A48): it tunes weighted least request, and least_request_experimental ignores endpoint weights")
+	}
+	if lr.GetSlowStartConfig() != nil {
+		ignored = append(ignored, "least_request_lb_config.slow_start_config: ignored (gRFC A48): slow start needs weighted least request")
 	}
 	n := uint32(leastrequest.DefaultChoiceCount)
 	if cc := lr.GetChoiceCount(); cc != nil {
 		n = cc.GetValue()
 	}
 	if n < minChoiceCount {
-		return nil, fieldErrorf("least_request_lb_config.choice_count", "%d is below %d (gRFC A48)", n, minChoiceCount)
+		return nil, nil, fieldErrorf("least_request_lb_config.choice_count", "%d is below %d (gRFC A48)", n, minChoiceCount)
 	}
 	n = min(n, maxChoiceCount)
-	return json.RawMessage(`[{"` + leastrequest.Name + `":{"choiceCount":` + strconv.FormatUint(uint64(n), 10) + `}}]`), nil
+	return json.RawMessage(`[{"` + leastrequest.Name + `":{"choiceCount":` + strconv.FormatUint(uint64(n), 10) + `}}]`), ignored, nil
 }
 
 // The outlier_detection_experimental config ParseCluster generates, in

@@ -154,6 +154,30 @@ var validClusters = []struct {
 	}), "c", `[{"weighted_round_robin":{}}]`, ``},
 }
 
+// TestParseClusterIgnoresWhatA48Ignores: active_request_bias and
+// slow_start_config of LEAST_REQUEST are ignored, as gRFC A48 says, and
+// listed for the resolver to log.
+func TestParseClusterIgnoresWhatA48Ignores(t *testing.T) {
+	c := edsCluster(withLeastRequest(&clusterv3.Cluster_LeastRequestLbConfig{
+		ActiveRequestBias: &corev3.RuntimeDouble{DefaultValue: 1, RuntimeKey: "k"},
+		SlowStartConfig:   &clusterv3.Cluster_SlowStartConfig{},
+	}))
+	got, err := xds.ParseCluster(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Policies.Endpoint) != `[{"least_request_experimental":{"choiceCount":2}}]` {
+		t.Errorf("endpoint policy %s", got.Policies.Endpoint)
+	}
+	if len(got.Ignored) != 2 || !strings.HasPrefix(got.Ignored[0], "least_request_lb_config.active_request_bias: ignored (gRFC A48)") ||
+		!strings.HasPrefix(got.Ignored[1], "least_request_lb_config.slow_start_config: ignored (gRFC A48)") {
+		t.Errorf("Ignored = %q", got.Ignored)
+	}
+	if plain, _ := xds.ParseCluster(edsCluster()); len(plain.Ignored) != 0 {
+		t.Errorf("a plain cluster lists ignored fields %q", plain.Ignored)
+	}
+}
+
 func TestParseClusterValid(t *testing.T) {
 	for _, tt := range validClusters {
 		t.Run(tt.name, func(t *testing.T) {
@@ -367,10 +391,6 @@ func TestParseClusterErrors(t *testing.T) {
 			"least_request_lb_config.choice_count: 0 is below 2 (gRFC A48)"},
 		{"choice count 1", edsCluster(withLeastRequest(&clusterv3.Cluster_LeastRequestLbConfig{ChoiceCount: u32(1)})), "least_request_lb_config.choice_count",
 			"least_request_lb_config.choice_count: 1 is below 2 (gRFC A48)"},
-		{"active request bias", edsCluster(withLeastRequest(&clusterv3.Cluster_LeastRequestLbConfig{ActiveRequestBias: &corev3.RuntimeDouble{DefaultValue: 1, RuntimeKey: "k"}})),
-			"least_request_lb_config.active_request_bias", "least_request_lb_config.active_request_bias: is not supported"},
-		{"least request slow start", edsCluster(withLeastRequest(&clusterv3.Cluster_LeastRequestLbConfig{SlowStartConfig: &clusterv3.Cluster_SlowStartConfig{}})),
-			"least_request_lb_config.slow_start_config", "least_request_lb_config.slow_start_config: slow start is not supported"},
 		{"subset load balancing", edsCluster(func(c *clusterv3.Cluster) {
 			c.LbSubsetConfig = &clusterv3.Cluster_LbSubsetConfig{SubsetSelectors: []*clusterv3.Cluster_LbSubsetConfig_LbSubsetSelector{{Keys: []string{"version"}}}}
 		}), "lb_subset_config", "lb_subset_config: subset load balancing is not supported"},

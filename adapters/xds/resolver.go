@@ -106,6 +106,9 @@ func (w clusterWatcher) update(v any) {
 		return
 	}
 	cfg := v.(ClusterConfig)
+	if len(cfg.Ignored) > 0 && (r.cfg == nil || !slices.Equal(r.cfg.Ignored, cfg.Ignored)) {
+		r.logger.Warn("xds: the cluster sets fields lbkit ignores", "fields", cfg.Ignored)
+	}
 	r.cfg = &cfg
 	if cfg.EDSServiceName != r.edsName {
 		r.followEndpoints(cfg.EDSServiceName)

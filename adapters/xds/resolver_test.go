@@ -2,6 +2,7 @@ package xds_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -19,12 +20,15 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
+	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/weight"
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -109,7 +113,7 @@ const testNode = controlplane.Node
 // Short names for the resources tests publish.
 var (
 	clusterNamed = controlplane.EDSCluster
-	assignment = controlplane.Assignment
+	assignment   = controlplane.Assignment
 )
 
 type locality = controlplane.Locality
@@ -579,5 +583,43 @@ func TestCloseWhileTheServerNeverAnswers(t *testing.T) {
 	}
 	if n := cc.Events.Pending(); n != 0 {
 		t.Logf("events before Close: %v", cc.Events.Peek())
+	}
+}
+
+func TestClusterPoliciesReachTheTree(t *testing.T) {
+	cp := startControlPlane(t)
+	c := clusterNamed("c1")
+	c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
+	c.LbConfig = &clusterv3.Cluster_LeastRequestLbConfig_{LeastRequestLbConfig: &clusterv3.Cluster_LeastRequestLbConfig{ChoiceCount: wrapperspb.UInt32(3)}}
+	c.OutlierDetection = &clusterv3.OutlierDetection{Interval: durationpb.New(5 * time.Second)}
+	cp.set("1", []*clusterv3.Cluster{c}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
+	sc := string(cc.NextState(t).ServiceConfig)
+	for _, s := range []string{`{"least_request_experimental":{"choiceCount":3}}`, `"outlier_detection_experimental"`, `"interval":"5s"`} {
+		if !strings.Contains(sc, s) {
+			t.Errorf("service config lacks %s:\n%s", s, sc)
+		}
+	}
+	if strings.Count(sc, `"outlier_detection_experimental"`) != 2 {
+		t.Errorf("want outlier detection once per priority:\n%s", sc)
+	}
+	if _, err := lb.ParseLoadBalancingConfig(json.RawMessage(sc[len(`{"loadBalancingConfig":`) : len(sc)-1])); err != nil {
+		t.Errorf("the tree does not parse: %v", err)
+	}
+
+	// Switching the cluster to a policy lbkit lacks is a NACK naming the
+	// field; the tree stays.
+	ring := clusterNamed("c1")
+	ring.LbPolicy = clusterv3.Cluster_RING_HASH
+	cp.set("2", []*clusterv3.Cluster{ring}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
+	nack := cp.waitRequest(ctxFor(t), func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.ClusterType && r.GetErrorDetail() != nil
+	})
+	if msg := nack.GetErrorDetail().GetMessage(); !strings.Contains(msg, "lb_policy: RING_HASH is not supported") {
+		t.Errorf("NACK detail %q", msg)
+	}
+	cp.waitRequest(ctxFor(t), acked(xds.EndpointType, "2"))
+	if n := cc.Events.Pending(); n != 0 {
+		t.Errorf("published %v after a refused cluster", cc.Events.Peek())
 	}
 }

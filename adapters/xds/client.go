@@ -345,7 +345,7 @@ func (c *client) session(ctx context.Context) bool {
 // their last values.
 func (c *client) streamFailed(err error) {
 	err = fmt.Errorf("xds: ADS stream to %s: %w", c.cfg.server.URI, err)
-	c.cfg.logger.Warn("xds: stream failed; serving the last resources received", "server", c.cfg.server.URI, "error", err)
+	c.cfg.logger.Warn("xds: stream failed; serving the last resources received", "error", err)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.connErr = err

@@ -96,64 +96,63 @@ func (r *xdsResolver) Close() {
 	r.b.release(r.key)
 }
 
+// locked runs fn with r.mu held, unless r is closed.
+func (r *xdsResolver) locked(fn func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		fn()
+	}
+}
+
+// clusterWatcher receives the cluster's CDS resource.
 type clusterWatcher struct{ r *xdsResolver }
 
 func (w clusterWatcher) update(v any) {
 	r := w.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
-	cfg := v.(ClusterConfig)
-	if len(cfg.Ignored) > 0 && (r.cfg == nil || !slices.Equal(r.cfg.Ignored, cfg.Ignored)) {
-		r.logger.Warn("xds: the cluster sets fields lbkit ignores", "fields", cfg.Ignored)
-	}
-	r.cfg = &cfg
-	if cfg.EDSServiceName != r.edsName {
-		r.followEndpoints(cfg.EDSServiceName)
-	}
-	r.publish()
+	r.locked(func() {
+		cfg := v.(ClusterConfig)
+		if len(cfg.Ignored) > 0 && (r.cfg == nil || !slices.Equal(r.cfg.Ignored, cfg.Ignored)) {
+			r.logger.Warn("xds: the cluster sets fields lbkit ignores", "fields", cfg.Ignored)
+		}
+		r.cfg = &cfg
+		if cfg.EDSServiceName != r.edsName {
+			r.followEndpoints(cfg.EDSServiceName)
+		}
+		r.publish()
+	})
 }
 
-func (w clusterWatcher) failed(err error) { w.r.failed(err) }
+func (w clusterWatcher) failed(err error) { w.r.locked(func() { w.r.failed(err) }) }
 
 func (w clusterWatcher) missing() {
 	r := w.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
-	r.cfg = nil
-	r.followEndpoints("")
-	r.publishEmpty(fmt.Errorf("xds: cluster %q does not exist on the management server %s", r.cluster, r.c.cfg.server.URI))
+	r.locked(func() {
+		r.cfg = nil
+		r.followEndpoints("")
+		r.publishEmpty(fmt.Errorf("xds: cluster %q does not exist on the management server %s", r.cluster, r.c.cfg.server.URI))
+	})
 }
 
+// endpointWatcher receives the cluster's EDS resource.
 type endpointWatcher struct{ r *xdsResolver }
 
 func (w endpointWatcher) update(v any) {
 	r := w.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
-	r.cla = v.(*eds.ClusterLoadAssignment)
-	r.publish()
+	r.locked(func() {
+		r.cla = v.(*eds.ClusterLoadAssignment)
+		r.publish()
+	})
 }
 
-func (w endpointWatcher) failed(err error) { w.r.failed(err) }
+func (w endpointWatcher) failed(err error) { w.r.locked(func() { w.r.failed(err) }) }
 
 func (w endpointWatcher) missing() {
 	r := w.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
-	r.cla = nil
-	r.publishEmpty(fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", r.cluster, r.edsName, r.c.cfg.server.URI))
+	r.locked(func() {
+		r.cla = nil
+		r.publishEmpty(fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", r.cluster, r.edsName, r.c.cfg.server.URI))
+	})
 }
 
 // followEndpoints switches the EDS subscription to name ("" for none).
@@ -171,13 +170,8 @@ func (r *xdsResolver) followEndpoints(name string) {
 
 // failed reports err to the channel when nothing good was published yet;
 // otherwise the last good state stays in use and err is logged (gRFC
-// A57).
+// A57). The caller holds r.mu.
 func (r *xdsResolver) failed(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
 	if r.published == nil {
 		r.cc.ReportError(err)
 		return

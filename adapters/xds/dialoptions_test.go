@@ -2,16 +2,10 @@ package xds_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io/fs"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -26,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/lbkit/lbkit/adapters/xds"
+	"github.com/lbkit/lbkit/internal/testpki"
 )
 
 // testPKI is a CA with a server certificate for 127.0.0.1 and a client
@@ -34,86 +29,33 @@ type testPKI struct {
 	caFile, certFile, keyFile string // client side
 	server                    tls.Certificate
 	pool                      *x509.CertPool
-	ca                        *x509.Certificate
-	caKey                     *ecdsa.PrivateKey
+	ca                        *testpki.CA
 }
 
 func newTestPKI(t *testing.T) testPKI {
 	t.Helper()
 	dir := t.TempDir()
-	caKey := newKey(t)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "lbkit test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := testPKI{pool: x509.NewCertPool(), ca: ca, caKey: caKey}
-	p.pool.AddCert(ca)
-	srvDER, srvKey := p.issue(t, "127.0.0.1", x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
+	ca := testpki.NewCA(t)
+	p := testPKI{pool: ca.Pool, ca: ca}
+	srvDER, srvKey := ca.Issue(t, testpki.Leaf{CommonName: "127.0.0.1", Usage: x509.ExtKeyUsageServerAuth, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
 	p.server = tls.Certificate{Certificate: [][]byte{srvDER}, PrivateKey: srvKey}
-	p.caFile = writePEM(t, dir, "ca.pem", "CERTIFICATE", caDER)
+	p.caFile = testpki.WritePEM(t, dir, "ca.pem", "CERTIFICATE", ca.DER)
 	p.certFile, p.keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	p.writeClient(t, "client-1")
 	return p
-}
-
-// issue returns a certificate for cn signed by the CA, and its key.
-func (p testPKI) issue(t *testing.T, cn string, usage x509.ExtKeyUsage, ips []net.IP) ([]byte, *ecdsa.PrivateKey) {
-	t.Helper()
-	key := newKey(t)
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der, key
 }
 
 // writeClient writes a new client certificate for cn, and its key, over
 // the client's files.
 func (p testPKI) writeClient(t *testing.T, cn string) {
 	t.Helper()
-	der, key := p.issue(t, cn, x509.ExtKeyUsageClientAuth, nil)
+	der, key := p.ca.Issue(t, testpki.Leaf{CommonName: cn, Usage: x509.ExtKeyUsageClientAuth})
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writePEM(t, filepath.Dir(p.certFile), filepath.Base(p.certFile), "CERTIFICATE", der)
-	writePEM(t, filepath.Dir(p.keyFile), filepath.Base(p.keyFile), "EC PRIVATE KEY", keyDER)
-}
-
-func newKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
-}
-
-func writePEM(t *testing.T, dir, name, typ string, der []byte) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	testpki.WritePEM(t, filepath.Dir(p.certFile), filepath.Base(p.certFile), "CERTIFICATE", der)
+	testpki.WritePEM(t, filepath.Dir(p.keyFile), filepath.Base(p.keyFile), "EC PRIVATE KEY", keyDER)
 }
 
 // startServer starts a real gRPC server with no services on loopback and

@@ -57,7 +57,6 @@ func decodeEndpoints(raw []byte) (string, any, error) {
 // published as the eds package's tree. Its state is guarded by mu; the
 // client calls it on its callback goroutine.
 type xdsResolver struct {
-	b       *Builder
 	c       *client
 	key     poolKey
 	cc      resolver.ClientConn
@@ -93,7 +92,7 @@ func (r *xdsResolver) Close() {
 	if edsw != nil {
 		edsw.Cancel()
 	}
-	r.b.release(r.key)
+	release(r.key)
 }
 
 // locked runs fn with r.mu held, unless r is closed.

@@ -20,6 +20,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
+	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/hierarchy"
@@ -621,5 +622,44 @@ func TestClusterPoliciesReachTheTree(t *testing.T) {
 	cp.waitRequest(ctxFor(t), acked(xds.EndpointType, "2"))
 	if n := cc.Events.Pending(); n != 0 {
 		t.Errorf("published %v after a refused cluster", cc.Events.Peek())
+	}
+}
+
+func TestBuildersShareStreamsAcrossTheProcess(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
+	clk := clock.NewMock()
+	// Two Builders made alike share one stream; a third with another
+	// resource timeout has its own.
+	cc1, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, newLogWaiter())
+	cc2, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, newLogWaiter())
+	cc1.NextState(t)
+	cc2.NextState(t)
+	if n := cp.streamCount(); n != 1 {
+		t.Errorf("%d streams for two alike builders, want 1", n)
+	}
+	cc3, _ := follow(t, testBuilder(t, cp.addr, xds.WithResourceTimeout(time.Minute)), "c1", clk, newLogWaiter())
+	cc3.NextState(t)
+	if n := cp.streamCount(); n != 2 {
+		t.Errorf("%d streams after a builder with other options, want 2", n)
+	}
+}
+
+func TestChannelsWithRealClocksShareAStream(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
+	b := testBuilder(t, cp.addr)
+	for range 3 {
+		ch, err := conn.New("xds:///c1", conn.WithResolver(b), conn.WithDialer(standIn{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ch.Close()
+		if _, err := ch.Pick(ctxFor(t), conn.PickOptions{WaitForReady: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := cp.streamCount(); n != 1 {
+		t.Errorf("%d streams for three channels, want 1", n)
 	}
 }

@@ -8,14 +8,17 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/backoff"
 )
 
 // namedServers starts an HTTP server per name that answers with its name,
@@ -44,7 +47,8 @@ func get(client *http.Client) (string, error) {
 
 // TestChannelFollowsTheControlPlane sends real HTTP requests through a
 // channel following a real management server: each snapshot moves the
-// traffic, and the cluster's removal fails requests with the reason.
+// traffic, the server's outage changes nothing, and the cluster's removal
+// fails requests with the reason.
 func TestChannelFollowsTheControlPlane(t *testing.T) {
 	addrs := namedServers(t, "one", "two", "three")
 	cp := startControlPlane(t)
@@ -52,7 +56,8 @@ func TestChannelFollowsTheControlPlane(t *testing.T) {
 	cp.set("1", cluster, []*endpointv3.ClusterLoadAssignment{
 		assignment("demo", locality{Zone: "a", Weight: 1, Addrs: addrs[:2]}),
 	})
-	ch, err := conn.New("xds:///demo", conn.WithResolver(testBuilder(t, cp.addr)))
+	fast := backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.6, MaxDelay: 100 * time.Millisecond}
+	ch, err := conn.New("xds:///demo", conn.WithResolver(testBuilder(t, cp.addr, xds.WithBackoff(fast))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +106,20 @@ func TestChannelFollowsTheControlPlane(t *testing.T) {
 			t.Fatalf("after snapshot 2: %q, %v", name, err)
 		}
 	}
+
+	// The management server goes away: the channel keeps serving its last
+	// state; it comes back, and the client subscribes again.
+	streams := cp.streamCount()
+	cp.stop()
+	for range 10 {
+		if name, err := get(client); name != "three" || err != nil {
+			t.Fatalf("while the server is down: %q, %v", name, err)
+		}
+	}
+	cp.restart()
+	cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.EndpointType && r.GetVersionInfo() == "2" && cp.streamCount() > streams
+	})
 
 	// Snapshot 3 removes the cluster: the channel fails requests with the
 	// reason. (The resolver publishes the empty tree, then the reason: a

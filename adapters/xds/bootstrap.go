@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lbkit/lbkit/internal/regularfile"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -168,15 +170,21 @@ func ParseBootstrap(data []byte) (*Bootstrap, error) {
 	return b, nil
 }
 
+// MaxBootstrapSize is the largest bootstrap file LoadBootstrap reads: 1 MiB.
+const MaxBootstrapSize = 1 << 20
+
 // LoadBootstrap reads the bootstrap as gRPC does: from the file named by
 // [BootstrapFileEnv] when that is set and not empty, else from the JSON in
-// [BootstrapConfigEnv]; [ErrNoBootstrap] when neither is set. A file that
-// cannot be read is an error naming the variable and the path; a document
+// [BootstrapConfigEnv]; [ErrNoBootstrap] when neither is set. The file
+// must be a regular file of at most [MaxBootstrapSize] bytes: a FIFO or a
+// device is refused without a byte read, so a misconfiguration cannot hang
+// a channel's start. A file that cannot be read is an error naming the
+// variable and the path; a document
 // [ParseBootstrap] refuses is an error naming where it came from and
 // wrapping the [*lb.ConfigError].
 func LoadBootstrap() (*Bootstrap, error) {
 	if path := os.Getenv(BootstrapFileEnv); path != "" {
-		data, err := os.ReadFile(path)
+		data, err := regularfile.Read(path, MaxBootstrapSize)
 		if err != nil {
 			return nil, fmt.Errorf("xds: bootstrap file %q (from %s): %w", path, BootstrapFileEnv, err)
 		}

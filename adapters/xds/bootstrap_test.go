@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/lbkit/lbkit/adapters/xds"
@@ -243,4 +244,19 @@ func FuzzParseBootstrap(f *testing.F) {
 		}
 		_ = b.Node.Proto()
 	})
+}
+
+// A bootstrap file that is a FIFO is refused at once, not read: a channel's
+// start cannot hang on it.
+func TestLoadBootstrapRefusesAFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "bootstrap.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	t.Setenv(xds.BootstrapFileEnv, fifo)
+	t.Setenv(xds.BootstrapConfigEnv, "")
+	_, err := xds.LoadBootstrap()
+	if err == nil || !strings.Contains(err.Error(), "not a regular file") || !strings.Contains(err.Error(), xds.BootstrapFileEnv) {
+		t.Errorf("LoadBootstrap of a FIFO: %v", err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/resolver"
 )
 
 // Snapshot describes a channel at one moment: its state and its balancer
@@ -26,6 +27,10 @@ type Snapshot struct {
 	// the old one in use (a policy change in the service config); nil
 	// otherwise.
 	Pending *lb.Node `json:"pending,omitempty"`
+	// Resolver is the resolver's account of itself when it gives one
+	// ([resolver.Describer]; the xds resolver does); nil otherwise or
+	// while the channel is idle.
+	Resolver *resolver.Description `json:"resolver,omitempty"`
 }
 
 // Snapshot describes the channel. It runs on the channel's serializer, so
@@ -43,6 +48,10 @@ func (c *Channel) Snapshot(ctx context.Context) (Snapshot, error) {
 		s = Snapshot{Target: c.target, Time: c.clock.Now(), State: c.State()}
 		s.Balancer = c.describe(c.current)
 		s.Pending = c.describe(c.pending)
+		if d, ok := c.res.(resolver.Describer); ok {
+			desc := d.Describe()
+			s.Resolver = &desc
+		}
 	})
 	switch {
 	case err == nil && s.Target == "":

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
@@ -94,5 +95,45 @@ func TestSnapshotShowsEndpointsConnectionsAndHealth(t *testing.T) {
 	c.Close()
 	if _, err := c.Snapshot(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Snapshot after Close: %v, want ErrClosed", err)
+	}
+}
+
+// describingResolver is a test resolver that describes itself.
+type describingResolver struct{ testResolver }
+
+func (r *describingResolver) Build(t resolver.Target, cc resolver.ClientConn, o resolver.BuildOptions) (resolver.Resolver, error) {
+	if _, err := r.testResolver.Build(t, cc, o); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *describingResolver) Describe() resolver.Description {
+	return resolver.Description{Facts: []resolver.Fact{{Name: "cluster", Value: "payments"}}, LastError: "refused"}
+}
+
+// A resolver that describes itself appears in the snapshot; one that does
+// not leaves Resolver nil.
+func TestSnapshotCarriesTheResolversDescription(t *testing.T) {
+	r := &describingResolver{}
+	c, err := New("test:///svc", WithResolver(r), WithClock(clock.NewMock()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Connect()
+	s := snapshot(t, c)
+	if s.Resolver == nil || len(s.Resolver.Facts) != 1 || s.Resolver.Facts[0] != (resolver.Fact{Name: "cluster", Value: "payments"}) || s.Resolver.LastError != "refused" {
+		t.Errorf("Resolver = %+v", s.Resolver)
+	}
+	js, err := json.Marshal(s)
+	if err != nil || !strings.Contains(string(js), `"resolver":{"facts":[{"name":"cluster","value":"payments"}],"lastError":"refused"}`) {
+		t.Errorf("JSON %s, %v", js, err)
+	}
+
+	plain, _, _ := newTestChannel(t)
+	plain.Connect()
+	if s := snapshot(t, plain); s.Resolver != nil {
+		t.Errorf("a resolver without Describe: Resolver = %+v", s.Resolver)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
 	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/conn/debugpage"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/backoff"
 )
@@ -215,4 +216,84 @@ func exampleServers(names ...string) ([]string, func()) {
 			s()
 		}
 	}
+}
+
+// The channel's snapshot and its debug page show what the xds resolver
+// follows: the cluster, the stream, the versions accepted, the policies,
+// and a refused resource's reason.
+func TestSnapshotAndDebugPageShowTheXDSState(t *testing.T) {
+	cp := startControlPlane(t)
+	good := assignment("demo", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80", "10.0.0.2:80"}})
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("demo")}, []*endpointv3.ClusterLoadAssignment{good})
+	ch, err := conn.New("xds:///demo", conn.WithResolver(testBuilder(t, cp.addr)), conn.WithDialer(standIn{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	ctx := ctxFor(t)
+	if _, err := ch.Pick(ctx, conn.PickOptions{WaitForReady: true}); err != nil {
+		t.Fatal(err)
+	}
+	facts := func() (map[string]string, string) {
+		s, err := ch.Snapshot(ctx)
+		if err != nil || s.Resolver == nil {
+			t.Fatalf("Snapshot: %+v, %v", s.Resolver, err)
+		}
+		m := map[string]string{}
+		for _, f := range s.Resolver.Facts {
+			m[f.Name] = f.Value
+		}
+		return m, s.Resolver.LastError
+	}
+	got, lastErr := facts()
+	want := map[string]string{"cluster": "demo", "management server": cp.addr, "ADS stream": "up", "clusters version": "1",
+		"endpoints resource": "demo", "endpoints version": "1", "endpoint policy": `[{"weighted_round_robin":{}}]`,
+		"outlier detection": "off", "addresses published": "2"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("fact %q = %q, want %q", k, got[k], v)
+		}
+	}
+	if lastErr != "" {
+		t.Errorf("LastError %q with nothing wrong", lastErr)
+	}
+	_, page := getPage(t, debugpage.New(ch))
+	for _, s := range []string{`data-role="resolver"`, "clusters version", "management server", cp.addr} {
+		if !strings.Contains(page, s) {
+			t.Errorf("debug page lacks %q", s)
+		}
+	}
+
+	// A refused assignment: the reason shows until a good one comes.
+	bad := assignment("demo", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.9:80"}})
+	bad.Endpoints[0].LbEndpoints[0].GetEndpoint().GetAddress().GetSocketAddress().PortSpecifier = nil
+	cp.set("2", []*clusterv3.Cluster{clusterNamed("demo")}, []*endpointv3.ClusterLoadAssignment{bad})
+	for {
+		if _, lastErr = facts(); strings.Contains(lastErr, "port_value") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("LastError %q never named the refused field", lastErr)
+		}
+		runtime.Gosched()
+	}
+	cp.set("3", []*clusterv3.Cluster{clusterNamed("demo")}, []*endpointv3.ClusterLoadAssignment{good})
+	for {
+		if got, lastErr = facts(); lastErr == "" && got["endpoints version"] == "3" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("after a good assignment: %v, LastError %q", got, lastErr)
+		}
+		runtime.Gosched()
+	}
+}
+
+// getPage gets the HTML page of h.
+func getPage(t *testing.T, h http.Handler) (*http.Response, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	body, _ := io.ReadAll(rec.Result().Body)
+	return rec.Result(), string(body)
 }

@@ -245,6 +245,14 @@ func (wt *Watch) Cancel() {
 	c.signal()
 }
 
+// typeStatus returns the last version of type url the client accepted,
+// and whether its stream is up.
+func (c *client) typeStatus(url string) (version string, live bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.types[url].version, c.live
+}
+
 // signal wakes the sender. The caller holds c.mu.
 func (c *client) signal() {
 	select {

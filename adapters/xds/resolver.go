@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -72,6 +74,58 @@ type xdsResolver struct {
 	cla       *eds.ClusterLoadAssignment
 	namer     eds.Namer
 	published *resolver.State
+	// The problems that still stand, for Describe: the cluster's and the
+	// endpoints' (refused, missing, stream lost; cleared by their next
+	// valid value) and the tree's (it cannot be built, or is empty;
+	// cleared when a tree with addresses is published).
+	cdsErr, edsErr, treeErr error
+}
+
+// Describe says what the resolver follows and where it stands, for the
+// channel's snapshot and debug page: the cluster, the server and its
+// stream, the versions accepted, the policies and the addresses published.
+// It is safe for concurrent use and does no I/O.
+func (r *xdsResolver) Describe() resolver.Description {
+	cdsVersion, live := r.c.typeStatus(ClusterType)
+	edsVersion, _ := r.c.typeStatus(EndpointType)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stream := "down (reconnecting)"
+	if live {
+		stream = "up"
+	}
+	facts := []resolver.Fact{
+		{Name: "cluster", Value: r.cluster},
+		{Name: "management server", Value: r.c.cfg.server.URI},
+		{Name: "ADS stream", Value: stream},
+		{Name: "clusters version", Value: cdsVersion},
+	}
+	if r.edsName != "" {
+		facts = append(facts, resolver.Fact{Name: "endpoints resource", Value: r.edsName}, resolver.Fact{Name: "endpoints version", Value: edsVersion})
+	}
+	if r.cfg != nil {
+		leaf := string(r.cfg.Policies.Endpoint)
+		if leaf == "" {
+			leaf = "default"
+		}
+		od := "off"
+		if len(r.cfg.Policies.OutlierDetection) > 0 {
+			od = string(r.cfg.Policies.OutlierDetection)
+		}
+		facts = append(facts, resolver.Fact{Name: "endpoint policy", Value: leaf}, resolver.Fact{Name: "outlier detection", Value: od})
+	}
+	if r.published != nil {
+		facts = append(facts, resolver.Fact{Name: "addresses published", Value: strconv.Itoa(len(r.published.Addresses))})
+	}
+	d := resolver.Description{Facts: facts}
+	var problems []string
+	for _, err := range []error{r.cdsErr, r.edsErr, r.treeErr} {
+		if err != nil && !slices.Contains(problems, err.Error()) {
+			problems = append(problems, err.Error())
+		}
+	}
+	d.LastError = strings.Join(problems, "; ")
+	return d
 }
 
 // ResolveNow does nothing: the management server pushes every change.
@@ -114,7 +168,7 @@ func (w clusterWatcher) update(v any) {
 		if len(cfg.Ignored) > 0 && (r.cfg == nil || !slices.Equal(r.cfg.Ignored, cfg.Ignored)) {
 			r.logger.Warn("xds: the cluster sets fields lbkit ignores", "fields", cfg.Ignored)
 		}
-		r.cfg = &cfg
+		r.cfg, r.cdsErr = &cfg, nil
 		if cfg.EDSServiceName != r.edsName {
 			r.followEndpoints(cfg.EDSServiceName)
 		}
@@ -122,14 +176,15 @@ func (w clusterWatcher) update(v any) {
 	})
 }
 
-func (w clusterWatcher) failed(err error) { w.r.locked(func() { w.r.failed(err) }) }
+func (w clusterWatcher) failed(err error) { w.r.locked(func() { w.r.failed(&w.r.cdsErr, err) }) }
 
 func (w clusterWatcher) missing() {
 	r := w.r
 	r.locked(func() {
 		r.cfg = nil
 		r.followEndpoints("")
-		r.publishEmpty(fmt.Errorf("xds: cluster %q does not exist on the management server %s", r.cluster, r.c.cfg.server.URI))
+		r.cdsErr = fmt.Errorf("xds: cluster %q does not exist on the management server %s", r.cluster, r.c.cfg.server.URI)
+		r.publishEmpty(r.cdsErr)
 	})
 }
 
@@ -139,18 +194,19 @@ type endpointWatcher struct{ r *xdsResolver }
 func (w endpointWatcher) update(v any) {
 	r := w.r
 	r.locked(func() {
-		r.cla = v.(*eds.ClusterLoadAssignment)
+		r.cla, r.edsErr = v.(*eds.ClusterLoadAssignment), nil
 		r.publish()
 	})
 }
 
-func (w endpointWatcher) failed(err error) { w.r.locked(func() { w.r.failed(err) }) }
+func (w endpointWatcher) failed(err error) { w.r.locked(func() { w.r.failed(&w.r.edsErr, err) }) }
 
 func (w endpointWatcher) missing() {
 	r := w.r
 	r.locked(func() {
 		r.cla = nil
-		r.publishEmpty(fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", r.cluster, r.edsName, r.c.cfg.server.URI))
+		r.edsErr = fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", r.cluster, r.edsName, r.c.cfg.server.URI)
+		r.publishEmpty(r.edsErr)
 	})
 }
 
@@ -170,7 +226,8 @@ func (r *xdsResolver) followEndpoints(name string) {
 // failed reports err to the channel when nothing good was published yet;
 // otherwise the last good state stays in use and err is logged (gRFC
 // A57). The caller holds r.mu.
-func (r *xdsResolver) failed(err error) {
+func (r *xdsResolver) failed(on *error, err error) {
+	*on = err
 	if r.published == nil {
 		r.cc.ReportError(err)
 		return
@@ -187,6 +244,7 @@ func (r *xdsResolver) publish() {
 	conv, err := r.namer.Convert(r.cla, r.cfg.Policies)
 	if err != nil {
 		err = fmt.Errorf("xds: cluster %q: %w", r.cluster, err)
+		r.treeErr = err
 		if r.published == nil {
 			r.cc.ReportError(err)
 		}
@@ -204,8 +262,10 @@ func (r *xdsResolver) publish() {
 		return
 	}
 	r.published = &conv.State
+	r.treeErr = nil
 	if conv.Empty != nil {
-		r.cc.ReportError(fmt.Errorf("xds: cluster %q: %w", r.cluster, conv.Empty))
+		r.treeErr = fmt.Errorf("xds: cluster %q: %w", r.cluster, conv.Empty)
+		r.cc.ReportError(r.treeErr)
 	}
 	r.logger.Debug("xds: published", "addresses", len(conv.State.Addresses))
 }

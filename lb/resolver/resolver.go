@@ -171,3 +171,30 @@ type Resolver interface {
 	// nothing when it ends.
 	Close()
 }
+
+// Describer is implemented by resolvers that can say what they follow and
+// where they stand, for a channel's snapshot (conn's Channel.Snapshot and
+// its debug page). Describe is called from the channel's serialized calls:
+// it must be safe for concurrent use and return promptly, without I/O.
+type Describer interface {
+	Describe() Description
+}
+
+// Description is a resolver's account of itself.
+type Description struct {
+	// Facts are what the resolver follows and its progress, in a fixed
+	// order, such as {"cluster", "payments"} and {"endpoints version",
+	// "42"}.
+	Facts []Fact `json:"facts,omitempty"`
+	// LastError is the last problem the resolver met that still stands
+	// (a refused update, a lost connection); empty when there is none.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Fact is one named value of a [Description].
+type Fact struct {
+	// Name names the fact, such as "cluster".
+	Name string `json:"name"`
+	// Value is its value, as text.
+	Value string `json:"value"`
+}

@@ -3,9 +3,12 @@ package eds
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"sync/atomic"
 
 	"github.com/benbjohnson/clock"
 
@@ -36,6 +39,48 @@ type fileResolver struct {
 	seenAny  bool              // seen is set
 	readErr  string            // text of the last read error reported; "" if the last read worked
 	accepted *resolver.State   // the last state the channel accepted; nil if none
+
+	// contentProblem is what is wrong with the content in use (invalid,
+	// or an empty tree); nil when nothing is. Owned by run.
+	contentProblem error
+	// desc is what Describe returns, replaced by run after each read.
+	desc atomic.Pointer[resolver.Description]
+}
+
+// Describe says which file the resolver reads, the hash of the content in
+// use, the addresses published and the problem that stands, if any (a
+// read or parse error, an empty tree). It is safe for concurrent use.
+func (r *fileResolver) Describe() resolver.Description {
+	if d := r.desc.Load(); d != nil {
+		return *d
+	}
+	return resolver.Description{Facts: []resolver.Fact{{Name: "file", Value: r.file}}}
+}
+
+// describe records what Describe returns after a read of content whose
+// problem is problem (nil for none). Run only.
+func (r *fileResolver) describe(problem error) {
+	r.contentProblem = problem
+	r.describeWith(problem)
+}
+
+// describeWith records what Describe returns with problem as the one that
+// stands, leaving contentProblem alone (a read error). Run only.
+func (r *fileResolver) describeWith(problem error) {
+	d := resolver.Description{Facts: []resolver.Fact{
+		{Name: "file", Value: r.file},
+		{Name: "poll interval", Value: r.cfg.pollInterval.String()},
+	}}
+	if r.seenAny {
+		d.Facts = append(d.Facts, resolver.Fact{Name: "content SHA-256", Value: hex.EncodeToString(r.seen[:8])})
+	}
+	if r.accepted != nil {
+		d.Facts = append(d.Facts, resolver.Fact{Name: "addresses published", Value: strconv.Itoa(len(r.accepted.Addresses))})
+	}
+	if problem != nil {
+		d.LastError = problem.Error()
+	}
+	r.desc.Store(&d)
 }
 
 func start(rc resolverConfig) *fileResolver {
@@ -111,12 +156,16 @@ func (r *fileResolver) process(data []byte, err error, forced bool) {
 		msg := err.Error()
 		if forced || msg != r.readErr {
 			r.readErr = msg
+			r.describeWith(fmt.Errorf("eds: reading %s: %w", r.file, err))
 			r.logger.Warn("eds: cannot read the file; keeping the last good state", "error", err)
 			r.cc.ReportError(fmt.Errorf("eds: reading %s: %w", r.file, err))
 		}
 		return
 	}
-	r.readErr = ""
+	if r.readErr != "" {
+		r.readErr = ""
+		r.describeWith(r.contentProblem) // the read error no longer stands
+	}
 	sum := sha256.Sum256(data)
 	if !forced && r.seenAny && sum == r.seen {
 		return // unchanged
@@ -137,6 +186,7 @@ func (r *fileResolver) process(data []byte, err error, forced bool) {
 	}
 	if r.accepted != nil && sameState(*r.accepted, st) {
 		r.logger.Debug("eds: file changed but the state did not; nothing to publish")
+		r.describe(nil)
 		return
 	}
 	if len(dropped.localities) > 0 || dropped.unusable > 0 {
@@ -144,26 +194,36 @@ func (r *fileResolver) process(data []byte, err error, forced bool) {
 		r.logger.Warn("eds: parts of the assignment are left out of the tree", "cluster", cla.ClusterName,
 			"localities", dropped.localities, "empty_priorities", dropped.priorities, "endpoints_not_healthy", dropped.unusable)
 	}
+	// Describe shows the new state before the channel hears of it, so
+	// that whoever sees the update sees its description.
+	prev := r.accepted
+	r.accepted = &st
+	var problem error
+	if len(st.Addresses) == 0 {
+		problem = fmt.Errorf("eds: file %s: %w", r.file, dropped.emptyTree())
+	}
+	r.describe(problem)
 	if err := r.cc.UpdateState(st); err != nil {
-		r.namer = *saved
+		r.namer, r.accepted = *saved, prev
 		r.logger.Warn("eds: the channel rejected the state; it is published again on the next change or ResolveNow", "error", err)
+		r.describeWith(fmt.Errorf("eds: the channel rejected the state: %w", err))
 		return
 	}
-	if len(st.Addresses) == 0 {
+	if problem != nil {
 		// The priority policy fails picks with this reason beside its
 		// "empty priority list".
-		err := dropped.emptyTree()
-		r.logger.Warn("eds: the assignment has no usable endpoint; publishing an empty state", "cluster", cla.ClusterName, "reason", err)
-		r.cc.ReportError(fmt.Errorf("eds: file %s: %w", r.file, err))
+		r.logger.Warn("eds: the assignment has no usable endpoint; publishing an empty state", "cluster", cla.ClusterName, "reason", dropped.emptyTree())
+		r.cc.ReportError(problem)
 	}
-	r.accepted = &st
 	r.logger.Debug("eds: published", "cluster", cla.ClusterName, "addresses", len(st.Addresses))
 }
 
 // report reports an invalid assignment to the channel.
 func (r *fileResolver) report(err error) {
 	r.logger.Warn("eds: invalid assignment; keeping the last good state", "error", err)
-	r.cc.ReportError(fmt.Errorf("eds: file %s: %w", r.file, err))
+	err = fmt.Errorf("eds: file %s: %w", r.file, err)
+	r.describe(err)
+	r.cc.ReportError(err)
 }
 
 // sameState reports whether a and b publish the same thing.

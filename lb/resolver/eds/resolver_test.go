@@ -165,3 +165,31 @@ func checkQuiet(t *testing.T, cc *fakeCC) {
 		t.Fatalf("unexpected ClientConn calls %v", p)
 	}
 }
+
+// Describe names the file, the content's hash and the addresses published,
+// and the problem that stands: an invalid file, until a valid one.
+func TestDescribeShowsTheFileAndTheProblem(t *testing.T) {
+	cc := &fakeCC{}
+	e := newEnv(t, assignment("10.0.0.1", "10.0.0.2"), cc)
+	cc.NextState(t)
+	d := e.r.(resolver.Describer).Describe()
+	facts := map[string]string{}
+	for _, f := range d.Facts {
+		facts[f.Name] = f.Value
+	}
+	if facts["file"] != e.file || facts["addresses published"] != "2" || len(facts["content SHA-256"]) != 16 || d.LastError != "" {
+		t.Errorf("Describe = %+v", d)
+	}
+	e.write(t, `{"cluster_name":""}`)
+	e.poll(t)
+	cc.NextError(t)
+	if d := e.r.(resolver.Describer).Describe(); !strings.Contains(d.LastError, "cluster_name") {
+		t.Errorf("after an invalid file: LastError %q", d.LastError)
+	}
+	e.write(t, assignment("10.0.0.3"))
+	e.poll(t)
+	cc.NextState(t)
+	if d := e.r.(resolver.Describer).Describe(); d.LastError != "" {
+		t.Errorf("after a valid file: LastError %q", d.LastError)
+	}
+}

@@ -1,0 +1,104 @@
+package demo
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Watch times how long after its step the traffic reflected the step.
+// A Watch belongs to one step of one run.
+type Watch struct {
+	// Name identifies the watch in [Summary.Watch].
+	Name string
+	// Until is what the requests served after the step must show.
+	Until Condition
+	// Report is the summary's line when the condition was met, with one
+	// %v for the time since the step.
+	Report string
+	// Missing is the summary's line when it was never met; "" prints
+	// nothing.
+	Missing string
+
+	// Guarded by the recorder's lock once the step started it.
+	since time.Time
+	seen  bool
+	got   time.Duration
+}
+
+// Condition is what a [Watch] waits for in the requests served after its
+// step. A Condition serves one Watch: it may keep state.
+type Condition struct {
+	// met is called with the backend of each request served after the
+	// step, in the order they completed; it reports whether that request
+	// shows the step took effect.
+	met func(backend string) bool
+	// last times the last request that met the condition instead of the
+	// first.
+	last bool
+}
+
+// FirstRequestTo is met by the first request served by one of names.
+func FirstRequestTo(names ...string) Condition {
+	return Condition{met: func(b string) bool { return slices.Contains(names, b) }}
+}
+
+// LastRequestTo times the last request served by one of names: how long
+// the backends kept serving after the step (a drain).
+func LastRequestTo(names ...string) Condition {
+	return Condition{met: func(b string) bool { return slices.Contains(names, b) }, last: true}
+}
+
+// ShareReaches is met by the first request after which names served a
+// share within tolerance of want (fractions of 1) of the latest window
+// requests served after the step.
+func ShareReaches(names []string, want, tolerance float64, window int) Condition {
+	ring := make([]bool, window)
+	n, in := 0, 0 // requests seen, and how many of the latest window were to names
+	return Condition{met: func(b string) bool {
+		i := n % window
+		if n >= window && ring[i] {
+			in--
+		}
+		ring[i] = slices.Contains(names, b)
+		if ring[i] {
+			in++
+		}
+		n++
+		share := float64(in) / float64(window)
+		return n >= window && share >= want-tolerance && share <= want+tolerance
+	}}
+}
+
+// start begins timing at now.
+func (w *Watch) start(now time.Time) { w.since = now }
+
+// observe sees one request served at now by backend.
+func (w *Watch) observe(backend string, now time.Time) {
+	if w.seen && !w.Until.last {
+		return
+	}
+	if w.Until.met(backend) {
+		w.seen, w.got = true, now.Sub(w.since)
+	}
+}
+
+// WatchResult is what one [Watch] found.
+type WatchResult struct {
+	Name string
+	// Seen reports whether the condition was met; After is how long after
+	// the step.
+	Seen  bool
+	After time.Duration
+	// Line is the summary's line: the watch's Report or Missing.
+	Line string
+}
+
+// result returns what w found.
+func (w *Watch) result() WatchResult {
+	r := WatchResult{Name: w.Name, Seen: w.seen, After: w.got, Line: w.Missing}
+	if w.seen {
+		r.Line = fmt.Sprintf(w.Report, w.got.Round(Millisecond))
+	}
+	return r
+}

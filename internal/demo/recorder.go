@@ -23,19 +23,23 @@ type recorder struct {
 	mu      sync.Mutex
 	current map[string]int // by backend name
 	errors  int
-	watches []*Watch
+	watches []*Watch // every watch started, in order
+	active  []*Watch // the latest step's
 }
 
 func newRecorder(base http.RoundTripper, nameOf func(string) string) *recorder {
 	return &recorder{base: base, nameOf: nameOf, current: map[string]int{}}
 }
 
-// watch starts w at now.
-func (r *recorder) watch(w *Watch, now time.Time) {
+// step ends the watches of the previous step and starts ws at now.
+func (r *recorder) step(ws []*Watch, now time.Time) {
 	r.mu.Lock()
-	w.start(now)
-	r.watches = append(r.watches, w)
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	for _, w := range ws {
+		w.start(now)
+	}
+	r.watches = append(r.watches, ws...)
+	r.active = ws
 }
 
 // RoundTrip sends req through the channel and counts the outcome: a
@@ -51,7 +55,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		name := r.nameOf(backend.Addr)
 		r.mu.Lock()
 		r.current[name]++
-		for _, w := range r.watches {
+		for _, w := range r.active {
 			w.observe(name, now)
 		}
 		r.mu.Unlock()

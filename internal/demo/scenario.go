@@ -43,7 +43,8 @@ type Scenario struct {
 
 // Step is something the script does at a point of the run.
 type Step struct {
-	// At is when, from the start of the traffic.
+	// At is when, from the start of the traffic; a step at 0 (or before)
+	// runs before the traffic starts.
 	At time.Duration
 	// Label describes the step in its table row and on the timeline.
 	Label string
@@ -53,7 +54,8 @@ type Step struct {
 	// Topology, if not nil, is what the traffic should follow from this
 	// step on; the summary gives the shares of each topology separately.
 	Topology *Topology
-	// Watches time how long after the step the traffic reflected it.
+	// Watches time how long after the step the traffic reflected it; they
+	// see the requests served until the next step.
 	Watches []*Watch
 }
 
@@ -105,20 +107,31 @@ func (s *Scenario) Run(ctx context.Context, out io.Writer) (*Summary, error) {
 	start := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, s.Options.Duration)
 	defer cancel()
+	p := &player{s: s, rec: rec, ch: ch, out: out, start: start, phases: []phase{{topology: s.Topology}}}
+	script := s.Script
+	for len(script) > 0 && script[0].At <= 0 {
+		if err := p.step(script[0]); err != nil {
+			return nil, err
+		}
+		script = script[1:]
+	}
+	p.atStart = len(p.phases) - 1
 	var wg sync.WaitGroup
 	s.startLoad(runCtx, &wg, client, rec)
 
 	fmt.Fprintf(out, "%s: %s, %d requests/s for %v\n", s.Name, s.Target, s.Options.Rate, s.Options.Duration)
 	s.printHeader(out)
-	tl, phases, err := s.play(runCtx, cancel, start, ch, rec, out)
+	err = p.play(runCtx, script)
+	cancel()
 	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
+	tl := &timeline{Backends: s.Backends, Seconds: p.seconds}
 	if len(s.Backends) == 0 {
 		tl.Backends = discovered(tl)
 	}
-	sum := s.summarize(tl, phases)
+	sum := s.summarize(tl, p.phases)
 	sum.Watches = rec.results()
 	if s.Monitor != nil {
 		sum.Notes = s.Monitor.Notes()
@@ -137,58 +150,77 @@ type phase struct {
 	topology Topology
 }
 
-// play runs the script and prints a row every second until ctx ends; it
-// returns the timeline and the topologies in force one after the other.
-func (s *Scenario) play(ctx context.Context, cancel func(), start time.Time, ch *conn.Channel, rec *recorder, out io.Writer) (*timeline, []phase, error) {
-	tl := &timeline{Backends: s.Backends}
-	phases := []phase{{topology: s.Topology}}
+// player plays a run's script and takes its seconds, on one goroutine.
+type player struct {
+	s     *Scenario
+	rec   *recorder
+	ch    *conn.Channel
+	out   io.Writer
+	start time.Time
+
+	phases  []phase  // the topologies in force one after the other
+	seconds []second // the rows so far
+	event   string   // what happened in the current second
+	atStart int      // the phase in force when the current second began
+}
+
+// step does st and starts its watches and topology.
+func (p *player) step(st Step) error {
+	if err := st.Do(); err != nil {
+		return err
+	}
+	p.rec.step(st.Watches, time.Now())
+	if st.Topology != nil {
+		p.phases = append(p.phases, phase{label: st.Label, topology: *st.Topology})
+	}
+	p.event = joinEvents(p.event, st.Label)
+	return nil
+}
+
+// play runs script and prints a row every second until ctx ends or a
+// step fails.
+func (p *player) play(ctx context.Context, script []Step) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	script := s.Script
-	var event string
 	for {
 		var next <-chan time.Time
-		var timer *time.Timer
+		stop := func() bool { return false }
 		if len(script) > 0 {
-			timer = time.NewTimer(time.Until(start.Add(script[0].At)))
-			next = timer.C
+			timer := time.NewTimer(time.Until(p.start.Add(script[0].At)))
+			next, stop = timer.C, timer.Stop
 		}
 		select {
 		case <-ctx.Done():
-			if timer != nil {
-				timer.Stop()
-			}
-			return tl, phases, nil
+			stop()
+			return nil
 		case <-next:
-			st := script[0]
+			if err := p.step(script[0]); err != nil {
+				return err
+			}
 			script = script[1:]
-			if err := st.Do(); err != nil {
-				cancel()
-				return nil, nil, err
-			}
-			now := time.Now()
-			for _, w := range st.Watches {
-				rec.watch(w, now)
-			}
-			if st.Topology != nil {
-				phases = append(phases, phase{label: st.Label, topology: *st.Topology})
-			}
-			event = joinEvents(event, st.Label)
 		case <-tick.C:
-			if timer != nil {
-				timer.Stop()
-			}
-			sec := s.sample(rec, ch, time.Since(start).Round(time.Second), phases)
-			if s.Monitor != nil {
-				var more string
-				more, sec.Disturbed = s.Monitor.Tick()
-				event = joinEvents(event, more)
-			}
-			sec.Event, event = event, ""
-			tl.Seconds = append(tl.Seconds, sec)
-			s.printRow(out, sec)
+			stop()
+			p.tick()
 		}
 	}
+}
+
+// tick takes the second that ends and prints its row. Its priority is
+// the one that served most by the topology in force when the second
+// began; its phase, the one in force at its end.
+func (p *player) tick() {
+	counts, errs := p.rec.take()
+	sec := second{At: time.Since(p.start).Round(time.Second), Counts: counts, Errors: errs, State: p.ch.State(),
+		Priority: dominantPriority(counts, p.phases[p.atStart].topology.PriorityOf), Phase: len(p.phases) - 1}
+	p.atStart = sec.Phase
+	if m := p.s.Monitor; m != nil {
+		var more string
+		more, sec.Disturbed = m.Tick()
+		p.event = joinEvents(p.event, more)
+	}
+	sec.Event, p.event = p.event, ""
+	p.seconds = append(p.seconds, sec)
+	p.s.printRow(p.out, sec)
 }
 
 // startLoad runs workers that together send Options.Rate requests per
@@ -221,14 +253,6 @@ func (s *Scenario) startLoad(ctx context.Context, wg *sync.WaitGroup, client *ht
 			}
 		}()
 	}
-}
-
-// sample takes one second's counts.
-func (s *Scenario) sample(rec *recorder, ch *conn.Channel, at time.Duration, phases []phase) second {
-	counts, errs := rec.take()
-	last := len(phases) - 1
-	return second{At: at, Counts: counts, Errors: errs, State: ch.State(),
-		Priority: dominantPriority(counts, phases[last].topology.PriorityOf), Phase: last}
 }
 
 // discovered lists the backends seen, for runs without named backends.

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Watch times how long after its step the traffic reflected the step.
-// A Watch belongs to one step of one run.
+// Watch times how long after its step the traffic reflected the step. It
+// sees the requests served from its step until the next one. A Watch
+// belongs to one step of one run.
 type Watch struct {
 	// Name identifies the watch in [Summary.Watch].
 	Name string

@@ -31,9 +31,10 @@ type Watch struct {
 // step. A Condition serves one Watch: it may keep state.
 type Condition struct {
 	// met is called with the backend of each request served after the
-	// step, in the order they completed; it reports whether that request
-	// shows the step took effect.
-	met func(backend string) bool
+	// step, in the order they completed, and the time it completed; it
+	// reports whether the requests so far show the step took effect, and
+	// from when.
+	met func(backend string, at time.Time) (from time.Time, ok bool)
 	// last times the last request that met the condition instead of the
 	// first.
 	last bool
@@ -41,33 +42,38 @@ type Condition struct {
 
 // FirstRequestTo is met by the first request served by one of names.
 func FirstRequestTo(names ...string) Condition {
-	return Condition{met: func(b string) bool { return slices.Contains(names, b) }}
+	return Condition{met: func(b string, at time.Time) (time.Time, bool) { return at, slices.Contains(names, b) }}
 }
 
 // LastRequestTo times the last request served by one of names: how long
 // the backends kept serving after the step (a drain).
 func LastRequestTo(names ...string) Condition {
-	return Condition{met: func(b string) bool { return slices.Contains(names, b) }, last: true}
+	return Condition{met: func(b string, at time.Time) (time.Time, bool) { return at, slices.Contains(names, b) }, last: true}
 }
 
-// ShareReaches is met by the first request after which names served a
-// share within tolerance of want (fractions of 1) of the latest window
-// requests served after the step.
+// ShareReaches is met by the first run of window requests in a row, after
+// the step, of which names served a share within tolerance of want
+// (fractions of 1); it times the run's first request, from which on the
+// traffic followed the step.
 func ShareReaches(names []string, want, tolerance float64, window int) Condition {
-	ring := make([]bool, window)
-	n, in := 0, 0 // requests seen, and how many of the latest window were to names
-	return Condition{met: func(b string) bool {
+	in := make([]bool, window)         // whether the request was to names
+	times := make([]time.Time, window) // when it completed
+	n, count := 0, 0                   // requests seen, and how many of the latest window were to names
+	return Condition{met: func(b string, at time.Time) (time.Time, bool) {
 		i := n % window
-		if n >= window && ring[i] {
-			in--
+		if n >= window && in[i] {
+			count--
 		}
-		ring[i] = slices.Contains(names, b)
-		if ring[i] {
-			in++
+		in[i], times[i] = slices.Contains(names, b), at
+		if in[i] {
+			count++
 		}
 		n++
-		share := float64(in) / float64(window)
-		return n >= window && share >= want-tolerance && share <= want+tolerance
+		share := float64(count) / float64(window)
+		if n < window || share < want-tolerance || share > want+tolerance {
+			return time.Time{}, false
+		}
+		return times[n%window], true // the oldest of the window
 	}}
 }
 
@@ -79,8 +85,8 @@ func (w *Watch) observe(backend string, now time.Time) {
 	if w.seen && !w.Until.last {
 		return
 	}
-	if w.Until.met(backend) {
-		w.seen, w.got = true, now.Sub(w.since)
+	if from, ok := w.Until.met(backend, now); ok {
+		w.seen, w.got = true, from.Sub(w.since)
 	}
 }
 

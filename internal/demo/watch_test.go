@@ -38,9 +38,10 @@ func TestLastRequestToTimesTheLastMatch(t *testing.T) {
 // is met within the tolerance.
 func TestShareReachesCountsTheLatestWindow(t *testing.T) {
 	w := &Watch{Until: ShareReaches([]string{"b"}, 0.75, 0.01, 4), Report: "%v"}
-	// Shares of b over the latest 4: (after 4) 1/4, 2/4, 3/4 at the 6th.
-	if got := feed(w, "a", "a", "a", "b", "b", "b", "b"); !got.Seen || got.After != 6*time.Millisecond {
-		t.Fatalf("got %+v, want met at the 6th request", got)
+	// Shares of b over the latest 4: (after 4) 1/4, 2/4, 3/4 at the 6th,
+	// whose window began with the 3rd.
+	if got := feed(w, "a", "a", "a", "b", "b", "b", "b"); !got.Seen || got.After != 3*time.Millisecond {
+		t.Fatalf("got %+v, want met from the 3rd request", got)
 	}
 	w = &Watch{Until: ShareReaches([]string{"b"}, 0.5, 0.01, 4), Report: "%v"}
 	if got := feed(w, "b", "b", "b"); got.Seen {

@@ -105,7 +105,7 @@ func (sc *scenario) locality(zone string, priority, weight uint32, names ...stri
 // measured over window requests in a row.
 func (sc *scenario) snapshots(window int) []snapshot {
 	l := sc.locality
-	in := " of " + strconv.Itoa(window) + " requests in a row"
+	in := " of the next " + strconv.Itoa(window) + " requests"
 	primary := []controlplane.Locality{l("zone-a", 0, 1, "a-1", "a-2"), l("zone-b", 0, 1, "b-1", "b-2"), l("zone-c", 1, 1, "c-1")}
 	return []snapshot{
 		{version: "v1", label: "v1: zones a:b 1:1, zone c backup", localities: primary, watches: []*demo.Watch{
@@ -114,7 +114,7 @@ func (sc *scenario) snapshots(window int) []snapshot {
 		{version: "v2", label: "v2: zones a:b 1:4",
 			localities: []controlplane.Locality{l("zone-a", 0, 1, "a-1", "a-2"), l("zone-b", 0, 4, "b-1", "b-2"), l("zone-c", 1, 1, "c-1")},
 			watches: []*demo.Watch{
-				{Name: "v2", Until: demo.ShareReaches([]string{"b-1", "b-2"}, 0.8, 0.05, window), Report: "v2: zone b served 80%%±5" + in + " %v after the push"},
+				{Name: "v2", Until: demo.ShareReaches([]string{"b-1", "b-2"}, 0.8, 0.05, window), Report: "v2: the traffic followed the 1:4 weights from %v after the push (zone b served 80%%±5" + in + ")"},
 			}},
 		{version: "v3", label: "v3: b-3 added, b-2 draining",
 			localities: []controlplane.Locality{l("zone-a", 0, 1, "a-1", "a-2"), l("zone-b", 0, 4, "b-1", "b-2", "b-3"), l("zone-c", 1, 1, "c-1")},
@@ -137,7 +137,7 @@ func (sc *scenario) snapshots(window int) []snapshot {
 					Report: "v5: traffic left zone c %v after the bad push", Missing: "v5: traffic stayed in zone c: the last good snapshot stayed in use"},
 			}},
 		{version: "v6", label: "v6: v1 again", localities: primary, watches: []*demo.Watch{
-			{Name: "v6", Until: demo.ShareReaches([]string{"a-1", "a-2"}, 0.5, 0.05, window), Report: "v6: zones a:b back to 1:1 (50%%±5" + in + ") %v after the push"},
+			{Name: "v6", Until: demo.ShareReaches([]string{"a-1", "a-2"}, 0.5, 0.05, window), Report: "v6: the traffic followed the 1:1 weights again from %v after the push (zone a served 50%%±5" + in + ")"},
 			{Name: "v6 b-2", Until: demo.FirstRequestTo("b-2"), Report: "v6: b-2 served again %v after the push"},
 		}},
 	}

@@ -62,5 +62,5 @@ func printSummary(out io.Writer, s *Summary) {
 	fmt.Fprintf(out, "timeline: %s\n", s.SVGPath)
 }
 
-// Millisecond is the precision of the durations a summary prints.
-const Millisecond = time.Millisecond
+// millisecond is the precision of the durations a summary prints.
+const millisecond = time.Millisecond

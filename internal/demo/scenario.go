@@ -49,7 +49,8 @@ type Step struct {
 	// Label describes the step in its table row and on the timeline.
 	Label string
 	// Do does it, on the goroutine that runs the script (the one that
-	// calls Monitor). An error ends the run with that error.
+	// calls Monitor); nil for nothing. An error ends the run with that
+	// error.
 	Do func() error
 	// Topology, if not nil, is what the traffic should follow from this
 	// step on; the summary gives the shares of each topology separately.
@@ -166,8 +167,10 @@ type player struct {
 
 // step does st and starts its watches and topology.
 func (p *player) step(st Step) error {
-	if err := st.Do(); err != nil {
-		return err
+	if st.Do != nil {
+		if err := st.Do(); err != nil {
+			return err
+		}
 	}
 	p.rec.step(st.Watches, time.Now())
 	if st.Topology != nil {

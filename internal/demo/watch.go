@@ -105,7 +105,7 @@ type WatchResult struct {
 func (w *Watch) result() WatchResult {
 	r := WatchResult{Name: w.Name, Seen: w.seen, After: w.got, Line: w.Missing}
 	if w.seen {
-		r.Line = fmt.Sprintf(w.Report, w.got.Round(Millisecond))
+		r.Line = fmt.Sprintf(w.Report, w.got.Round(millisecond))
 	}
 	return r
 }

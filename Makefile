@@ -35,11 +35,13 @@ test: deps lint ## gofmt, vet, staticcheck, race-enabled tests of every module, 
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 
 .PHONY: stress
-stress: deps ## The long fault and load suite (internal/stress -long, race on, a few minutes), then the once-flaky tests 200 times at -cpu 1,2,4.
+stress: deps ## The long fault and load suite (internal/stress and adapters/xds with -long, race on, a few minutes), then the once-flaky tests many times at -cpu 1,2,4.
 	go test -race -count=1 -v -timeout 30m ./internal/stress -args -long
 	go test -race -count=200 -cpu 1,2,4 -run 'TestReadyBurstCoalesces|TestBurstEndingInStateChange' ./lb/wrr
 	go test -race -count=200 -cpu 1,2,4 -run 'TestUnchangedFileIsNotPublished' ./lb/resolver/eds
 	go test -race -count=200 -cpu 1,2,4 -run 'TestTransportCallsDoneWithTheOutcome' ./adapters/nethttp
+	cd adapters/xds && go test -race -count=1 -v -run 'TestStress' . -args -long
+	cd adapters/xds && go test -race -count=20 -cpu 1,2,4 .
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 20000x: executions) each.

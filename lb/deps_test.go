@@ -37,6 +37,7 @@ var layers = []struct {
 }{
 	{"lb/attributes", 0},
 	{"internal/httpbackend", 0}, // a test server, imports nothing of lbkit
+	{"internal/testpki", 0},     // throwaway certificates for tests, imports nothing of lbkit
 	{"lb/edf", 0},
 	{"lb/backoff", 0},
 	{"lb/resolver/internal/", 0}, // helpers of the resolvers

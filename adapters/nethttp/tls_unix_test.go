@@ -1,59 +1,26 @@
 package nethttp_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/internal/testpki"
 )
-
-// hostnameCert returns a self-signed certificate that names only host.
-func hostnameCert(t *testing.T, host string) (tls.Certificate, *x509.CertPool) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: host},
-		DNSNames:     []string{host},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(cert)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, roots
-}
 
 // The certificate is checked against the request's host, and that host is
 // the SNI: a backend whose certificate names only "my-service" is reached
 // at its IP address.
 func TestTLSUsesTheRequestsHost(t *testing.T) {
-	cert, roots := hostnameCert(t, "my-service")
+	cert, roots := testpki.SelfSigned(t, testpki.Leaf{CommonName: "my-service", Usage: x509.ExtKeyUsageServerAuth, DNSNames: []string{"my-service"}})
 	var sni string
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sni = r.TLS.ServerName

@@ -3,6 +3,7 @@ package xds
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 )
 
 // Scheme is the scheme this package resolves: "xds:///CLUSTER".
@@ -83,9 +85,14 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 	})
 }
 
-// Builder builds "xds" resolvers. Every resolver a Builder builds for the
-// same management server and clock shares one ADS stream: one client per
-// server, opened by the first resolver and closed with the last.
+// Builder builds "xds" resolvers.
+//
+// Resolvers share ADS streams across the whole process: every resolver
+// built for the same management server, with the same credentials, node,
+// clock and options, by this Builder or any other, uses one client and one
+// stream, opened by the first and closed with the last. A Builder given
+// [WithDialOptions] shares only among its own resolvers (dial options
+// cannot be compared).
 //
 // The zero Builder, which importing this package registers, reads its
 // bootstrap from the environment ([LoadBootstrap]) when it builds its first
@@ -94,16 +101,25 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 //
 // A Builder is safe for concurrent use.
 type Builder struct {
-	cfg     *builderConfig // nil: the defaults, bootstrap from the environment
-	mu      sync.Mutex
-	clients map[poolKey]*pooled
+	cfg *builderConfig // nil: the defaults, bootstrap from the environment
 }
 
-// poolKey says which resolvers share a client: the same server, timed by
-// the same clock.
+// clients is the process's ADS clients, by what they were made with: a
+// registry, the package's only mutable global state.
+var clients = struct {
+	sync.Mutex
+	m map[poolKey]*pooled
+}{m: make(map[poolKey]*pooled)}
+
+// poolKey says which resolvers share a client.
 type poolKey struct {
-	uri   string
-	clock clock.Clock
+	server          Server
+	node            string // the node's deterministic protobuf encoding
+	clock           clock.Clock
+	resourceTimeout time.Duration
+	backoff         backoff.Config
+	// owner is the Builder when it has dial options, else nil.
+	owner *Builder
 }
 
 type pooled struct {
@@ -151,7 +167,7 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts res
 	if err != nil {
 		return nil, err
 	}
-	r := &xdsResolver{b: b, c: c, key: key, cc: cc, cluster: name, logger: opts.Logger.With("cluster", name)}
+	r := &xdsResolver{c: c, key: key, cc: cc, cluster: name, logger: opts.Logger.With("cluster", name)}
 	r.mu.Lock()
 	r.cdsWatch = c.watch(ClusterType, name, clusterWatcher{r})
 	r.mu.Unlock()
@@ -187,10 +203,18 @@ func (b *Builder) acquire(opts resolver.BuildOptions) (*client, poolKey, error) 
 		return nil, poolKey{}, err
 	}
 	server := cfg.bootstrap.Servers[0]
-	key := poolKey{uri: server.URI, clock: opts.Clock}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if p := b.clients[key]; p != nil {
+	node := cfg.bootstrap.Node.Proto()
+	nodeKey, err := proto.MarshalOptions{Deterministic: true}.Marshal(node)
+	if err != nil {
+		return nil, poolKey{}, fmt.Errorf("xds: encoding the node: %w", err)
+	}
+	key := poolKey{server: server, node: string(nodeKey), clock: clockKey(opts.Clock), resourceTimeout: cfg.resourceTimeout, backoff: cfg.backoff}
+	if len(cfg.dialOptions) > 0 {
+		key.owner = b
+	}
+	clients.Lock()
+	defer clients.Unlock()
+	if p := clients.m[key]; p != nil {
 		p.refs++
 		return p.c, key, nil
 	}
@@ -200,7 +224,7 @@ func (b *Builder) acquire(opts resolver.BuildOptions) (*client, poolKey, error) 
 	}
 	c, err := newClient(clientConfig{
 		server:          server,
-		node:            cfg.bootstrap.Node.Proto(),
+		node:            node,
 		dialOptions:     append(dial, cfg.dialOptions...),
 		clock:           opts.Clock,
 		logger:          opts.Logger.With("server", server.URI),
@@ -211,24 +235,33 @@ func (b *Builder) acquire(opts resolver.BuildOptions) (*client, poolKey, error) 
 	if err != nil {
 		return nil, poolKey{}, err
 	}
-	if b.clients == nil {
-		b.clients = make(map[poolKey]*pooled)
-	}
-	b.clients[key] = &pooled{c: c, refs: 1}
+	clients.m[key] = &pooled{c: c, refs: 1}
 	return c, key, nil
+}
+
+// realClock is the type of clock.New's clocks.
+var realClock = reflect.TypeOf(clock.New())
+
+// clockKey is c for the pool's key: every real clock is the same clock
+// (nil), any other (a mock) is itself.
+func clockKey(c clock.Clock) clock.Clock {
+	if reflect.TypeOf(c) == realClock {
+		return nil
+	}
+	return c
 }
 
 // release drops a reference to the client of key, closing it with the
 // last.
-func (b *Builder) release(key poolKey) {
-	b.mu.Lock()
-	p := b.clients[key]
+func release(key poolKey) {
+	clients.Lock()
+	p := clients.m[key]
 	p.refs--
 	last := p.refs == 0
 	if last {
-		delete(b.clients, key)
+		delete(clients.m, key)
 	}
-	b.mu.Unlock()
+	clients.Unlock()
 	if last {
 		p.c.close()
 	}

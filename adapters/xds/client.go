@@ -87,7 +87,10 @@ type client struct {
 	mu    sync.Mutex
 	types map[string]*typeState
 	live  bool // a stream is up
-	rng   *rand.Rand
+	// connErr is why the last stream failed, until a response arrives on
+	// a new one; a new watcher of a resource without a value is told.
+	connErr error
+	rng     *rand.Rand
 }
 
 // typeState is the client's state for one resource type.
@@ -194,11 +197,14 @@ func (c *client) watch(url, name string, w watcher) *Watch {
 	switch {
 	case r.has:
 		v := r.value
-		c.queue.push(wt, func() { w.update(v) })
+		c.queue.pushUpdate(wt, func() { w.update(v) })
 	case r.missing:
 		c.queue.push(wt, w.missing)
 	case r.err != nil:
 		err := r.err
+		c.queue.push(wt, func() { w.failed(err) })
+	case c.connErr != nil:
+		err := c.connErr
 		c.queue.push(wt, func() { w.failed(err) })
 	}
 	return wt
@@ -339,9 +345,10 @@ func (c *client) session(ctx context.Context) bool {
 // their last values.
 func (c *client) streamFailed(err error) {
 	err = fmt.Errorf("xds: ADS stream to %s: %w", c.cfg.server.URI, err)
-	c.cfg.logger.Warn("xds: stream failed; serving the last resources received", "server", c.cfg.server.URI, "error", err)
+	c.cfg.logger.Warn("xds: stream failed; serving the last resources received", "error", err)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.connErr = err
 	for _, url := range c.typeURLs() {
 		for _, r := range c.types[url].resources {
 			for wt := range r.watchers {
@@ -467,6 +474,7 @@ func (c *client) handle(resp *discoveryv3.DiscoveryResponse) {
 		return
 	}
 	ts.nonce = resp.GetNonce()
+	c.connErr = nil
 	var problems []string
 	seen := make(map[string]bool, len(resp.GetResources()))
 	for i, a := range resp.GetResources() {
@@ -504,7 +512,7 @@ func (c *client) handle(resp *discoveryv3.DiscoveryResponse) {
 		stopTimer(r)
 		r.value, r.has, r.missing, r.err = value, true, false, nil
 		for wt := range r.watchers {
-			c.queue.push(wt, func() { wt.w.update(value) })
+			c.queue.pushUpdate(wt, func() { wt.w.update(value) })
 		}
 	}
 	if ts.rt.wholeSet {
@@ -547,13 +555,19 @@ func stopTimer(r *resource) {
 
 // callbackQueue runs watcher callbacks one at a time, in order, on one
 // goroutine, so that the client never calls a watcher with its lock held
-// and never waits for one.
+// and never waits for one. A new value for a watcher whose previous value
+// is still waiting, with nothing queued for it since, replaces that value:
+// a server faster than the resolver costs one pending value per watcher,
+// not one per response.
 type callbackQueue struct {
 	mu      sync.Mutex
 	pending []queued
-	ready   chan struct{} // capacity 1
-	quit    chan struct{}
-	done    chan struct{}
+	// lastUpdate is the index in pending of each watcher's last queued
+	// entry when that entry is an update.
+	lastUpdate map[*Watch]int
+	ready      chan struct{} // capacity 1
+	quit       chan struct{}
+	done       chan struct{}
 }
 
 type queued struct {
@@ -562,7 +576,7 @@ type queued struct {
 }
 
 func newCallbackQueue() *callbackQueue {
-	q := &callbackQueue{ready: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	q := &callbackQueue{lastUpdate: make(map[*Watch]int), ready: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go q.run()
 	return q
 }
@@ -570,8 +584,27 @@ func newCallbackQueue() *callbackQueue {
 // push queues fn for wt's watcher; it never blocks.
 func (q *callbackQueue) push(wt *Watch, fn func()) {
 	q.mu.Lock()
+	delete(q.lastUpdate, wt)
 	q.pending = append(q.pending, queued{wt, fn})
 	q.mu.Unlock()
+	q.wake()
+}
+
+// pushUpdate queues fn, which gives wt's watcher a new value, replacing
+// the watcher's last queued entry if that is a value not yet given.
+func (q *callbackQueue) pushUpdate(wt *Watch, fn func()) {
+	q.mu.Lock()
+	if i, ok := q.lastUpdate[wt]; ok {
+		q.pending[i].fn = fn
+	} else {
+		q.lastUpdate[wt] = len(q.pending)
+		q.pending = append(q.pending, queued{wt, fn})
+	}
+	q.mu.Unlock()
+	q.wake()
+}
+
+func (q *callbackQueue) wake() {
 	select {
 	case q.ready <- struct{}{}:
 	default:
@@ -589,6 +622,7 @@ func (q *callbackQueue) run() {
 		q.mu.Lock()
 		batch := q.pending
 		q.pending = nil
+		clear(q.lastUpdate)
 		q.mu.Unlock()
 		for _, e := range batch {
 			if !e.wt.canceled.Load() {

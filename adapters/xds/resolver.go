@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -21,6 +22,9 @@ func decodeCluster(raw []byte) (string, any, error) {
 	var c clusterv3.Cluster
 	if err := proto.Unmarshal(raw, &c); err != nil {
 		return "", nil, fmt.Errorf("not an envoy.config.cluster.v3.Cluster: %w", err)
+	}
+	if c.GetName() == "" {
+		return "", nil, errors.New("name: required")
 	}
 	cfg, err := ParseCluster(&c)
 	return c.GetName(), cfg, err
@@ -53,7 +57,6 @@ func decodeEndpoints(raw []byte) (string, any, error) {
 // published as the eds package's tree. Its state is guarded by mu; the
 // client calls it on its callback goroutine.
 type xdsResolver struct {
-	b       *Builder
 	c       *client
 	key     poolKey
 	cc      resolver.ClientConn
@@ -89,64 +92,66 @@ func (r *xdsResolver) Close() {
 	if edsw != nil {
 		edsw.Cancel()
 	}
-	r.b.release(r.key)
+	release(r.key)
 }
 
+// locked runs fn with r.mu held, unless r is closed.
+func (r *xdsResolver) locked(fn func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		fn()
+	}
+}
+
+// clusterWatcher receives the cluster's CDS resource.
 type clusterWatcher struct{ r *xdsResolver }
 
 func (w clusterWatcher) update(v any) {
 	r := w.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
-	cfg := v.(ClusterConfig)
-	r.cfg = &cfg
-	if cfg.EDSServiceName != r.edsName {
-		r.followEndpoints(cfg.EDSServiceName)
-	}
-	r.publish()
+	r.locked(func() {
+		cfg := v.(ClusterConfig)
+		if len(cfg.Ignored) > 0 && (r.cfg == nil || !slices.Equal(r.cfg.Ignored, cfg.Ignored)) {
+			r.logger.Warn("xds: the cluster sets fields lbkit ignores", "fields", cfg.Ignored)
+		}
+		r.cfg = &cfg
+		if cfg.EDSServiceName != r.edsName {
+			r.followEndpoints(cfg.EDSServiceName)
+		}
+		r.publish()
+	})
 }
 
-func (w clusterWatcher) failed(err error) { w.r.failed(err) }
+func (w clusterWatcher) failed(err error) { w.r.locked(func() { w.r.failed(err) }) }
 
 func (w clusterWatcher) missing() {
 	r := w.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
-	r.cfg = nil
-	r.followEndpoints("")
-	r.publishEmpty(fmt.Errorf("xds: cluster %q does not exist on the management server %s", r.cluster, r.c.cfg.server.URI))
+	r.locked(func() {
+		r.cfg = nil
+		r.followEndpoints("")
+		r.publishEmpty(fmt.Errorf("xds: cluster %q does not exist on the management server %s", r.cluster, r.c.cfg.server.URI))
+	})
 }
 
+// endpointWatcher receives the cluster's EDS resource.
 type endpointWatcher struct{ r *xdsResolver }
 
 func (w endpointWatcher) update(v any) {
 	r := w.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
-	r.cla = v.(*eds.ClusterLoadAssignment)
-	r.publish()
+	r.locked(func() {
+		r.cla = v.(*eds.ClusterLoadAssignment)
+		r.publish()
+	})
 }
 
-func (w endpointWatcher) failed(err error) { w.r.failed(err) }
+func (w endpointWatcher) failed(err error) { w.r.locked(func() { w.r.failed(err) }) }
 
 func (w endpointWatcher) missing() {
 	r := w.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
-	r.cla = nil
-	r.publishEmpty(fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", r.cluster, r.edsName, r.c.cfg.server.URI))
+	r.locked(func() {
+		r.cla = nil
+		r.publishEmpty(fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", r.cluster, r.edsName, r.c.cfg.server.URI))
+	})
 }
 
 // followEndpoints switches the EDS subscription to name ("" for none).
@@ -164,13 +169,8 @@ func (r *xdsResolver) followEndpoints(name string) {
 
 // failed reports err to the channel when nothing good was published yet;
 // otherwise the last good state stays in use and err is logged (gRFC
-// A57).
+// A57). The caller holds r.mu.
 func (r *xdsResolver) failed(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
 	if r.published == nil {
 		r.cc.ReportError(err)
 		return

@@ -2,9 +2,13 @@ package xds_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,12 +20,16 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
+	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/weight"
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -105,8 +113,8 @@ const testNode = controlplane.Node
 
 // Short names for the resources tests publish.
 var (
-	edsCluster = controlplane.EDSCluster
-	assignment = controlplane.Assignment
+	clusterNamed = controlplane.EDSCluster
+	assignment   = controlplane.Assignment
 )
 
 type locality = controlplane.Locality
@@ -159,7 +167,7 @@ func (p *testPlane) waitRequest(ctx context.Context, match func(*discoveryv3.Dis
 // testBuilder returns a Builder for cp's server with the test node.
 func testBuilder(t testing.TB, addr string, opts ...xds.Option) *xds.Builder {
 	t.Helper()
-	boot := &xds.Bootstrap{Servers: []xds.Server{{URI: addr}}, Node: xds.Node{ID: testNode}}
+	boot := &xds.Bootstrap{Servers: []xds.Server{{URI: addr, Creds: xds.Creds{Type: "insecure"}}}, Node: xds.Node{ID: testNode}}
 	b, err := xds.NewBuilder(append([]xds.Option{xds.WithBootstrap(boot), xds.WithBackoff(noJitter)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +219,7 @@ func acked(url, v string) func(*discoveryv3.DiscoveryRequest) bool {
 	}
 }
 
-func twoPriorities(name string) *endpointv3.ClusterLoadAssignment {
+func twoPriorityAssignment(name string) *endpointv3.ClusterLoadAssignment {
 	return assignment(name,
 		locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80", "10.0.0.2:80"}},
 		locality{Zone: "b", Priority: 1, Weight: 1, Addrs: []string{"10.0.1.1:80"}})
@@ -219,7 +227,7 @@ func twoPriorities(name string) *endpointv3.ClusterLoadAssignment {
 
 func TestFirstSnapshotGivesTheTree(t *testing.T) {
 	cp := startControlPlane(t)
-	cp.set("1", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1")})
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
 
 	st := cc.NextState(t)
@@ -250,8 +258,8 @@ func TestFirstSnapshotGivesTheTree(t *testing.T) {
 
 func TestEachSnapshotIsFollowedWithinOneUpdate(t *testing.T) {
 	cp := startControlPlane(t)
-	cluster := []*clusterv3.Cluster{edsCluster("c1")}
-	cp.set("1", cluster, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1")})
+	cluster := []*clusterv3.Cluster{clusterNamed("c1")}
+	cp.set("1", cluster, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
 	cc.NextState(t)
 
@@ -291,8 +299,8 @@ func TestEachSnapshotIsFollowedWithinOneUpdate(t *testing.T) {
 
 func TestBadResourcesAreNACKedAndTheLastGoodStateKept(t *testing.T) {
 	cp := startControlPlane(t)
-	good := twoPriorities("c1")
-	cp.set("1", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{good})
+	good := twoPriorityAssignment("c1")
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{good})
 	logs := newLogWaiter()
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), logs)
 	cc.NextState(t)
@@ -302,7 +310,7 @@ func TestBadResourcesAreNACKedAndTheLastGoodStateKept(t *testing.T) {
 	// stays the last accepted one.
 	bad := assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.9:80"}})
 	bad.Endpoints[0].LbEndpoints[0].GetEndpoint().GetAddress().GetSocketAddress().PortSpecifier = nil
-	cp.set("2", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{bad})
+	cp.set("2", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{bad})
 	nack := cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
 		return r.GetTypeUrl() == xds.EndpointType && r.GetErrorDetail() != nil
 	})
@@ -315,7 +323,7 @@ func TestBadResourcesAreNACKedAndTheLastGoodStateKept(t *testing.T) {
 	}
 
 	// A cluster lbkit cannot follow: NACKed, the last good one kept.
-	static := edsCluster("c1")
+	static := clusterNamed("c1")
 	static.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC}
 	cp.set("3", []*clusterv3.Cluster{static}, []*endpointv3.ClusterLoadAssignment{good})
 	nack = cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
@@ -335,7 +343,7 @@ func TestBadResourcesAreNACKedAndTheLastGoodStateKept(t *testing.T) {
 	}
 
 	// A good snapshot is followed again.
-	cp.set("4", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{
+	cp.set("4", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{
 		assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.7:80"}}),
 	})
 	if got := endpoints(cc.NextState(t)); len(got) != 1 || got[0].addr != "10.0.0.7:80" {
@@ -346,7 +354,7 @@ func TestBadResourcesAreNACKedAndTheLastGoodStateKept(t *testing.T) {
 
 func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
 	cp := startControlPlane(t)
-	cp.set("1", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1")})
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	clk := clock.NewMock()
 	logs := newLogWaiter()
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, logs)
@@ -382,7 +390,7 @@ func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
 	if cp.streamCount() != streams+1 {
 		t.Errorf("streams: %d, want %d", cp.streamCount(), streams+1)
 	}
-	cp.set("2", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{
+	cp.set("2", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{
 		assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.5:80"}}),
 	})
 	if got := endpoints(cc.NextState(t)); len(got) != 1 || got[0].addr != "10.0.0.5:80" {
@@ -392,11 +400,11 @@ func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
 
 func TestRemovedClusterFailsWithAClearError(t *testing.T) {
 	cp := startControlPlane(t)
-	cp.set("1", []*clusterv3.Cluster{edsCluster("c1"), edsCluster("c2")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1"), twoPriorities("c2")})
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1"), clusterNamed("c2")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1"), twoPriorityAssignment("c2")})
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
 	cc.NextState(t)
 
-	cp.set("2", []*clusterv3.Cluster{edsCluster("c2")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c2")})
+	cp.set("2", []*clusterv3.Cluster{clusterNamed("c2")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c2")})
 	if st := cc.NextState(t); len(st.Addresses) != 0 {
 		t.Errorf("after the cluster's removal: %v, want no address", endpoints(st))
 	}
@@ -406,7 +414,7 @@ func TestRemovedClusterFailsWithAClearError(t *testing.T) {
 	}
 
 	// Back again: followed again.
-	cp.set("3", []*clusterv3.Cluster{edsCluster("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorities("c1")})
+	cp.set("3", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	if st := cc.NextState(t); len(st.Addresses) != 3 {
 		t.Errorf("after the cluster came back: %v", endpoints(st))
 	}
@@ -433,7 +441,7 @@ func TestUnsentResourceDoesNotExistAfterTheTimeout(t *testing.T) {
 
 func TestResolversShareOneStreamPerServer(t *testing.T) {
 	cp := startControlPlane(t)
-	cp.set("1", []*clusterv3.Cluster{edsCluster("c1"), edsCluster("c2")}, []*endpointv3.ClusterLoadAssignment{
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1"), clusterNamed("c2")}, []*endpointv3.ClusterLoadAssignment{
 		assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80"}}),
 		assignment("c2", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.2:80"}}),
 	})
@@ -460,7 +468,7 @@ func TestResolversShareOneStreamPerServer(t *testing.T) {
 	cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
 		return r.GetTypeUrl() == xds.ClusterType && slices.Equal(r.GetResourceNames(), []string{"c2"})
 	})
-	cp.set("2", []*clusterv3.Cluster{edsCluster("c2")}, []*endpointv3.ClusterLoadAssignment{
+	cp.set("2", []*clusterv3.Cluster{clusterNamed("c2")}, []*endpointv3.ClusterLoadAssignment{
 		assignment("c2", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.3:80"}}),
 	})
 	if got := endpoints(cc2.NextState(t)); got[0].addr != "10.0.0.3:80" {
@@ -504,5 +512,154 @@ func TestTargetMustNameACluster(t *testing.T) {
 		if _, err := b.Build(tc, &lbtest.ResolverClientConn{}, resolver.BuildOptions{}); err == nil || !strings.Contains(err.Error(), "xds:///CLUSTER") {
 			t.Errorf("Build(%v): err = %v, want one showing xds:///CLUSTER", tc, err)
 		}
+	}
+}
+
+func TestSnapshotFloodEndsOnTheLast(t *testing.T) {
+	cp := startControlPlane(t)
+	cluster := []*clusterv3.Cluster{clusterNamed("c1")}
+	at := func(i int) *endpointv3.ClusterLoadAssignment {
+		return assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{fmt.Sprintf("10.0.%d.%d:80", i/250, i%250+1)}})
+	}
+	cp.set("0", cluster, []*endpointv3.ClusterLoadAssignment{at(0)})
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
+	cc.NextState(t)
+	const n = 300
+	for i := 1; i <= n; i++ {
+		cp.set(strconv.Itoa(i), cluster, []*endpointv3.ClusterLoadAssignment{at(i)})
+	}
+	cp.waitRequest(ctxFor(t), acked(xds.EndpointType, strconv.Itoa(n)))
+	// Every state published is one of the snapshots, in order, and the
+	// last is the last snapshot's.
+	want := fmt.Sprintf("10.0.%d.%d:80", n/250, n%250+1)
+	last := ""
+	for last != want {
+		st := cc.NextState(t)
+		if len(st.Addresses) != 1 {
+			t.Fatalf("state %v, want one address", endpoints(st))
+		}
+		last = st.Addresses[0].Addr
+	}
+	if n := cc.Events.Pending(); n != 0 {
+		t.Errorf("%d events after the last snapshot's state: %v", n, cc.Events.Peek())
+	}
+}
+
+func TestCloseWhileTheServerNeverAnswers(t *testing.T) {
+	// A listener that accepts and never speaks HTTP/2: the stream hangs in
+	// its handshake.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := lis.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	cc := &lbtest.ResolverClientConn{}
+	r, err := testBuilder(t, lis.Addr().String()).Build(resolver.Target{Scheme: xds.Scheme, Endpoint: "c1"}, cc, resolver.BuildOptions{Clock: clock.NewMock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c net.Conn
+	select {
+	case c = <-accepted:
+	case <-time.After(hangGuard):
+		t.Fatal("the client never connected")
+	}
+	defer c.Close()
+	done := make(chan struct{})
+	go func() {
+		r.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(hangGuard):
+		t.Fatal("Close hangs while the stream is connecting")
+	}
+	if n := cc.Events.Pending(); n != 0 {
+		t.Logf("events before Close: %v", cc.Events.Peek())
+	}
+}
+
+func TestClusterPoliciesReachTheTree(t *testing.T) {
+	cp := startControlPlane(t)
+	c := clusterNamed("c1")
+	c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
+	c.LbConfig = &clusterv3.Cluster_LeastRequestLbConfig_{LeastRequestLbConfig: &clusterv3.Cluster_LeastRequestLbConfig{ChoiceCount: wrapperspb.UInt32(3)}}
+	c.OutlierDetection = &clusterv3.OutlierDetection{Interval: durationpb.New(5 * time.Second)}
+	cp.set("1", []*clusterv3.Cluster{c}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
+	sc := string(cc.NextState(t).ServiceConfig)
+	for _, s := range []string{`{"least_request_experimental":{"choiceCount":3}}`, `"outlier_detection_experimental"`, `"interval":"5s"`} {
+		if !strings.Contains(sc, s) {
+			t.Errorf("service config lacks %s:\n%s", s, sc)
+		}
+	}
+	if strings.Count(sc, `"outlier_detection_experimental"`) != 2 {
+		t.Errorf("want outlier detection once per priority:\n%s", sc)
+	}
+	if _, err := lb.ParseLoadBalancingConfig(json.RawMessage(sc[len(`{"loadBalancingConfig":`) : len(sc)-1])); err != nil {
+		t.Errorf("the tree does not parse: %v", err)
+	}
+
+	// Switching the cluster to a policy lbkit lacks is a NACK naming the
+	// field; the tree stays.
+	ring := clusterNamed("c1")
+	ring.LbPolicy = clusterv3.Cluster_RING_HASH
+	cp.set("2", []*clusterv3.Cluster{ring}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
+	nack := cp.waitRequest(ctxFor(t), func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.ClusterType && r.GetErrorDetail() != nil
+	})
+	if msg := nack.GetErrorDetail().GetMessage(); !strings.Contains(msg, "lb_policy: RING_HASH is not supported") {
+		t.Errorf("NACK detail %q", msg)
+	}
+	cp.waitRequest(ctxFor(t), acked(xds.EndpointType, "2"))
+	if n := cc.Events.Pending(); n != 0 {
+		t.Errorf("published %v after a refused cluster", cc.Events.Peek())
+	}
+}
+
+func TestBuildersShareStreamsAcrossTheProcess(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
+	clk := clock.NewMock()
+	// Two Builders made alike share one stream; a third with another
+	// resource timeout has its own.
+	cc1, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, newLogWaiter())
+	cc2, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, newLogWaiter())
+	cc1.NextState(t)
+	cc2.NextState(t)
+	if n := cp.streamCount(); n != 1 {
+		t.Errorf("%d streams for two alike builders, want 1", n)
+	}
+	cc3, _ := follow(t, testBuilder(t, cp.addr, xds.WithResourceTimeout(time.Minute)), "c1", clk, newLogWaiter())
+	cc3.NextState(t)
+	if n := cp.streamCount(); n != 2 {
+		t.Errorf("%d streams after a builder with other options, want 2", n)
+	}
+}
+
+func TestChannelsWithRealClocksShareAStream(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
+	b := testBuilder(t, cp.addr)
+	for range 3 {
+		ch, err := conn.New("xds:///c1", conn.WithResolver(b), conn.WithDialer(standIn{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ch.Close()
+		if _, err := ch.Pick(ctxFor(t), conn.PickOptions{WaitForReady: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := cp.streamCount(); n != 1 {
+		t.Errorf("%d streams for three channels, want 1", n)
 	}
 }

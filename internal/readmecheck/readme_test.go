@@ -14,8 +14,8 @@ import (
 var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
 
 // TestReadmeCodeBlocksCompile writes each ```go block of README.md into a
-// temporary package inside the module it imports (the core, or
-// adapters/grpcgo) and vets it, which type-checks it; a block that is a test
+// temporary package inside the module it imports (the core, or an adapter
+// module such as adapters/grpcgo or adapters/xds) and vets it, which type-checks it; a block that is a test
 // file (package *_test with func Test…) is also run.
 func TestReadmeCodeBlocksCompile(t *testing.T) {
 	root, err := filepath.Abs("../..")
@@ -33,9 +33,15 @@ func TestReadmeCodeBlocksCompile(t *testing.T) {
 	for i, m := range blocks {
 		src := m[1]
 		t.Run(fmt.Sprintf("block%d", i), func(t *testing.T) {
+			// A block importing an adapter that is a module of its own
+			// (grpcgo, xds, otel) is built in that module.
 			modRoot := root
-			if bytes.Contains(src, []byte(`"github.com/lbkit/lbkit/adapters/grpcgo"`)) {
-				modRoot = filepath.Join(root, "adapters", "grpcgo")
+			mods, _ := filepath.Glob(filepath.Join(root, "adapters", "*", "go.mod"))
+			for _, mod := range mods {
+				dir := filepath.Dir(mod)
+				if bytes.Contains(src, []byte(`"github.com/lbkit/lbkit/adapters/`+filepath.Base(dir))) {
+					modRoot = dir
+				}
 			}
 			dir, err := os.MkdirTemp(modRoot, "readmecheck-")
 			if err != nil {

@@ -73,7 +73,12 @@ func newScenario(o demo.Options) (*scenario, error) {
 	sc.cp = cp
 	sc.acks = newAckMonitor(cp)
 	sc.Monitor = sc.acks
-	b, err := xds.NewBuilder(xds.WithBootstrap(bootstrap(cp.Addr)))
+	boot, err := bootstrap(cp.Addr)
+	if err != nil {
+		sc.close()
+		return nil, err
+	}
+	b, err := xds.NewBuilder(xds.WithBootstrap(boot))
 	if err != nil {
 		sc.close()
 		return nil, err
@@ -86,9 +91,18 @@ func newScenario(o demo.Options) (*scenario, error) {
 	return sc, nil
 }
 
-// bootstrap is the xDS bootstrap naming the demo's management server.
-func bootstrap(addr string) *xds.Bootstrap {
-	return &xds.Bootstrap{Servers: []xds.Server{{URI: addr}}, Node: xds.Node{ID: controlplane.Node}}
+// bootstrap is the xDS bootstrap naming the demo's management server, as
+// a program would read it from GRPC_XDS_BOOTSTRAP.
+func bootstrap(addr string) (*xds.Bootstrap, error) {
+	doc := `{
+	  "xds_servers": [{"server_uri": ` + strconv.Quote(addr) + `, "channel_creds": [{"type": "insecure"}]}],
+	  "node": {"id": ` + strconv.Quote(controlplane.Node) + `}
+	}`
+	b, err := xds.ParseBootstrap([]byte(doc))
+	if err != nil {
+		return nil, fmt.Errorf("the demo's bootstrap: %w", err)
+	}
+	return b, nil
 }
 
 // locality returns zone's locality with the named backends.

@@ -36,6 +36,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	srv      *grpc.Server
+	lis      net.Listener
+	served   chan struct{} // closed when srv's Serve returns
 	requests []*discoveryv3.DiscoveryRequest
 	arrived  chan struct{} // closed and replaced at each request
 	streams  int
@@ -76,20 +78,30 @@ func (cp *Server) serve(lis net.Listener) {
 	srv := grpc.NewServer()
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(srv, xds)
 	cp.mu.Lock()
-	cp.srv = srv
+	served := make(chan struct{})
+	cp.srv, cp.lis, cp.served = srv, lis, served
 	cp.mu.Unlock()
-	go srv.Serve(lis) //nolint:errcheck // Serve returns when the test stops it
+	go func() {
+		defer close(served)
+		_ = srv.Serve(lis) // returns when Stop stops it
+	}()
 }
 
-// Stop stops the server, closing every stream.
+// Stop stops the server, closing every stream and the listener, and
+// returns once it has stopped serving.
 func (cp *Server) Stop() {
 	cp.mu.Lock()
-	srv := cp.srv
-	cp.srv = nil
+	srv, lis, served := cp.srv, cp.lis, cp.served
+	cp.srv, cp.lis, cp.served = nil, nil, nil
 	cp.mu.Unlock()
-	if srv != nil {
-		srv.Stop()
+	if srv == nil {
+		return
 	}
+	srv.Stop()
+	// Serve may not have taken the listener yet; closing it here frees
+	// the port for Restart either way.
+	lis.Close()
+	<-served
 }
 
 // Restart serves again on the same address, with the same snapshots.

@@ -1,0 +1,199 @@
+package xds_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"github.com/lbkit/lbkit/adapters/nethttp"
+	"github.com/lbkit/lbkit/adapters/xds"
+	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
+	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/lb"
+)
+
+// namedServers starts an HTTP server per name that answers with its name,
+// and returns their host:port addresses.
+func namedServers(t testing.TB, names ...string) []string {
+	t.Helper()
+	var addrs []string
+	for _, name := range names {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, name) }))
+		t.Cleanup(srv.Close)
+		addrs = append(addrs, strings.TrimPrefix(srv.URL, "http://"))
+	}
+	return addrs
+}
+
+// get sends one request through client and returns the body, or the error.
+func get(client *http.Client) (string, error) {
+	resp, err := client.Get("http://demo/")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
+}
+
+// TestChannelFollowsTheControlPlane sends real HTTP requests through a
+// channel following a real management server: each snapshot moves the
+// traffic, and the cluster's removal fails requests with the reason.
+func TestChannelFollowsTheControlPlane(t *testing.T) {
+	addrs := namedServers(t, "one", "two", "three")
+	cp := startControlPlane(t)
+	cluster := []*clusterv3.Cluster{clusterNamed("demo")}
+	cp.set("1", cluster, []*endpointv3.ClusterLoadAssignment{
+		assignment("demo", locality{Zone: "a", Weight: 1, Addrs: addrs[:2]}),
+	})
+	ch, err := conn.New("xds:///demo", conn.WithResolver(testBuilder(t, cp.addr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+
+	// Snapshot 1: both servers of the locality get requests (once both
+	// are connected), "three" none.
+	ctx := ctxFor(t)
+	seen := map[string]int{}
+	for seen["one"] == 0 || seen["two"] == 0 {
+		name, err := get(client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[name]++
+		if ctx.Err() != nil {
+			t.Fatalf("snapshot 1 (one, two): requests went to %v", seen)
+		}
+	}
+	if seen["three"] != 0 {
+		t.Errorf("snapshot 1 (one, two): requests went to %v", seen)
+	}
+
+	// Snapshot 2 moves the locality to "three": once a request reaches
+	// it, every later one does.
+	cp.set("2", cluster, []*endpointv3.ClusterLoadAssignment{
+		assignment("demo", locality{Zone: "a", Weight: 1, Addrs: addrs[2:]}),
+	})
+	for {
+		name, err := get(client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "three" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("snapshot 2 was never followed")
+		}
+	}
+	for range 10 {
+		if name, err := get(client); name != "three" || err != nil {
+			t.Fatalf("after snapshot 2: %q, %v", name, err)
+		}
+	}
+
+	// Snapshot 3 removes the cluster: the channel fails requests with the
+	// reason. (The resolver publishes the empty tree, then the reason: a
+	// pick in between fails with the priority policy's "empty priority
+	// list" alone.)
+	cp.set("3", nil, nil)
+	for {
+		_, err = ch.Pick(ctx, conn.PickOptions{})
+		if err != nil && strings.Contains(err.Error(), `cluster "demo" does not exist`) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("pick after the removal: %v, want the cluster named as not existing", err)
+		}
+		runtime.Gosched() // the reason follows the empty tree at once
+	}
+	if st := ch.State(); st != lb.TransientFailure {
+		t.Errorf("channel state %v after the removal, want TRANSIENT_FAILURE", st)
+	}
+	failFast := &http.Client{Transport: &nethttp.Transport{Channel: ch}}
+	if _, err := get(failFast); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("request after the removal: %v", err)
+	}
+}
+
+// An http.Client whose requests follow a management server: the second
+// snapshot moves the cluster's endpoint from one server to another.
+func ExampleNewBuilder() {
+	addrs, stop := exampleServers("blue", "green")
+	defer stop()
+	cp, err := controlplane.Start("127.0.0.1:0") // a go-control-plane server
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cp.Stop()
+	publish := func(version, addr string) {
+		err := cp.Set(version, []*clusterv3.Cluster{clusterNamed("shop")}, []*endpointv3.ClusterLoadAssignment{
+			assignment("shop", locality{Zone: "a", Weight: 1, Addrs: []string{addr}}),
+		})
+		if err != nil {
+			fmt.Println(err)
+		}
+	}
+	publish("1", addrs[0])
+
+	// The bootstrap names the management server and this client's node.
+	boot, err := xds.ParseBootstrap([]byte(`{
+	  "xds_servers": [{"server_uri": "` + cp.Addr + `", "channel_creds": [{"type": "insecure"}]}],
+	  "node": {"id": "` + testNode + `"}}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	b, err := xds.NewBuilder(xds.WithBootstrap(boot))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ch, err := conn.New("xds:///shop", conn.WithResolver(b))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ch.Close()
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+
+	name, _ := get(client)
+	fmt.Println("snapshot 1:", name)
+	publish("2", addrs[1])
+	for name != "green" {
+		name, _ = get(client)
+	}
+	fmt.Println("snapshot 2:", name)
+	// Output:
+	// snapshot 1: blue
+	// snapshot 2: green
+}
+
+// exampleServers is namedServers for examples.
+func exampleServers(names ...string) ([]string, func()) {
+	var addrs []string
+	var stops []func()
+	for _, name := range names {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, name) }))
+		stops = append(stops, srv.Close)
+		addrs = append(addrs, strings.TrimPrefix(srv.URL, "http://"))
+	}
+	return addrs, func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+}

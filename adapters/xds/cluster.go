@@ -1,0 +1,407 @@
+package xds
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/leastrequest"
+	"github.com/lbkit/lbkit/lb/outlierdetection"
+	"github.com/lbkit/lbkit/lb/resolver/eds"
+	"github.com/lbkit/lbkit/lb/wrr"
+)
+
+// ClusterConfig is what lbkit takes from one CDS Cluster resource.
+type ClusterConfig struct {
+	// Name is the cluster's name.
+	Name string
+	// EDSServiceName is eds_cluster_config.service_name, or Name when that
+	// is empty: the name of the ClusterLoadAssignment to subscribe to.
+	EDSServiceName string
+	// Policies are the endpoint policy and the outlier detection for
+	// [eds.Namer.Convert].
+	Policies eds.Policies
+	// Ignored lists the fields set in the cluster that lbkit ignores
+	// because a gRFC says to, each as "field: reason", for the resolver
+	// to log: a control plane that sets them learns that they had no
+	// effect.
+	Ignored []string
+}
+
+// ResourceError is why lbkit cannot use an xDS resource: the client NACKs
+// the resource with this error as the detail and keeps its last good
+// version. Its text is "field: reason", the field being the proto field
+// path inside the resource, such as
+//
+//	lb_policy: RING_HASH is not supported (lbkit supports ROUND_ROBIN, LEAST_REQUEST)
+//
+// Test for it with errors.As.
+type ResourceError struct {
+	// Resource is the resource's name (for a Cluster, its name; empty if
+	// it has none).
+	Resource string
+	// Field is the proto field path of the offending value, such as
+	// "outlier_detection.max_ejection_percent"; empty for the resource as
+	// a whole.
+	Field string
+	// Err is the reason.
+	Err error
+}
+
+// Error returns "field: reason", or the reason alone when Field is empty.
+func (e *ResourceError) Error() string {
+	if e.Field == "" {
+		return e.Err.Error()
+	}
+	return e.Field + ": " + e.Err.Error()
+}
+
+// Unwrap returns the reason.
+func (e *ResourceError) Unwrap() error { return e.Err }
+
+// fieldErrorf returns a *ResourceError at field with a formatted reason;
+// ParseCluster fills in the resource's name.
+func fieldErrorf(field, format string, args ...any) *ResourceError {
+	return &ResourceError{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// The endpoint policies ParseCluster chooses between.
+var roundRobinLeaf = json.RawMessage(`[{"` + wrr.Name + `":{}}]`)
+
+// Bounds of least_request_lb_config.choice_count (gRFC A48).
+const (
+	minChoiceCount = leastrequest.MinChoiceCount
+	maxChoiceCount = leastrequest.MaxChoiceCount
+)
+
+// ParseCluster validates a CDS Cluster and maps it to lbkit's config. Every
+// refusal is a [*ResourceError] naming the proto field; the caller NACKs
+// the resource with it. docs/choices.md ("xDS clusters") gives the reasons
+// below at length.
+//
+// # Discovery
+//
+// The cluster must be type EDS with eds_cluster_config.eds_config set to
+// ads or self, as gRPC requires: lbkit follows EDS clusters over the one
+// ADS stream. STATIC, STRICT_DNS, LOGICAL_DNS and ORIGINAL_DST types and
+// any cluster_type (aggregate or custom) are refused, such as
+// "type: LOGICAL_DNS is not supported (lbkit follows EDS clusters only)".
+//
+// # Load balancing policy
+//
+//   - ROUND_ROBIN (the default) gives [{"weighted_round_robin":{}}]: Envoy's
+//     ROUND_ROBIN honours each endpoint's load_balancing_weight, and so does
+//     lbkit's weighted_round_robin, the eds file resolver's leaf; with
+//     equal weights it is round robin. round_robin_lb_config.slow_start_config
+//     is refused (lbkit has no slow start).
+//   - LEAST_REQUEST gives [{"least_request_experimental":{"choiceCount":N}}]
+//     with N from least_request_lb_config.choice_count: 2 when unset, below
+//     2 refused, above 10 lowered to 10 (gRFC A48). Endpoint weights are
+//     ignored, as A48's "all weights equal" algorithm does.
+//     active_request_bias and slow_start_config are ignored, as A48 says,
+//     and listed in ClusterConfig.Ignored, which the resolver logs.
+//   - Any other lb_policy, and load_balancing_policy, are refused, such as
+//     "lb_policy: RING_HASH is not supported (lbkit supports ROUND_ROBIN,
+//     LEAST_REQUEST)".
+//
+// The generated leaf is parsed by lbkit's own registry, so a config lbkit
+// would refuse is refused here.
+//
+// # Outlier detection
+//
+// Unset, Policies.OutlierDetection stays empty: no ejection (A50's "no-op"
+// config). Set, it is mapped as gRFC A50's "xDS Integration" table says to
+// an outlier_detection_experimental config without childPolicy:
+// enforcing_success_rate 0 disables successRateEjection (unset means 100,
+// enabled); enforcing_failure_percentage 0 or unset disables
+// failurePercentageEjection; interval, base_ejection_time,
+// max_ejection_time, max_ejection_percent and the success_rate_* and
+// failure_percentage_* fields map to their config fields, unset ones
+// taking A50's defaults. Validation follows A50: durations must be valid
+// google.protobuf.Durations and not negative; max_ejection_percent,
+// enforcing_success_rate, failure_percentage_threshold and
+// enforcing_failure_percentage at most 100. lbkit also refuses an interval
+// of 0 and durations beyond Go's time.Duration (about 292 years), and the
+// mapped config must pass lbkit's outlier_detection_experimental parser.
+// Ignored, as A50 says gRPC ignores them: consecutive_5xx,
+// consecutive_gateway_failure, consecutive_local_origin_failure and their
+// enforcing_* fields, split_external_local_origin_errors,
+// enforcing_local_origin_success_rate,
+// enforcing_failure_percentage_local_origin, max_ejection_time_jitter,
+// successful_active_health_check_uneject_host, monitors,
+// always_eject_one_host and detect_degraded_hosts.
+//
+// # Other fields
+//
+// Refused, because they would change which endpoints get traffic:
+// lb_subset_config with subset_selectors (subset load balancing).
+// Ignored, as gRPC ignores them or because they do not choose endpoints:
+// common_lb_config (locality weights are always honoured, as
+// locality_weighted_lb_config asks; zone_aware_lb_config needs Envoy's
+// local cluster; lbkit never routes to unhealthy endpoints, as
+// healthy_panic_threshold 0; consistent_hashing_lb_config and
+// override_host_status serve policies and filters lbkit does not have),
+// the lb config of a policy not chosen (ring_hash_lb_config, ...),
+// health_checks (health comes from EDS health_status), circuit_breakers,
+// connect_timeout, max_requests_per_connection, the protocol options,
+// transport_socket and transport_socket_matches (the channel's transport
+// sets security), lrs_server (lbkit sends no load reports), load_assignment
+// (EDS supplies it), the dns_* fields, upstream_* fields, filters,
+// metadata, preconnect_policy, and every field not named here.
+//
+// ParseCluster does not keep c; it may be called concurrently.
+func ParseCluster(c *clusterv3.Cluster) (ClusterConfig, error) {
+	if c == nil {
+		return ClusterConfig{}, &ResourceError{Err: errors.New("no Cluster")}
+	}
+	cfg, rerr := parseCluster(c)
+	if rerr != nil {
+		rerr.Resource = c.GetName()
+		return ClusterConfig{}, rerr
+	}
+	return cfg, nil
+}
+
+// parseCluster is ParseCluster's work; the error's Resource is unset.
+func parseCluster(c *clusterv3.Cluster) (ClusterConfig, *ResourceError) {
+	if c.GetName() == "" {
+		return ClusterConfig{}, fieldErrorf("name", "required")
+	}
+	cfg := ClusterConfig{Name: c.GetName()}
+	if err := checkDiscovery(c); err != nil {
+		return ClusterConfig{}, err
+	}
+	cfg.EDSServiceName = c.GetEdsClusterConfig().GetServiceName()
+	if cfg.EDSServiceName == "" {
+		cfg.EDSServiceName = cfg.Name
+	}
+	if s := c.GetLbSubsetConfig(); len(s.GetSubsetSelectors()) > 0 {
+		return ClusterConfig{}, fieldErrorf("lb_subset_config", "subset load balancing is not supported (it would restrict which endpoints get traffic)")
+	}
+	var err *ResourceError
+	if cfg.Policies.Endpoint, cfg.Ignored, err = endpointPolicy(c); err != nil {
+		return ClusterConfig{}, err
+	}
+	if od := c.GetOutlierDetection(); od != nil {
+		if cfg.Policies.OutlierDetection, err = outlierDetection(od, cfg.Policies.Endpoint); err != nil {
+			return ClusterConfig{}, err
+		}
+	}
+	return cfg, nil
+}
+
+// checkDiscovery checks that c is an EDS cluster fetched over ADS.
+func checkDiscovery(c *clusterv3.Cluster) *ResourceError {
+	if ct := c.GetClusterType(); ct != nil {
+		return fieldErrorf("cluster_type", "%q is not supported (lbkit follows EDS clusters only)", ct.GetName())
+	}
+	if t := c.GetType(); t != clusterv3.Cluster_EDS {
+		return fieldErrorf("type", "%s is not supported (lbkit follows EDS clusters only)", t)
+	}
+	src := c.GetEdsClusterConfig().GetEdsConfig()
+	switch spec := src.GetConfigSourceSpecifier().(type) {
+	case *corev3.ConfigSource_Ads, *corev3.ConfigSource_Self:
+		return nil
+	case nil:
+		return fieldErrorf("eds_cluster_config.eds_config", "required: ads or self")
+	default:
+		return fieldErrorf("eds_cluster_config.eds_config", "%s is not supported (must be ads or self: lbkit fetches endpoints over the ADS stream)", configSourceKind(spec))
+	}
+}
+
+// configSourceKind names the config_source_specifier field that is set.
+func configSourceKind(spec any) string {
+	switch spec.(type) {
+	case *corev3.ConfigSource_Path:
+		return "path"
+	case *corev3.ConfigSource_PathConfigSource:
+		return "path_config_source"
+	case *corev3.ConfigSource_ApiConfigSource:
+		return "api_config_source"
+	}
+	return fmt.Sprintf("%T", spec)
+}
+
+// endpointPolicy returns the endpoint policy list for c's lb_policy.
+func endpointPolicy(c *clusterv3.Cluster) (leaf json.RawMessage, ignored []string, _ *ResourceError) {
+	if c.GetLoadBalancingPolicy() != nil {
+		return nil, nil, fieldErrorf("load_balancing_policy", "is not supported (lbkit supports lb_policy ROUND_ROBIN, LEAST_REQUEST)")
+	}
+	switch p := c.GetLbPolicy(); p {
+	case clusterv3.Cluster_ROUND_ROBIN:
+		if c.GetRoundRobinLbConfig().GetSlowStartConfig() != nil {
+			return nil, nil, fieldErrorf("round_robin_lb_config.slow_start_config", "slow start is not supported")
+		}
+		leaf = roundRobinLeaf
+	case clusterv3.Cluster_LEAST_REQUEST:
+		var err *ResourceError
+		if leaf, ignored, err = leastRequest(c.GetLeastRequestLbConfig()); err != nil {
+			return nil, nil, err
+		}
+	default:
+		return nil, nil, fieldErrorf("lb_policy", "%s is not supported (lbkit supports ROUND_ROBIN, LEAST_REQUEST)", p)
+	}
+	if _, err := lb.ParsePolicyList(leaf); err != nil {
+		return nil, nil, fieldErrorf("lb_policy", "lbkit refuses the endpoint policy %s: %w", leaf, err)
+	}
+	return leaf, ignored, nil
+}
+
+// leastRequest maps least_request_lb_config (gRFC A48), listing the set
+// fields A48 says to ignore.
+func leastRequest(lr *clusterv3.Cluster_LeastRequestLbConfig) (json.RawMessage, []string, *ResourceError) {
+	var ignored []string
+	if lr.GetActiveRequestBias() != nil {
+		ignored = append(ignored, "least_request_lb_config.active_request_bias: ignored (gRFC A48): it tunes weighted least request, and least_request_experimental ignores endpoint weights")
+	}
+	if lr.GetSlowStartConfig() != nil {
+		ignored = append(ignored, "least_request_lb_config.slow_start_config: ignored (gRFC A48): slow start needs weighted least request")
+	}
+	n := uint32(leastrequest.DefaultChoiceCount)
+	if cc := lr.GetChoiceCount(); cc != nil {
+		n = cc.GetValue()
+	}
+	if n < minChoiceCount {
+		return nil, nil, fieldErrorf("least_request_lb_config.choice_count", "%d is below %d (gRFC A48)", n, minChoiceCount)
+	}
+	n = min(n, maxChoiceCount)
+	return json.RawMessage(`[{"` + leastrequest.Name + `":{"choiceCount":` + strconv.FormatUint(uint64(n), 10) + `}}]`), ignored, nil
+}
+
+// The outlier_detection_experimental config ParseCluster generates, in
+// grpc-go's JSON names. Unset fields are left out so that the parser
+// applies A50's defaults, which are Envoy's.
+type (
+	odConfig struct {
+		Interval                  string           `json:"interval,omitempty"`
+		BaseEjectionTime          string           `json:"baseEjectionTime,omitempty"`
+		MaxEjectionTime           string           `json:"maxEjectionTime,omitempty"`
+		MaxEjectionPercent        *uint32          `json:"maxEjectionPercent,omitempty"`
+		SuccessRateEjection       *odAlgorithm     `json:"successRateEjection,omitempty"`
+		FailurePercentageEjection *odAlgorithm     `json:"failurePercentageEjection,omitempty"`
+		ChildPolicy               *json.RawMessage `json:"childPolicy,omitempty"`
+	}
+	// odAlgorithm is either algorithm's object; StdevFactor belongs to the
+	// success rate, Threshold to the failure percentage.
+	odAlgorithm struct {
+		StdevFactor           *uint32 `json:"stdevFactor,omitempty"`
+		Threshold             *uint32 `json:"threshold,omitempty"`
+		EnforcementPercentage *uint32 `json:"enforcementPercentage,omitempty"`
+		MinimumHosts          *uint32 `json:"minimumHosts,omitempty"`
+		RequestVolume         *uint32 `json:"requestVolume,omitempty"`
+	}
+)
+
+// outlierDetection validates od and maps it (gRFC A50, "xDS
+// Integration"); leaf is the endpoint policy, used as the child when the
+// result is checked with lbkit's parser.
+func outlierDetection(od *clusterv3.OutlierDetection, leaf json.RawMessage) (json.RawMessage, *ResourceError) {
+	var cfg odConfig
+	var err *ResourceError
+	durations := []struct {
+		dst      *string
+		d        *durationpb.Duration
+		field    string
+		positive bool
+	}{
+		{&cfg.Interval, od.GetInterval(), "interval", true},
+		{&cfg.BaseEjectionTime, od.GetBaseEjectionTime(), "base_ejection_time", false},
+		{&cfg.MaxEjectionTime, od.GetMaxEjectionTime(), "max_ejection_time", false},
+	}
+	for _, d := range durations {
+		if *d.dst, err = durationJSON(d.d, "outlier_detection."+d.field, d.positive); err != nil {
+			return nil, err
+		}
+	}
+	percents := []struct {
+		v     *wrapperspb.UInt32Value
+		field string
+	}{
+		{od.GetMaxEjectionPercent(), "max_ejection_percent"},
+		{od.GetEnforcingSuccessRate(), "enforcing_success_rate"},
+		{od.GetFailurePercentageThreshold(), "failure_percentage_threshold"},
+		{od.GetEnforcingFailurePercentage(), "enforcing_failure_percentage"},
+	}
+	for _, p := range percents {
+		if p.v != nil && p.v.GetValue() > 100 {
+			return nil, fieldErrorf("outlier_detection."+p.field, "%d is above 100", p.v.GetValue())
+		}
+	}
+	cfg.MaxEjectionPercent = value(od.GetMaxEjectionPercent())
+	if sr := od.GetEnforcingSuccessRate(); sr == nil || sr.GetValue() > 0 {
+		cfg.SuccessRateEjection = &odAlgorithm{
+			StdevFactor:           value(od.GetSuccessRateStdevFactor()),
+			EnforcementPercentage: value(sr),
+			MinimumHosts:          value(od.GetSuccessRateMinimumHosts()),
+			RequestVolume:         value(od.GetSuccessRateRequestVolume()),
+		}
+	}
+	if fp := od.GetEnforcingFailurePercentage(); fp.GetValue() > 0 {
+		cfg.FailurePercentageEjection = &odAlgorithm{
+			Threshold:             value(od.GetFailurePercentageThreshold()),
+			EnforcementPercentage: value(fp),
+			MinimumHosts:          value(od.GetFailurePercentageMinimumHosts()),
+			RequestVolume:         value(od.GetFailurePercentageRequestVolume()),
+		}
+	}
+	out, merr := json.Marshal(cfg)
+	if merr != nil {
+		return nil, fieldErrorf("outlier_detection", "encoding the config: %w", merr)
+	}
+	cfg.ChildPolicy = &leaf
+	full, merr := json.Marshal([]map[string]odConfig{{outlierdetection.Name: cfg}})
+	if merr == nil {
+		_, merr = lb.ParsePolicyList(full)
+	}
+	if merr != nil {
+		return nil, fieldErrorf("outlier_detection", "lbkit refuses the mapped config %s: %w", out, merr)
+	}
+	return out, nil
+}
+
+// value returns a pointer to v's value, or nil for an unset v.
+func value(v *wrapperspb.UInt32Value) *uint32 {
+	if v == nil {
+		return nil
+	}
+	x := v.GetValue()
+	return &x
+}
+
+// maxDurationSeconds is the most whole seconds a time.Duration holds.
+const maxDurationSeconds = math.MaxInt64 / int64(time.Second)
+
+// durationJSON validates d (A50: a valid google.protobuf.Duration, not
+// negative; lbkit: within time.Duration, and above zero when positive) and
+// returns its proto3 JSON form, such as "10s" or "0.5s"; "" for an unset d.
+func durationJSON(d *durationpb.Duration, field string, positive bool) (string, *ResourceError) {
+	if d == nil {
+		return "", nil
+	}
+	secs, nanos := d.GetSeconds(), d.GetNanos()
+	switch {
+	case d.CheckValid() != nil:
+		return "", fieldErrorf(field, "invalid google.protobuf.Duration: %v", d.CheckValid())
+	case secs < 0 || nanos < 0:
+		return "", fieldErrorf(field, "%s is negative", d.AsDuration())
+	case secs > maxDurationSeconds || (secs == maxDurationSeconds && int64(nanos) > math.MaxInt64%int64(time.Second)):
+		return "", fieldErrorf(field, "%ds is beyond lbkit's longest duration (about 292 years)", secs)
+	case positive && secs == 0 && nanos == 0:
+		return "", fieldErrorf(field, "0s: lbkit requires an interval above zero")
+	}
+	s := strconv.FormatInt(secs, 10)
+	if nanos != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%09d", nanos), "0")
+	}
+	return s + "s", nil
+}

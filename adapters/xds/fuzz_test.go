@@ -1,0 +1,45 @@
+package xds
+
+import (
+	"testing"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// FuzzDecodeResources feeds arbitrary bytes to both resource decoders, as a
+// management server could: they return an error or a value, never panic,
+// and a valid value always has a name.
+func FuzzDecodeResources(f *testing.F) {
+	cla := &endpointv3.ClusterLoadAssignment{ClusterName: "c", Endpoints: []*endpointv3.LocalityLbEndpoints{{
+		Locality:            &corev3.Locality{Region: "r"},
+		LoadBalancingWeight: wrapperspb.UInt32(1),
+		LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+			Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+				Address: "10.0.0.1", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 80},
+			}}},
+		}}}},
+	}}}
+	cluster := &clusterv3.Cluster{Name: "c", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
+		EdsClusterConfig: &clusterv3.Cluster_EdsClusterConfig{EdsConfig: &corev3.ConfigSource{
+			ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}}}
+	for _, m := range []proto.Message{cla, cluster} {
+		raw, err := proto.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		for _, decode := range []func([]byte) (string, any, error){decodeCluster, decodeEndpoints} {
+			name, v, err := decode(raw)
+			if err == nil && (name == "" || v == nil) {
+				t.Fatalf("a valid resource without a name or value: %q, %v", name, v)
+			}
+		}
+	})
+}

@@ -59,8 +59,14 @@ func printSummary(out io.Writer, s *Summary) {
 	for _, n := range s.Notes {
 		fmt.Fprintln(out, n)
 	}
+	if s.Late > lateNotice {
+		fmt.Fprintf(out, "script: a step ran %v late (the machine was busy); the times above may be off\n", s.Late.Round(millisecond))
+	}
 	fmt.Fprintf(out, "timeline: %s\n", s.SVGPath)
 }
+
+// lateNotice is how late a step may run before the summary says so.
+const lateNotice = 100 * time.Millisecond
 
 // millisecond is the precision of the durations a summary prints.
 const millisecond = time.Millisecond

@@ -134,6 +134,7 @@ func (s *Scenario) Run(ctx context.Context, out io.Writer) (*Summary, error) {
 	}
 	sum := s.summarize(tl, p.phases)
 	sum.Watches = rec.results()
+	sum.Late = p.late
 	if s.Monitor != nil {
 		sum.Notes = s.Monitor.Notes()
 	}
@@ -163,10 +164,12 @@ type player struct {
 	seconds []second // the rows so far
 	event   string   // what happened in the current second
 	atStart int      // the phase in force when the current second began
+	late    time.Duration
 }
 
 // step does st and starts its watches and topology.
 func (p *player) step(st Step) error {
+	p.late = max(p.late, time.Since(p.start.Add(st.At)))
 	if st.Do != nil {
 		if err := st.Do(); err != nil {
 			return err

@@ -1,6 +1,9 @@
 package demo
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // Summary is what a run found.
 type Summary struct {
@@ -12,6 +15,10 @@ type Summary struct {
 	Watches []WatchResult
 	// Notes are the Monitor's lines.
 	Notes []string
+	// Late is the most a step ran after its time: a busy machine can
+	// starve the script, run two steps back to back, and leave a watch no
+	// time.
+	Late time.Duration
 	// SVGPath is where the timeline was written.
 	SVGPath string
 }

@@ -17,20 +17,35 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// The demo in a short mode: four seconds of real traffic through a real
+// The demo in a short mode: five seconds of real traffic through a real
 // management server, the xds resolver, the channel and the net/http
 // adapter. The traffic must follow every good snapshot before the next
 // one (first request, share after a weight shift, a new endpoint, the
-// failover by priority, the restore), stay put on the bad one, and lbkit
-// must ACK each good snapshot and NACK the bad one with its detail.
+// failover by priority, the restore), stay put on the bad one, and lbkit must ACK each good
+// snapshot and NACK the bad one with its detail.
 func TestDemoFollowsEverySnapshot(t *testing.T) {
+	const maxLate = 150 * time.Millisecond
 	svg := filepath.Join(t.TempDir(), "timeline.svg")
 	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sum, err := run(ctx, []string{"-duration", "4s", "-rate", "400", "-svg", svg}, &out)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
+	var sum *demo.Summary
+	// A machine too busy to run the script on time runs steps back to
+	// back; such a run proves nothing and runs again.
+	for attempt := 1; ; attempt++ {
+		out.Reset()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		var err error
+		sum, err = run(ctx, []string{"-duration", "5s", "-rate", "400", "-svg", svg}, &out)
+		cancel()
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, out.String())
+		}
+		if sum.Late <= maxLate || attempt == 3 {
+			break
+		}
+		t.Logf("attempt %d: a step ran %v late; running again", attempt, sum.Late)
+	}
+	if sum.Late > maxLate {
+		t.Fatalf("every run had a step %v late or more (the machine is too busy)\n%s", maxLate, out.String())
 	}
 	for _, name := range []string{"v1", "v2", "v3", "v4", "v6", "v6 b-2"} {
 		if !sum.Watch(name).Seen {

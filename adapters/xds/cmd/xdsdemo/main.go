@@ -15,7 +15,10 @@
 //     priority 1 (failover by configuration);
 //   - v5: a bad snapshot (an address listed twice): lbkit NACKs it with
 //     the error's detail and the traffic stays where v4 put it;
-//   - v6: v1 again.
+//   - v6: v1 again;
+//   - a-1 turns slow (weighted round robin keeps sending it its share),
+//     then v7: the cluster's lb_policy becomes LEAST_REQUEST, which steers
+//     traffic off a-1.
 //
 // It prints a table every second (each push is an event of its row) and
 // ends with a summary that says, for each push, how long the traffic took

@@ -21,7 +21,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // management server, the xds resolver, the channel and the net/http
 // adapter. The traffic must follow every good snapshot before the next
 // one (first request, share after a weight shift, a new endpoint, the
-// failover by priority, the restore), stay put on the bad one, and lbkit must ACK each good
+// failover by priority, the restore, least_request steering off a slow
+// backend), stay put on the bad one, and lbkit must ACK each good
 // snapshot and NACK the bad one with its detail.
 func TestDemoFollowsEverySnapshot(t *testing.T) {
 	const maxLate = 150 * time.Millisecond
@@ -47,7 +48,7 @@ func TestDemoFollowsEverySnapshot(t *testing.T) {
 	if sum.Late > maxLate {
 		t.Fatalf("every run had a step %v late or more (the machine is too busy)\n%s", maxLate, out.String())
 	}
-	for _, name := range []string{"v1", "v2", "v3", "v4", "v6", "v6 b-2"} {
+	for _, name := range []string{"v1", "v2", "v3", "v4", "v6", "v6 b-2", "slow", "v7"} {
 		if !sum.Watch(name).Seen {
 			t.Errorf("the traffic did not follow %s before the next push\n%s", name, out.String())
 		}
@@ -59,7 +60,7 @@ func TestDemoFollowsEverySnapshot(t *testing.T) {
 		t.Errorf("%d requests failed\n%s", sum.Errors, out.String())
 	}
 	notes := strings.Join(sum.Notes, "\n")
-	for _, want := range []string{"v1: lbkit ACKed", "v2: lbkit ACKed", "v3: lbkit ACKed", "v4: lbkit ACKed", "v6: lbkit ACKed",
+	for _, want := range []string{"v1: lbkit ACKed", "v2: lbkit ACKed", "v3: lbkit ACKed", "v4: lbkit ACKed", "v6: lbkit ACKed", "v7: lbkit ACKed",
 		"v5: lbkit NACKed the endpoints", "keeping v4", "appears twice"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("the notes lack %q\n%s", want, out.String())

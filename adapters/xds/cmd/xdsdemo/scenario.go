@@ -35,7 +35,8 @@ type scenario struct {
 	acks     *ackMonitor
 }
 
-// snapshot is one version the script pushes.
+// snapshot is one version the script pushes, with what the script does
+// around it.
 type snapshot struct {
 	version    string
 	label      string
@@ -43,6 +44,13 @@ type snapshot struct {
 	draining   []string // backends published with health status DRAINING
 	// bad marks a snapshot lbkit must NACK, keeping the last good one.
 	bad bool
+	// leastRequest publishes the cluster with lb_policy LEAST_REQUEST
+	// instead of ROUND_ROBIN; the shares then follow the backends' load,
+	// not the weights.
+	leastRequest bool
+	// before, if not nil, is a step of its own that the script runs before
+	// the push.
+	before *demo.Step
 	// watches time how long the traffic took to follow the snapshot.
 	watches []*demo.Watch
 }
@@ -154,8 +162,23 @@ func (sc *scenario) snapshots(window int) []snapshot {
 			{Name: "v6", Until: demo.ShareReaches([]string{"a-1", "a-2"}, 0.5, 0.05, window), Report: "v6: the traffic followed the 1:1 weights again from %v after the push (zone a served 50%%±5" + in + ")"},
 			{Name: "v6 b-2", Until: demo.FirstRequestTo("b-2"), Report: "v6: b-2 served again %v after the push"},
 		}},
+		{version: "v7", label: "v7: lb_policy LEAST_REQUEST", localities: primary, leastRequest: true,
+			before: &demo.Step{Label: "a-1 answers in " + slowDelay.String(), Do: func() error {
+				sc.backends[0].SetDelay(slowDelay)
+				return nil
+			}, Watches: []*demo.Watch{
+				{Name: "slow", Until: demo.ShareReaches([]string{"a-1"}, 0.25, 0.05, window),
+					Report: "a-1 slow: weighted round robin kept sending it its weight's share (25%%±5" + in + " from %v after it slowed)"},
+			}},
+			watches: []*demo.Watch{
+				{Name: "v7", Until: demo.ShareReaches([]string{"a-1"}, 0.125, 0.075, window),
+					Report: "v7: least_request steered traffic off the slow a-1 from %v after the push (5-20%%" + in + ", down from 25%%)"},
+			}},
 	}
 }
+
+// slowDelay is how long a-1 takes to answer from the step before v7.
+const slowDelay = 100 * time.Millisecond
 
 // assignment returns s's ClusterLoadAssignment.
 func (sc *scenario) assignment(s snapshot) *endpointv3.ClusterLoadAssignment {
@@ -174,7 +197,11 @@ func (sc *scenario) assignment(s snapshot) *endpointv3.ClusterLoadAssignment {
 
 // push publishes s on the management server.
 func (sc *scenario) push(s snapshot) error {
-	err := sc.cp.Set(s.version, []*clusterv3.Cluster{controlplane.EDSCluster(cluster)}, []*endpointv3.ClusterLoadAssignment{sc.assignment(s)})
+	c := controlplane.EDSCluster(cluster)
+	if s.leastRequest {
+		c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
+	}
+	err := sc.cp.Set(s.version, []*clusterv3.Cluster{c}, []*endpointv3.ClusterLoadAssignment{sc.assignment(s)})
 	if err != nil {
 		return fmt.Errorf("pushing %s: %w", s.version, err)
 	}
@@ -183,28 +210,46 @@ func (sc *scenario) push(s snapshot) error {
 }
 
 // script turns the snapshots into steps: v1 before the traffic starts,
-// the others one sixth of the run apart.
+// the others (and the steps they run before them) evenly spaced.
 func (sc *scenario) script(o demo.Options) error {
-	for i, s := range sc.snapshots(min(max(o.Rate/10, 20), 50)) {
-		step := demo.Step{Label: s.label, Watches: s.watches, Do: func() error { return sc.push(s) }}
-		if i > 0 {
-			// Off the second's boundary, so that its row shows the change.
-			step.At = time.Duration(i)*o.Duration/6 + o.Duration/60
+	snaps := sc.snapshots(min(max(o.Rate/10, 20), 50))
+	for _, s := range snaps {
+		if s.before != nil {
+			sc.Script = append(sc.Script, *s.before)
 		}
+		step := demo.Step{Label: s.label, Watches: s.watches, Do: func() error { return sc.push(s) }}
 		if !s.bad {
-			data, err := protojson.Marshal(sc.assignment(s))
+			t, err := sc.topology(s)
 			if err != nil {
 				return err
-			}
-			t, err := sc.Learn(data)
-			if err != nil {
-				return fmt.Errorf("snapshot %s: %w", s.version, err)
 			}
 			step.Topology = &t
 		}
 		sc.Script = append(sc.Script, step)
 	}
+	n := time.Duration(len(sc.Script))
+	for i := 1; i < len(sc.Script); i++ {
+		// Off the second's boundary, so that its row shows the change.
+		sc.Script[i].At = time.Duration(i)*o.Duration/n + o.Duration/(10*n)
+	}
 	return nil
+}
+
+// topology is what the traffic should look like under s; under
+// least_request, the shares follow the load, so none is expected.
+func (sc *scenario) topology(s snapshot) (demo.Topology, error) {
+	data, err := protojson.Marshal(sc.assignment(s))
+	if err != nil {
+		return demo.Topology{}, err
+	}
+	t, err := sc.Learn(data)
+	if err != nil {
+		return demo.Topology{}, fmt.Errorf("snapshot %s: %w", s.version, err)
+	}
+	if s.leastRequest {
+		t.Want = nil
+	}
+	return t, nil
 }
 
 func (sc *scenario) close() {

@@ -21,6 +21,10 @@ help: ## List the targets.
 demo: deps ## Run the demo: outlier ejection and failover between priorities over real HTTP backends (about 30 s).
 	go run ./cmd/lbdemo $(DEMOFLAGS)
 
+.PHONY: demo-xds
+demo-xds: deps ## Run the xDS demo: an in-process control plane pushes snapshots (weights, endpoints, priorities, a bad one) and the traffic follows (about 30 s).
+	cd adapters/xds && go run ./cmd/xdsdemo $(DEMOFLAGS)
+
 .PHONY: deps
 deps: ## Download every module's dependencies.
 	@for m in $(MODULES); do (cd $$m && go mod download) || exit 1; done

@@ -55,7 +55,8 @@ var layers = []struct {
 	{"conn", 6},
 	{"conn/", 7}, // conn/debugpage
 	{"adapters/", 8},
-	{"cmd/", 9},
+	{"internal/demo", 9}, // the demos' runner, under cmd/lbdemo and adapters/xds/cmd/xdsdemo
+	{"cmd/", 10},
 	{"internal/", 9},
 }
 

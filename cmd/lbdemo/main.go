@@ -34,15 +34,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"time"
+
+	"github.com/lbkit/lbkit/internal/demo"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	_, err := run(ctx, os.Args[1:], os.Stdout)
-	var usage *usageError
+	var usage *demo.UsageError
 	switch {
 	case errors.As(err, &usage):
 		fmt.Fprintf(os.Stderr, "lbdemo: %v\n", err)
@@ -53,57 +54,46 @@ func main() {
 	}
 }
 
-// usageError is a problem with the flags or the input files: exit status 2.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error {
-	return &usageError{err: fmt.Errorf(format, args...)}
-}
-
 // options are the parsed flags.
 type options struct {
-	duration time.Duration
-	rate     int
-	svgPath  string
-	claPath  string
-	target   string
-	debug    string // address of the debug page; "" for none
+	demo.Options
+	claPath string
+	target  string
 }
 
 func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("lbdemo", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var o options
-	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long to send traffic (the scripted demo needs at least 3s)")
-	fs.IntVar(&o.rate, "rate", 300, "requests per second")
-	fs.StringVar(&o.svgPath, "svg", filepath.Join(os.TempDir(), "lbdemo-timeline.svg"), "where to write the SVG timeline")
+	o.AddFlags(fs, "lbdemo")
 	fs.StringVar(&o.claPath, "cla", "", "send traffic to the endpoints of this ClusterLoadAssignment JSON file instead of the built-in scenario")
-	fs.StringVar(&o.debug, "debug", "127.0.0.1:0", "serve the channel's debug page (conn/debugpage) on this address; empty for none")
 	fs.StringVar(&o.target, "target", "", "send traffic to this lbkit target (for example dns:///example.com:80) instead of the built-in scenario")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return o, usagef("usage: lbdemo [-duration 30s] [-rate 300] [-svg file] [-debug addr] [-cla file | -target target]")
+			return o, demo.Usagef("usage: lbdemo [-duration 30s] [-rate 300] [-svg file] [-debug addr] [-cla file | -target target]")
 		}
-		return o, usagef("%v", err)
+		return o, demo.Usagef("%v", err)
 	}
 	switch {
 	case fs.NArg() > 0:
-		return o, usagef("unexpected argument %q (flags only)", fs.Arg(0))
+		return o, demo.Usagef("unexpected argument %q (flags only)", fs.Arg(0))
 	case o.claPath != "" && o.target != "":
-		return o, usagef("-cla and -target cannot be used together")
-	case o.rate < 1 || o.rate > 100000:
-		return o, usagef("-rate %d: want 1..100000 requests per second", o.rate)
-	case o.duration < time.Second:
-		return o, usagef("-duration %v: want at least 1s", o.duration)
-	case o.claPath == "" && o.target == "" && o.duration < 3*time.Second:
-		return o, usagef("-duration %v: the scripted demo needs at least 3s", o.duration)
-	case o.svgPath == "":
-		return o, usagef("-svg: empty path")
+		return o, demo.Usagef("-cla and -target cannot be used together")
+	}
+	if err := o.Check(); err != nil {
+		return o, err
+	}
+	if o.claPath == "" && o.target == "" && o.Duration < 3*time.Second {
+		return o, demo.Usagef("-duration %v: the scripted demo needs at least 3s", o.Duration)
 	}
 	return o, nil
+}
+
+// summary is what a run found: the demo's summary and what became of the
+// backend the script made fail.
+type summary struct {
+	*demo.Summary
+	Outlier outlierResult
 }
 
 // run parses args, runs the demo, prints to out and returns the summary.
@@ -125,5 +115,9 @@ func run(ctx context.Context, args []string, out io.Writer) (*summary, error) {
 		return nil, err
 	}
 	defer sc.close()
-	return sc.run(ctx, out)
+	sum, err := sc.Run(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	return &summary{Summary: sum, Outlier: sc.monitor.result()}, nil
 }

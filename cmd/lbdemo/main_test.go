@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/internal/demo"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -37,17 +35,17 @@ func TestDemoShortRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
-	if !sum.FailedOver {
+	if !sum.Watch("failover").Seen {
 		t.Errorf("no failover to the backup priority\n%s", out.String())
 	}
 	if o := sum.Outlier; o.Backend != "primary-b2" || !o.Ejected || !o.Back {
 		t.Errorf("outlier detection: %+v, want primary-b2 ejected and back\n%s", o, out.String())
 	}
-	if !sum.Returned {
+	if !sum.Watch("return").Seen {
 		t.Errorf("traffic did not return to the primary priority\n%s", out.String())
 	}
-	if len(sum.Shares) != 4 || sum.MaxShareError > 5 {
-		t.Errorf("shares %+v (largest error %.2f points), want 4 primary endpoints within 5 points\n%s", sum.Shares, sum.MaxShareError, out.String())
+	if len(sum.Phases) != 1 || len(sum.Phases[0].Shares) != 4 || sum.Phases[0].MaxShareError > 5 {
+		t.Errorf("shares %+v, want one phase of 4 primary endpoints within 5 points\n%s", sum.Phases, out.String())
 	}
 	data, err := os.ReadFile(svg)
 	if err != nil || !bytes.HasPrefix(data, []byte("<svg")) {
@@ -79,39 +77,9 @@ func TestBadInputIsAUsageError(t *testing.T) {
 		{[]string{"extra"}, "unexpected argument"},
 	} {
 		_, err := run(context.Background(), tc.args, &bytes.Buffer{})
-		var ue *usageError
+		var ue *demo.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("run(%q) = %v; want a one-line usage error containing %q", tc.args, err, tc.want)
 		}
-	}
-}
-
-// The demo serves the debug page while it runs and prints its URL.
-func TestDemoServesTheDebugPage(t *testing.T) {
-	ch, err := conn.New("passthrough:///127.0.0.1:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	var out bytes.Buffer
-	stop, err := serveDebugPage("127.0.0.1:0", ch, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	line := strings.TrimSpace(out.String())
-	_, url, ok := strings.Cut(line, "debug page at ")
-	url, _, _ = strings.Cut(url, " ")
-	if !ok || !strings.HasPrefix(url, "http://127.0.0.1:") {
-		t.Fatalf("printed %q, want the debug page's URL", line)
-	}
-	resp, err := http.Get(url + "?format=json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"target": "passthrough:///127.0.0.1:1"`) {
-		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, body)
 	}
 }

@@ -1,7 +1,8 @@
 // Package httpbackend is a real HTTP server on a loopback port, for lbkit's
 // demo and tests: it answers every request with its name (as the body, and
 // in the X-Backend header), answers 503 while told to fail (except on
-// /healthz, as a backend whose dependency fails while it lives), accepts
+// /healthz, as a backend whose dependency fails while it lives), answers
+// late while told to be slow (except on /healthz), accepts
 // requests but never answers them while told to hang, and can be stopped
 // and started again on the same port, as a crashed and restarted server
 // would be.
@@ -15,6 +16,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Backend is one server. Its methods are safe for concurrent use.
@@ -22,6 +24,7 @@ type Backend struct {
 	name    string
 	addr    string
 	failing atomic.Bool
+	delay   atomic.Int64                  // how long to wait before answering, in nanoseconds
 	hang    atomic.Pointer[chan struct{}] // set while hanging; closed when it stops
 
 	mu  sync.Mutex
@@ -56,6 +59,10 @@ func (b *Backend) Port() string {
 // path but /healthz.
 func (b *Backend) SetFailing(failing bool) { b.failing.Store(failing) }
 
+// SetDelay makes the backend wait d before it answers each request but
+// /healthz, as a slow server would; 0 to answer at once.
+func (b *Backend) SetDelay(d time.Duration) { b.delay.Store(int64(d)) }
+
 // SetHanging makes the backend accept requests and hold them unanswered
 // until it stops hanging or the request ends (true), or answer again
 // (false), releasing the held requests.
@@ -78,6 +85,15 @@ func (b *Backend) serve(ln net.Listener) {
 			select {
 			case <-*release:
 			case <-r.Context().Done():
+				return
+			}
+		}
+		if d := time.Duration(b.delay.Load()); d > 0 && r.URL.Path != "/healthz" {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
 				return
 			}
 		}

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"fmt"
@@ -40,6 +40,7 @@ func writeSVG(w io.Writer, t *timeline) error {
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">0</text>`+"\n", left-6, height-bottom+4)
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">seconds</text>`+"\n", left+int(plotW/2), height-8)
 	fmt.Fprintf(&b, `<text x="14" y="%d" transform="rotate(-90 14 %d)" text-anchor="middle">requests/s</text>`+"\n", top+int(plotH/2), top+int(plotH/2))
+	var labels labelLines
 	for i, s := range t.Seconds {
 		if i%5 == 0 || i == n-1 {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", x(i), height-bottom+16, int(s.At.Seconds()))
@@ -53,7 +54,8 @@ func writeSVG(w io.Writer, t *timeline) error {
 			x(i)-plotW/float64(2*max(1, n-1)), top-14, plotW/float64(max(1, n-1)), colour, s.Priority)
 		if s.Event != "" {
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#555" stroke-dasharray="4 3"/>`+"\n", x(i), top, x(i), height-bottom)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#555">%s</text>`+"\n", x(i)+4, top+14, escape(s.Event))
+			lx, anchor, line := labels.place(x(i), escape(s.Event), width-right)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#555" text-anchor="%s">%s</text>`+"\n", lx, top+14+14*line, anchor, escape(s.Event))
 		}
 	}
 	for k, name := range t.Backends {
@@ -76,4 +78,49 @@ func writeSVG(w io.Writer, t *timeline) error {
 
 func escape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// labelLines places the events' labels on lines under the top of the
+// plot so that they do not overlap, estimating each label's width from
+// its length.
+type labelLines struct {
+	ends []float64 // per line, where its last label ends
+}
+
+// maxLabelLines bounds the lines; past them a label goes on the line that
+// ends first.
+const maxLabelLines = 6
+
+// place returns where the label of an event at x goes: the text's x, its
+// anchor, and its line. A label that would run past limit ends at x.
+func (l *labelLines) place(x float64, label string, limit int) (lx float64, anchor string, line int) {
+	w := 6.5 * float64(len(label))
+	lx, anchor = x+4, "start"
+	from, to := lx, lx+w
+	if to > float64(limit) {
+		lx, anchor = x-4, "end"
+		from, to = lx-w, lx
+	}
+	line = -1
+	for k, end := range l.ends {
+		if end+8 < from {
+			line = k
+			break
+		}
+	}
+	switch {
+	case line >= 0:
+	case len(l.ends) < maxLabelLines:
+		line = len(l.ends)
+		l.ends = append(l.ends, 0)
+	default:
+		line = 0
+		for k, end := range l.ends {
+			if end < l.ends[line] {
+				line = k
+			}
+		}
+	}
+	l.ends[line] = to
+	return lx, anchor, line
 }

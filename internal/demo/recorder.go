@@ -1,53 +1,49 @@
-package main
+package demo
 
 import (
-	"github.com/lbkit/lbkit/adapters/nethttp"
 	"maps"
 	"net/http"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/lb"
 )
 
-// recorder counts, per second, the requests each backend address served
-// and the requests that failed. It wraps the nethttp.Transport, and learns
-// the address the channel picked from each response (nethttp.BackendOf).
+// recorder counts, per second, the requests each backend served and the
+// requests that failed, and shows each served request to the watches
+// running. It wraps the nethttp.Transport, and learns the address the
+// channel picked from each response (nethttp.BackendOf). Its methods are
+// safe for concurrent use.
 type recorder struct {
-	base http.RoundTripper
+	base   http.RoundTripper
+	nameOf func(addr string) string // read-only
 
 	mu      sync.Mutex
-	current map[string]int
+	current map[string]int // by backend name
 	errors  int
-	watches []*watch
-	sc      *scenario
+	watches []*Watch // every watch started, in order
+	active  []*Watch // the latest step's
 }
 
-// watch times the first request served by a priority after a script step.
-type watch struct {
-	label    string
-	since    time.Time
-	priority string
-	got      time.Duration // guarded by recorder.mu
-	seen     bool
+func newRecorder(base http.RoundTripper, nameOf func(string) string) *recorder {
+	return &recorder{base: base, nameOf: nameOf, current: map[string]int{}}
 }
 
-// result returns how long after the step the priority first served.
-func (w *watch) result() (time.Duration, bool) { return w.got, w.seen }
-
-// watch starts timing w.
-func (r *recorder) watch(w *watch, sc *scenario) {
+// step ends the watches of the previous step and starts ws at now.
+func (r *recorder) step(ws []*Watch, now time.Time) {
 	r.mu.Lock()
-	r.watches = append(r.watches, w)
-	r.sc = sc
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	for _, w := range ws {
+		w.start(now)
+	}
+	r.watches = append(r.watches, ws...)
+	r.active = ws
 }
 
-func newRecorder(base http.RoundTripper) *recorder {
-	return &recorder{base: base, current: map[string]int{}}
-}
-
+// RoundTrip sends req through the channel and counts the outcome: a
+// 200 for the backend picked, a 5xx or an error as a failure.
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.base.RoundTrip(req)
 	if err == nil && resp.StatusCode >= 500 {
@@ -56,12 +52,11 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	backend, picked := nethttp.BackendOf(resp)
 	if err == nil && resp.StatusCode == http.StatusOK && picked {
 		now := time.Now()
+		name := r.nameOf(backend.Addr)
 		r.mu.Lock()
-		r.current[backend.Addr]++
-		for _, w := range r.watches {
-			if !w.seen && r.sc.priorityOf[r.sc.nameOf[backend.Addr]] == w.priority {
-				w.seen, w.got = true, now.Sub(w.since)
-			}
+		r.current[name]++
+		for _, w := range r.active {
+			w.observe(name, now)
 		}
 		r.mu.Unlock()
 	}
@@ -83,6 +78,17 @@ func (r *recorder) take() (map[string]int, int) {
 	return counts, errs
 }
 
+// results returns what the watches found, in the order they started.
+func (r *recorder) results() []WatchResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]WatchResult, 0, len(r.watches))
+	for _, w := range r.watches {
+		out = append(out, w.result())
+	}
+	return out
+}
+
 // second is one row of the timeline.
 type second struct {
 	At       time.Duration
@@ -94,6 +100,8 @@ type second struct {
 	// Disturbed is set when a backend was failing or ejected during the
 	// second.
 	Disturbed bool
+	// Phase indexes the topology in force at the end of the second.
+	Phase int
 }
 
 // timeline is every second of a run plus what the script did when.

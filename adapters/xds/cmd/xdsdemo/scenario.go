@@ -1,0 +1,265 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/lbkit/lbkit/adapters/xds"
+	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
+	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/internal/demo"
+	"github.com/lbkit/lbkit/internal/httpbackend"
+)
+
+// cluster is the CDS and EDS resource name the demo publishes and follows.
+const cluster = "demo"
+
+// backendNames are the demo's backends, in column order: zone-a's, zone-b's
+// (b-3 joins in v3) and zone-c's.
+var backendNames = []string{"a-1", "a-2", "b-1", "b-2", "b-3", "c-1"}
+
+// scenario is the xDS demo: its backends, its management server and the
+// snapshots it pushes.
+type scenario struct {
+	demo.Scenario
+	backends []*httpbackend.Backend
+	addr     map[string]string // backend name → host:port
+	cp       *controlplane.Server
+	acks     *ackMonitor
+}
+
+// snapshot is one version the script pushes, with what the script does
+// around it.
+type snapshot struct {
+	version    string
+	label      string
+	localities []controlplane.Locality
+	draining   []string // backends published with health status DRAINING
+	// bad marks a snapshot lbkit must NACK, keeping the last good one.
+	bad bool
+	// leastRequest publishes the cluster with lb_policy LEAST_REQUEST
+	// instead of ROUND_ROBIN; the shares then follow the backends' load,
+	// not the weights.
+	leastRequest bool
+	// before, if not nil, is a step of its own that the script runs before
+	// the push.
+	before *demo.Step
+	// watches time how long the traffic took to follow the snapshot.
+	watches []*demo.Watch
+}
+
+// newScenario starts the backends and the management server and scripts
+// the pushes.
+func newScenario(o demo.Options) (*scenario, error) {
+	sc := &scenario{
+		Scenario: demo.Scenario{Name: "xdsdemo", Options: o, Target: "xds:///" + cluster, NameOf: map[string]string{}},
+		addr:     map[string]string{},
+	}
+	for _, name := range backendNames {
+		b, err := httpbackend.Start(name)
+		if err != nil {
+			sc.close()
+			return nil, err
+		}
+		sc.backends = append(sc.backends, b)
+		sc.addr[name] = b.Addr()
+		sc.NameOf[b.Addr()] = name
+		sc.Backends = append(sc.Backends, name)
+	}
+	cp, err := controlplane.Start("127.0.0.1:0")
+	if err != nil {
+		sc.close()
+		return nil, err
+	}
+	sc.cp = cp
+	sc.acks = newAckMonitor(cp)
+	sc.Monitor = sc.acks
+	boot, err := bootstrap(cp.Addr)
+	if err != nil {
+		sc.close()
+		return nil, err
+	}
+	b, err := xds.NewBuilder(xds.WithBootstrap(boot))
+	if err != nil {
+		sc.close()
+		return nil, err
+	}
+	sc.ChannelOptions = []conn.Option{conn.WithResolver(b)}
+	if err := sc.script(o); err != nil {
+		sc.close()
+		return nil, err
+	}
+	return sc, nil
+}
+
+// bootstrap is the xDS bootstrap naming the demo's management server, as
+// a program would read it from GRPC_XDS_BOOTSTRAP.
+func bootstrap(addr string) (*xds.Bootstrap, error) {
+	doc := `{
+	  "xds_servers": [{"server_uri": ` + strconv.Quote(addr) + `, "channel_creds": [{"type": "insecure"}]}],
+	  "node": {"id": ` + strconv.Quote(controlplane.Node) + `}
+	}`
+	b, err := xds.ParseBootstrap([]byte(doc))
+	if err != nil {
+		return nil, fmt.Errorf("the demo's bootstrap: %w", err)
+	}
+	return b, nil
+}
+
+// locality returns zone's locality with the named backends.
+func (sc *scenario) locality(zone string, priority, weight uint32, names ...string) controlplane.Locality {
+	l := controlplane.Locality{Zone: zone, Priority: priority, Weight: weight}
+	for _, n := range names {
+		l.Addrs = append(l.Addrs, sc.addr[n])
+	}
+	return l
+}
+
+// snapshots returns the versions the script pushes, in order, with the
+// watches that time how long the traffic took to follow each; a share is
+// measured over window requests in a row.
+func (sc *scenario) snapshots(window int) []snapshot {
+	l := sc.locality
+	in := " of the next " + strconv.Itoa(window) + " requests"
+	primary := []controlplane.Locality{l("zone-a", 0, 1, "a-1", "a-2"), l("zone-b", 0, 1, "b-1", "b-2"), l("zone-c", 1, 1, "c-1")}
+	return []snapshot{
+		{version: "v1", label: "v1: zones a:b 1:1, zone c backup", localities: primary, watches: []*demo.Watch{
+			{Name: "v1", Until: demo.FirstRequestTo("a-1", "a-2", "b-1", "b-2"), Report: "v1: first request served %v after the push"},
+		}},
+		{version: "v2", label: "v2: zones a:b 1:4",
+			localities: []controlplane.Locality{l("zone-a", 0, 1, "a-1", "a-2"), l("zone-b", 0, 4, "b-1", "b-2"), l("zone-c", 1, 1, "c-1")},
+			watches: []*demo.Watch{
+				{Name: "v2", Until: demo.ShareReaches([]string{"b-1", "b-2"}, 0.8, 0.05, window), Report: "v2: the traffic followed the 1:4 weights from %v after the push (zone b served 80%%±5" + in + ")"},
+			}},
+		{version: "v3", label: "v3: b-3 added, b-2 draining",
+			localities: []controlplane.Locality{l("zone-a", 0, 1, "a-1", "a-2"), l("zone-b", 0, 4, "b-1", "b-2", "b-3"), l("zone-c", 1, 1, "c-1")},
+			draining:   []string{"b-2"},
+			watches: []*demo.Watch{
+				{Name: "v3", Until: demo.FirstRequestTo("b-3"), Report: "v3: b-3 served its first request %v after the push"},
+				{Name: "v3 drain", Until: demo.LastRequestTo("b-2"), Report: "v3: b-2 served its last request %v after the push", Missing: "v3: b-2 served no request after the push"},
+			}},
+		{version: "v4", label: "v4: zone c to priority 0, zones a, b to 1",
+			localities: []controlplane.Locality{l("zone-c", 0, 1, "c-1"), l("zone-a", 1, 1, "a-1", "a-2"), l("zone-b", 1, 4, "b-1", "b-2", "b-3")},
+			draining:   []string{"b-2"},
+			watches: []*demo.Watch{
+				{Name: "v4", Until: demo.FirstRequestTo("c-1"), Report: "v4: zone c served %v after the push"},
+				{Name: "v4 drain", Until: demo.LastRequestTo("a-1", "a-2", "b-1", "b-3"), Report: "v4: zones a and b served their last request %v after the push", Missing: "v4: zones a and b served no request after the push"},
+			}},
+		{version: "v5", label: "v5 (bad): zones a, b back, c-1 listed twice", bad: true,
+			localities: []controlplane.Locality{l("zone-a", 0, 1, "a-1", "a-2"), l("zone-b", 0, 1, "b-1", "b-2"), l("zone-c", 1, 1, "c-1", "c-1")},
+			watches: []*demo.Watch{
+				{Name: "v5", Until: demo.FirstRequestTo("a-1", "a-2", "b-1", "b-2", "b-3"),
+					Report: "v5: traffic left zone c %v after the bad push", Missing: "v5: traffic stayed in zone c: the last good snapshot stayed in use"},
+			}},
+		{version: "v6", label: "v6: v1 again", localities: primary, watches: []*demo.Watch{
+			{Name: "v6", Until: demo.ShareReaches([]string{"a-1", "a-2"}, 0.5, 0.05, window), Report: "v6: the traffic followed the 1:1 weights again from %v after the push (zone a served 50%%±5" + in + ")"},
+			{Name: "v6 b-2", Until: demo.FirstRequestTo("b-2"), Report: "v6: b-2 served again %v after the push"},
+		}},
+		{version: "v7", label: "v7: lb_policy LEAST_REQUEST", localities: primary, leastRequest: true,
+			before: &demo.Step{Label: "a-1 answers in " + slowDelay.String(), Do: func() error {
+				sc.backends[0].SetDelay(slowDelay)
+				return nil
+			}, Watches: []*demo.Watch{
+				{Name: "slow", Until: demo.ShareReaches([]string{"a-1"}, 0.25, 0.05, window),
+					Report: "a-1 slow: weighted round robin kept sending it its weight's share (25%%±5" + in + " from %v after it slowed)"},
+			}},
+			watches: []*demo.Watch{
+				{Name: "v7", Until: demo.ShareReaches([]string{"a-1"}, 0.125, 0.075, window),
+					Report: "v7: least_request steered traffic off the slow a-1 from %v after the push (5-20%%" + in + ", down from 25%%)"},
+			}},
+	}
+}
+
+// slowDelay is how long a-1 takes to answer from the step before v7.
+const slowDelay = 100 * time.Millisecond
+
+// assignment returns s's ClusterLoadAssignment.
+func (sc *scenario) assignment(s snapshot) *endpointv3.ClusterLoadAssignment {
+	cla := controlplane.Assignment(cluster, s.localities...)
+	for _, l := range cla.Endpoints {
+		for _, e := range l.LbEndpoints {
+			sa := e.GetEndpoint().GetAddress().GetSocketAddress()
+			name := sc.NameOf[fmt.Sprintf("%s:%d", sa.GetAddress(), sa.GetPortValue())]
+			if slices.Contains(s.draining, name) {
+				e.HealthStatus = corev3.HealthStatus_DRAINING
+			}
+		}
+	}
+	return cla
+}
+
+// push publishes s on the management server.
+func (sc *scenario) push(s snapshot) error {
+	c := controlplane.EDSCluster(cluster)
+	if s.leastRequest {
+		c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
+	}
+	err := sc.cp.Set(s.version, []*clusterv3.Cluster{c}, []*endpointv3.ClusterLoadAssignment{sc.assignment(s)})
+	if err != nil {
+		return fmt.Errorf("pushing %s: %w", s.version, err)
+	}
+	sc.acks.pushed(s)
+	return nil
+}
+
+// script turns the snapshots into steps: v1 before the traffic starts,
+// the others (and the steps they run before them) evenly spaced.
+func (sc *scenario) script(o demo.Options) error {
+	snaps := sc.snapshots(min(max(o.Rate/10, 20), 50))
+	for _, s := range snaps {
+		if s.before != nil {
+			sc.Script = append(sc.Script, *s.before)
+		}
+		step := demo.Step{Label: s.label, Watches: s.watches, Do: func() error { return sc.push(s) }}
+		if !s.bad {
+			t, err := sc.topology(s)
+			if err != nil {
+				return err
+			}
+			step.Topology = &t
+		}
+		sc.Script = append(sc.Script, step)
+	}
+	n := time.Duration(len(sc.Script))
+	for i := 1; i < len(sc.Script); i++ {
+		// Off the second's boundary, so that its row shows the change.
+		sc.Script[i].At = time.Duration(i)*o.Duration/n + o.Duration/(10*n)
+	}
+	return nil
+}
+
+// topology is what the traffic should look like under s; under
+// least_request, the shares follow the load, so none is expected.
+func (sc *scenario) topology(s snapshot) (demo.Topology, error) {
+	data, err := protojson.Marshal(sc.assignment(s))
+	if err != nil {
+		return demo.Topology{}, err
+	}
+	t, err := sc.Learn(data)
+	if err != nil {
+		return demo.Topology{}, fmt.Errorf("snapshot %s: %w", s.version, err)
+	}
+	if s.leastRequest {
+		t.Want = nil
+	}
+	return t, nil
+}
+
+func (sc *scenario) close() {
+	if sc.acks != nil {
+		sc.acks.close()
+	}
+	if sc.cp != nil {
+		sc.cp.Stop()
+	}
+	for _, b := range sc.backends {
+		b.Stop()
+	}
+}

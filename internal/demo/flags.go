@@ -1,0 +1,61 @@
+package demo
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// UsageError is a problem with the flags or the input: a demo prints it on
+// one line and exits with status 2.
+type UsageError struct{ Err error }
+
+// Error returns the underlying error's message.
+func (e *UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usagef returns a [*UsageError] formatted as fmt.Errorf does.
+func Usagef(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// Options are the settings every demo shares.
+type Options struct {
+	// Duration is how long traffic is sent; -duration, 30 s by default.
+	Duration time.Duration
+	// Rate is the requests sent per second; -rate, 300 by default.
+	Rate int
+	// SVGPath is where the timeline is written; -svg, by default
+	// NAME-timeline.svg in the temporary directory.
+	SVGPath string
+	// Debug is the address of the channel's debug page, "" for none;
+	// -debug, a free port of 127.0.0.1 by default.
+	Debug string
+}
+
+// AddFlags declares -duration, -rate, -svg and -debug on fs, storing into
+// o, for the demo called name.
+func (o *Options) AddFlags(fs *flag.FlagSet, name string) {
+	fs.DurationVar(&o.Duration, "duration", 30*time.Second, "how long to send traffic")
+	fs.IntVar(&o.Rate, "rate", 300, "requests per second")
+	fs.StringVar(&o.SVGPath, "svg", filepath.Join(os.TempDir(), name+"-timeline.svg"), "where to write the SVG timeline")
+	fs.StringVar(&o.Debug, "debug", "127.0.0.1:0", "serve the channel's debug page (conn/debugpage) on this address; empty for none")
+}
+
+// Check returns a [*UsageError] naming the first bad setting: a rate
+// outside 1..100000, a duration under a second, an empty SVG path.
+func (o Options) Check() error {
+	switch {
+	case o.Rate < 1 || o.Rate > 100000:
+		return Usagef("-rate %d: want 1..100000 requests per second", o.Rate)
+	case o.Duration < time.Second:
+		return Usagef("-duration %v: want at least 1s", o.Duration)
+	case o.SVGPath == "":
+		return Usagef("-svg: empty path")
+	}
+	return nil
+}

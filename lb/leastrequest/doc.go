@@ -40,10 +40,13 @@
 // The READY picker holds the READY SubConns in update order. Pick samples
 // choiceCount of them uniformly and returns the first sampled with the
 // fewest outstanding requests, A48's pseudo-code. Its random numbers come
-// from a SplitMix64 sequence seeded, when the picker is built, from the
-// tree's random source ([lb.BuildOptions.Rand], which is not safe for
-// concurrent use); one atomic add per pick claims its numbers. Pick takes
-// no lock and never allocates.
+// from a wyrand sequence seeded, when the picker is built, from the tree's
+// random source ([lb.BuildOptions.Rand], which is not safe for concurrent
+// use); one atomic add per pick claims its numbers. Picks that do not
+// overlap take the sequence from the seed in order, so a seeded tree
+// reproduces its serial picks; picks that contend spread over 16 segments
+// of the sequence, so that cores seldom write the same cache line. Pick
+// takes no lock and never allocates.
 //
 // # Concurrency contract
 //

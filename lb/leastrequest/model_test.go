@@ -33,8 +33,8 @@ type request struct {
 //     the request finishes, and it shares the subchannel's lifecycle (not
 //     the picker's).
 //
-// The random numbers themselves are the picker's (its SplitMix64 sequence);
-// the model reads the indices the picker will sample before each pick and
+// The random numbers themselves are the picker's (its wyrand sequence); the
+// model reads the indices the picker will sample before each pick and
 // applies A48's rule to them. TestSamplingIsUniform checks the numbers.
 type machine struct {
 	h      *lbtest.Harness
@@ -91,11 +91,17 @@ func (m *machine) pick(t *rapid.T) {
 	if len(p.entries) != len(ready) || p.choices != uint64(m.cfg.ChoiceCount) {
 		t.Fatalf("picker over %d entries with %d choices, want %d and %d", len(p.entries), p.choices, len(ready), m.cfg.ChoiceCount)
 	}
-	// A48's pseudo-code, on the indices the picker is about to sample.
-	next := p.next.Load()
+	// Serial picks never overlap: the picker claims from cursor 0, the
+	// sequence from its seed.
+	if p.contended.Load() {
+		t.Fatalf("picker contended, with no concurrent pick")
+	}
+	// A48's pseudo-code, on the indices the picker is about to sample:
+	// the claim moves cursor 0 by choiceCount numbers, used from the last.
+	s := p.cursors[0].next.Load() + uint64(m.cfg.ChoiceCount)*weyl
 	var candidate lb.SubConn
 	for i := range uint64(m.cfg.ChoiceCount) {
-		sampled := ready[p.index(next+i)]
+		sampled := ready[p.sample(s-i*weyl)]
 		if candidate == nil || m.active[sampled] < m.active[candidate] {
 			candidate = sampled
 		}
@@ -157,7 +163,7 @@ func TestSamplingIsUniform(t *testing.T) {
 	p := newPicker(make([]*endpointData, n), 2, 12345)
 	var counts [n]int
 	for k := range uint64(draws) {
-		counts[p.index(k)]++
+		counts[p.sample(12345+k*weyl)]++
 	}
 	chi2 := 0.0
 	for _, c := range counts {
@@ -171,7 +177,7 @@ func TestSamplingIsUniform(t *testing.T) {
 	q := newPicker(make([]*endpointData, n), 2, 54321)
 	same := 0
 	for k := range uint64(100) {
-		if p.index(k) == q.index(k) {
+		if p.sample(12345+k*weyl) == q.sample(54321+k*weyl) {
 			same++
 		}
 	}
@@ -214,7 +220,8 @@ func TestConcurrentPicks(t *testing.T) {
 	})
 }
 
-// TestPickDoesNotAllocate: a READY pick and its Done allocate nothing.
+// TestPickDoesNotAllocate: a READY pick and its Done allocate nothing,
+// whether the picker claims from cursor 0 or is contended.
 func TestPickDoesNotAllocate(t *testing.T) {
 	h := lbtest.New(t)
 	h.Build(Builder{})
@@ -223,13 +230,49 @@ func TestPickDoesNotAllocate(t *testing.T) {
 	}
 	h.SubConn(0).Ready()
 	h.SubConn(1).Ready()
-	p := h.State().Picker
+	p := h.State().Picker.(*picker)
 	info := lb.PickInfo{Ctx: context.Background()}
-	if n := testing.AllocsPerRun(1000, func() {
-		r, _ := p.Pick(info)
-		r.Done(lb.DoneInfo{})
-	}); n != 0 {
-		t.Fatalf("%v allocations per pick and Done, want 0", n)
+	for _, contended := range []bool{false, true} {
+		p.contended.Store(contended)
+		if n := testing.AllocsPerRun(1000, func() {
+			r, _ := p.Pick(info)
+			r.Done(lb.DoneInfo{})
+		}); n != 0 {
+			t.Fatalf("contended %v: %v allocations per pick and Done, want 0", contended, n)
+		}
+	}
+}
+
+// TestContendedModeEnds: a contended picker still counts every pick, ends
+// contended mode within cursorCount·contendedPeriod picks however the
+// goroutine's stack hashes, and then claims from cursor 0 again.
+func TestContendedModeEnds(t *testing.T) {
+	entries := []*endpointData{{}, {}, {}}
+	p := newPicker(entries, 2, 7)
+	p.contended.Store(true)
+	picks := 0
+	for p.contended.Load() {
+		if picks == cursorCount*contendedPeriod {
+			t.Fatalf("still contended after %d serial picks", picks)
+		}
+		if _, err := p.Pick(lb.PickInfo{}); err != nil {
+			t.Fatal(err)
+		}
+		picks++
+	}
+	var counted int64
+	for _, e := range entries {
+		counted += e.active.Load()
+	}
+	if counted != int64(picks) {
+		t.Fatalf("%d picks counted, want %d", counted, picks)
+	}
+	before := p.cursors[0].next.Load()
+	if _, err := p.Pick(lb.PickInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.cursors[0].next.Load(), before+p.step; got != want || p.contended.Load() {
+		t.Fatalf("after contended mode: cursor 0 at %#x (contended %v), want %#x (not contended)", got, p.contended.Load(), want)
 	}
 }
 

@@ -3,6 +3,7 @@ package leastrequest
 import (
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/lbkit/lbkit/lb"
 )
@@ -11,61 +12,153 @@ import (
 // random, with replacement, and returns the first sampled entry with the
 // fewest outstanding requests, counting the request in it.
 //
-// Its random numbers are the SplitMix64 sequence from seed, drawn from the
-// tree's random source when the picker was built: the k-th number is
-// mix(seed + (k+1)·γ). Each Pick claims choices consecutive k with one
-// atomic add on next, so Pick takes no lock, never allocates, and a
-// picker's draws are reproducible from its seed when picks are serial.
+// # Random numbers
+//
+// The picker's numbers are wyrand's: the k-th (k >= 1) is
+// mix(seed + k·weyl), seed drawn from the tree's random source when the
+// picker was built. The
+// sequence is cut into [cursorCount] segments of 2^60 numbers, one per
+// cursor; a Pick claims choices consecutive numbers from one cursor with
+// one atomic add, so no number is used twice, Pick takes no lock and never
+// allocates.
+//
+// Picks that do not overlap claim from cursor 0, the sequence from the seed
+// itself: serial picks are reproducible from the seed. A pick that finds
+// that another claimed from cursor 0 between its load and its add marks the
+// picker contended; while it is, picks claim from the cursor that the
+// calling goroutine's stack address hashes to, so that picks on different
+// cores mostly write different cache lines. The 4096th number claimed from
+// a cursor (and every 4096th after it) ends contended mode: the next pick
+// tries cursor 0 again.
 type picker struct {
 	// entries are the READY endpoints' data, owned by the balancer's
 	// endpoint records and shared by every picker: the counters outlive
 	// the picker.
 	entries []*endpointData
 	choices uint64
-	seed    uint64
-	// next is the index of the next unclaimed number of the sequence. It
-	// has a cache line of its own: every Pick writes it, and the fields
-	// above, read by every Pick, would otherwise move between cores with
-	// it.
-	_    [64]byte
+	// step is choices·weyl: what one claim adds to a cursor.
+	step uint64
+	// contended is set by a pick that lost a race for cursor 0 and
+	// cleared as the type says; it only steers picks to cursors, so a
+	// stale read costs time, never correctness.
+	contended atomic.Bool
+	// Every Pick writes one cursor: each cursor has a cache line of its
+	// own, apart from the fields above, which every Pick reads.
+	_       [64]byte
+	cursors [cursorCount]cursor
+}
+
+// cursorCount is the number of cursors of a picker, a power of two: enough
+// that goroutines on the cores of a large machine seldom share one, small
+// enough that a picker stays about 1 KiB.
+const cursorCount = 1 << cursorBits
+
+// cursorBits is log2(cursorCount).
+const cursorBits = 4
+
+// cursor is one segment of a picker's sequence.
+type cursor struct {
+	// next is the Weyl state of the last number claimed from the segment
+	// (start before the first claim).
 	next atomic.Uint64
-	_    [56]byte
+	// start is the state just before the segment's first number:
+	// seed + i·2^60·weyl for cursor i.
+	start uint64
+	_     [48]byte
 }
 
 // newPicker returns a picker over entries (not empty) sampling choices
-// entries per pick.
+// entries per pick, with the sequence from seed.
 func newPicker(entries []*endpointData, choices int, seed uint64) *picker {
-	return &picker{entries: entries, choices: uint64(choices), seed: seed}
+	p := &picker{entries: entries, choices: uint64(choices), step: uint64(choices) * weyl}
+	for i := range p.cursors {
+		c := &p.cursors[i]
+		c.start = seed + uint64(i)<<60*weyl
+		c.next.Store(c.start)
+	}
+	return p
 }
 
-// golden is SplitMix64's increment, 2^64 divided by the golden ratio.
-const golden = 0x9e3779b97f4a7c15
+const (
+	// weyl is wyrand's increment: the sequence's k-th state is
+	// seed + k·weyl.
+	weyl = 0xa0761d6478bd642f
+	// wyMix is the constant wyrand multiplies a state by, xored with
+	// itself.
+	wyMix = 0xe7037ed1a0b428db
+	// contendedPeriod (a power of two) is how many numbers a cursor hands
+	// out between two ends of contended mode.
+	contendedPeriod = 4096
+	// golden is 2^64 divided by the golden ratio: the multiplier of the
+	// hash from stack addresses to cursors.
+	golden = 0x9e3779b97f4a7c15
+)
 
-// index returns the entry that the k-th number of the picker's sequence
-// samples: the number scaled to [0, len(entries)) by a 128-bit multiply
-// (bias below len/2^64).
-func (p *picker) index(k uint64) int {
-	z := p.seed + (k+1)*golden
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	z ^= z >> 31
-	hi, _ := bits.Mul64(z, uint64(len(p.entries)))
-	return int(hi)
+// sample returns the entry that the number at Weyl state s samples:
+// wyrand's output (the two halves of the 128-bit product s·(s^wyMix),
+// xored) scaled to [0, len(entries)) by a 128-bit multiply (bias below
+// len/2^64).
+func (p *picker) sample(s uint64) int {
+	hi, lo := bits.Mul64(s, s^wyMix)
+	i, _ := bits.Mul64(hi^lo, uint64(len(p.entries)))
+	return int(i)
 }
 
 // Pick returns the sampled READY SubConn with the fewest outstanding
 // requests (the first sampled among equals) and counts the request against
 // it until Done. It never fails.
+//
+// The numbers of a pick are the states s, s-weyl, …, s-(choices-1)·weyl,
+// where s is the cursor's state after the claim.
 func (p *picker) Pick(lb.PickInfo) (lb.PickResult, error) {
-	k := p.next.Add(p.choices) - p.choices
-	best := p.entries[p.index(k)]
+	var s uint64
+	if p.contended.Load() {
+		s = p.claimContended()
+	} else {
+		// Predict the claim from a plain load and check it with the
+		// add: when no other pick came between, sampling does not wait
+		// for the atomic add to complete.
+		home := &p.cursors[0].next
+		s = home.Load() + p.step
+		if got := home.Add(p.step); got != s {
+			s = p.lostRace(got)
+		}
+	}
+	best := p.entries[p.sample(s)]
 	least := best.active.Load()
 	for i := uint64(1); i < p.choices; i++ {
-		e := p.entries[p.index(k+i)]
+		s -= weyl
+		e := p.entries[p.sample(s)]
 		if n := e.active.Load(); n < least {
 			best, least = e, n
 		}
 	}
 	best.active.Add(1)
 	return lb.PickResult{SubConn: best.sc, Done: best.done}, nil
+}
+
+// lostRace marks the picker contended and returns got, the claim a pick
+// made from cursor 0 after another pick changed it. It is a call, not an
+// assignment, so that the compiler cannot turn Pick's prediction into a
+// conditional move that waits for the add.
+//
+//go:noinline
+func (p *picker) lostRace(got uint64) uint64 {
+	p.contended.Store(true)
+	return got
+}
+
+// claimContended claims a pick's numbers from the calling goroutine's
+// cursor, chosen by a hash of its stack address (never dereferenced), and
+// ends contended mode every contendedPeriod numbers of that cursor.
+//
+//go:noinline
+func (p *picker) claimContended() uint64 {
+	var anchor byte
+	c := &p.cursors[uint64(uintptr(unsafe.Pointer(&anchor)))*golden>>(64-cursorBits)]
+	got := c.next.Add(p.step)
+	if (got-c.start)&(contendedPeriod-1) == 0 {
+		p.contended.Store(false)
+	}
+	return got
 }

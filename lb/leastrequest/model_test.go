@@ -244,8 +244,9 @@ func TestPickDoesNotAllocate(t *testing.T) {
 }
 
 // TestContendedModeEnds: a contended picker still counts every pick, ends
-// contended mode within cursorCount·contendedPeriod picks however the
-// goroutine's stack hashes, and then claims from cursor 0 again.
+// contended mode within cursorCount·contendedPeriod picks whichever
+// cursors the runtime's generator chooses, and then claims from cursor 0
+// again.
 func TestContendedModeEnds(t *testing.T) {
 	entries := []*endpointData{{}, {}, {}}
 	p := newPicker(entries, 2, 7)

@@ -2,8 +2,8 @@ package leastrequest
 
 import (
 	"math/bits"
+	"math/rand/v2"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/lbkit/lbkit/lb"
 )
@@ -25,9 +25,9 @@ import (
 // Picks that do not overlap claim from cursor 0, the sequence from the seed
 // itself: serial picks are reproducible from the seed. A pick that finds
 // that another claimed from cursor 0 between its load and its add marks the
-// picker contended; while it is, picks claim from the cursor that the
-// calling goroutine's stack address hashes to, so that picks on different
-// cores mostly write different cache lines. The 4096th number claimed from
+// picker contended; while it is, picks claim from a cursor chosen by the
+// runtime's per-thread random generator, so that picks on different cores
+// mostly write different cache lines. The 4096th number claimed from
 // a cursor (and every 4096th after it) ends contended mode: the next pick
 // tries cursor 0 again.
 type picker struct {
@@ -89,9 +89,6 @@ const (
 	// contendedPeriod (a power of two) is how many numbers a cursor hands
 	// out between two ends of contended mode.
 	contendedPeriod = 4096
-	// golden is 2^64 divided by the golden ratio: the multiplier of the
-	// hash from stack addresses to cursors.
-	golden = 0x9e3779b97f4a7c15
 )
 
 // sample returns the entry that the number at Weyl state s samples:
@@ -148,14 +145,13 @@ func (p *picker) lostRace(got uint64) uint64 {
 	return got
 }
 
-// claimContended claims a pick's numbers from the calling goroutine's
-// cursor, chosen by a hash of its stack address (never dereferenced), and
-// ends contended mode every contendedPeriod numbers of that cursor.
+// claimContended claims a pick's numbers from a cursor chosen by the
+// runtime's per-thread generator (no lock), and ends contended mode every
+// contendedPeriod numbers of that cursor.
 //
 //go:noinline
 func (p *picker) claimContended() uint64 {
-	var anchor byte
-	c := &p.cursors[uint64(uintptr(unsafe.Pointer(&anchor)))*golden>>(64-cursorBits)]
+	c := &p.cursors[rand.Uint64()>>(64-cursorBits)]
 	got := c.next.Add(p.step)
 	if (got-c.start)&(contendedPeriod-1) == 0 {
 		p.contended.Store(false)

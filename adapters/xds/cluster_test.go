@@ -374,12 +374,7 @@ func TestParseClusterLeafPolicies(t *testing.T) {
 }
 
 func TestParseClusterErrors(t *testing.T) {
-	tests := []struct {
-		name    string
-		cluster *clusterv3.Cluster
-		field   string
-		text    string
-	}{
+	checkClusterErrors(t, []clusterError{
 		{"no name", edsCluster(func(c *clusterv3.Cluster) { c.Name = "" }), "name", "name: required"},
 		{"STATIC (the default type)", edsCluster(func(c *clusterv3.Cluster) { c.ClusterDiscoveryType = nil }), "type",
 			"type: STATIC is not supported (lbkit follows EDS clusters only)"},
@@ -438,7 +433,21 @@ func TestParseClusterErrors(t *testing.T) {
 			"outlier_detection.failure_percentage_threshold", "outlier_detection.failure_percentage_threshold: 101 is above 100"},
 		{"enforcing_failure_percentage 200", edsCluster(withOutlierDetection(&clusterv3.OutlierDetection{EnforcingFailurePercentage: u32(200)})),
 			"outlier_detection.enforcing_failure_percentage", "outlier_detection.enforcing_failure_percentage: 200 is above 100"},
-	}
+	})
+}
+
+// clusterError is a cluster ParseCluster refuses, with the field and the
+// start of the error it must give.
+type clusterError struct {
+	name    string
+	cluster *clusterv3.Cluster
+	field   string
+	text    string
+}
+
+// checkClusterErrors checks that ParseCluster refuses each cluster with a
+// *ResourceError naming the cluster, the field and the reason.
+func checkClusterErrors(t *testing.T, tests []clusterError) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := xds.ParseCluster(tt.cluster)

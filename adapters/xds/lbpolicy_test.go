@@ -1,7 +1,6 @@
 package xds_test
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -201,12 +200,7 @@ func depthPath(n int) string {
 
 // lbPolicyErrors are clusters whose load_balancing_policy ParseCluster
 // refuses, with the field and the start of the error.
-var lbPolicyErrors = []struct {
-	name    string
-	cluster *clusterv3.Cluster
-	field   string
-	text    string
-}{
+var lbPolicyErrors = []clusterError{
 	{"no policies", edsCluster(withLBPolicy()), "load_balancing_policy.policies",
 		"load_balancing_policy.policies: empty: no policy to choose (gRFC A52)"},
 	{"no supported policy", edsCluster(withLBPolicy(csw, ring, typedStruct("type.googleapis.com/myorg.Lb", nil))), "load_balancing_policy.policies",
@@ -237,26 +231,7 @@ var lbPolicyErrors = []struct {
 		"lb_policy", "lb_policy: LOAD_BALANCING_POLICY_CONFIG without load_balancing_policy"},
 }
 
-func TestParseClusterLoadBalancingPolicyErrors(t *testing.T) {
-	for _, tt := range lbPolicyErrors {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := xds.ParseCluster(tt.cluster)
-			if err == nil {
-				t.Fatalf("ParseCluster accepted the cluster as %+v", cfg)
-			}
-			var re *xds.ResourceError
-			if !errors.As(err, &re) {
-				t.Fatalf("error %v (%T) is not a *xds.ResourceError", err, err)
-			}
-			if re.Field != tt.field || re.Resource != tt.cluster.GetName() {
-				t.Errorf("field %q resource %q, want %q %q", re.Field, re.Resource, tt.field, tt.cluster.GetName())
-			}
-			if !strings.HasPrefix(err.Error(), tt.text) {
-				t.Errorf("error %q, want it to start with %q", err, tt.text)
-			}
-		})
-	}
-}
+func TestParseClusterLoadBalancingPolicyErrors(t *testing.T) { checkClusterErrors(t, lbPolicyErrors) }
 
 // TestParseClusterLoadBalancingPolicyIsDeterministic: equal clusters give
 // byte-identical configs, TypedStruct values included.

@@ -102,25 +102,14 @@ func TestConvertFlatKeepsTheNamingRules(t *testing.T) {
     {"endpoint": {"address": {"socketAddress": {"address": "10.0.0.1", "portValue": 80}}}}]}]}`
 	var flat, tree eds.Namer
 	p := eds.Policies{Endpoint: json.RawMessage(`[{"round_robin":{}}]`), Flat: true}
-	for _, doc := range []string{twoPriorities, swapped} {
-		cla, err := eds.Parse([]byte(doc))
-		if err != nil {
-			t.Fatal(err)
+	for i, doc := range []string{twoPriorities, swapped} {
+		a, b := priorities(t, mustConvert(t, &flat, doc, p)), priorities(t, mustConvert(t, &tree, doc, eds.Policies{}))
+		if !slices.Equal(a, b) {
+			t.Errorf("Flat names %q, the locality tree %q", a, b)
 		}
-		a, err := flat.Convert(cla, p)
-		if err != nil {
-			t.Fatal(err)
+		if want := [][]string{{"priority-0-0", "priority-1-0"}, {"priority-1-0", "priority-0-0"}}[i]; !slices.Equal(a, want) {
+			t.Errorf("assignment %d: names %q, want %q", i, a, want)
 		}
-		b, err := tree.Convert(cla, eds.Policies{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ap, bp := priorities(t, a.State), priorities(t, b.State); !slices.Equal(ap, bp) {
-			t.Errorf("Flat names %q, the locality tree %q", ap, bp)
-		}
-	}
-	if got := priorities(t, mustConvert(t, &flat, swapped, p)); !slices.Equal(got, []string{"priority-1-0", "priority-0-0"}) {
-		t.Errorf("after the swap: %q", got)
 	}
 }
 

@@ -28,8 +28,8 @@ type ClusterConfig struct {
 	// EDSServiceName is eds_cluster_config.service_name, or Name when that
 	// is empty: the name of the ClusterLoadAssignment to subscribe to.
 	EDSServiceName string
-	// Policies are the endpoint policy and the outlier detection for
-	// [eds.Namer.Convert].
+	// Policies are the endpoint policy, the outlier detection and the
+	// tree's shape (Flat) for [eds.Namer.Convert].
 	Policies eds.Policies
 	// Ignored lists the fields set in the cluster that lbkit ignores
 	// because a gRFC says to, each as "field: reason", for the resolver
@@ -75,8 +75,8 @@ func fieldErrorf(field, format string, args ...any) *ResourceError {
 	return &ResourceError{Field: field, Err: fmt.Errorf(format, args...)}
 }
 
-// The endpoint policies ParseCluster chooses between.
-var roundRobinLeaf = json.RawMessage(`[{"` + wrr.Name + `":{}}]`)
+// The endpoint policy of lb_policy ROUND_ROBIN.
+var weightedRoundRobinLeaf = json.RawMessage(`[{"` + wrr.Name + `":{}}]`)
 
 // Bounds of least_request_lb_config.choice_count (gRFC A48).
 const (
@@ -99,6 +99,45 @@ const (
 //
 // # Load balancing policy
 //
+// When load_balancing_policy is set it is used, and lb_policy and
+// lb_config are ignored (listed in ClusterConfig.Ignored), as gRFC A52
+// says. Its policies are tried in order and the first of a type lbkit
+// supports is chosen; entries of other types (ClientSideWeightedRoundRobin,
+// RingHash, Maglev, Random, ...) are skipped and listed in Ignored. The
+// types lbkit supports, by the message name in typed_config's type_url:
+//
+//   - WrrLocality: the locality-weighted tree (weighted_target_experimental
+//     over each priority's localities) with its endpoint_picking_policy,
+//     converted by the same rules one level deeper, as the leaf. A
+//     WrrLocality inside another adds nothing (in gRPC the inner one sees
+//     one locality at a time).
+//   - RoundRobin: [{"round_robin":{}}], which ignores endpoint weights as
+//     gRPC's round_robin does. A52 gives it no configuration:
+//     slow_start_config and locality_lb_config are ignored.
+//   - LeastRequest: [{"least_request_experimental":{"choiceCount":N}}] with
+//     A48's choice_count rules below. active_request_bias and
+//     slow_start_config are ignored as A48 says; locality_lb_config,
+//     enable_full_scan and selection_method are ignored, as A52 converts
+//     only choice_count.
+//   - PickFirst: [{"pick_first":{"shuffleAddressList":B}}] with B from
+//     shuffle_address_list (gRFC A62).
+//   - xds.type.v3.TypedStruct and udpa.type.v1.TypedStruct: the policy
+//     named by the TypedStruct's type_url after its last '/', with its
+//     value as the config object, when that name is registered in lbkit's
+//     default registry ([lb.DefaultRegistry]); otherwise the entry is
+//     skipped.
+//
+// A policy outside WrrLocality has no locality-picking layer: it takes all
+// of a priority's endpoints (Policies.Flat), as gRPC builds it. The
+// Cluster is NACKed when no entry is supported (the reason names the types
+// skipped), when the chosen entry does not decode or its converted config
+// does not parse with lbkit's registry (no later entry is tried), and when
+// WrrLocality nests more than 16 levels deep. Every such error names the
+// entry's path, such as
+// "load_balancing_policy.policies[1].typed_extension_config.typed_config.choice_count".
+//
+// Without load_balancing_policy, lb_policy chooses:
+//
 //   - ROUND_ROBIN (the default) gives [{"weighted_round_robin":{}}]: Envoy's
 //     ROUND_ROBIN honours each endpoint's load_balancing_weight, and so does
 //     lbkit's weighted_round_robin, the eds file resolver's leaf; with
@@ -110,10 +149,10 @@ const (
 //     ignored, as A48's "all weights equal" algorithm does.
 //     active_request_bias and slow_start_config are ignored, as A48 says,
 //     and listed in ClusterConfig.Ignored, which the resolver logs.
-//   - Any other lb_policy, and load_balancing_policy, are refused, such as
-//     "lb_policy: RING_HASH is not supported (lbkit supports ROUND_ROBIN,
-//     LEAST_REQUEST)".
+//   - Any other lb_policy is refused, such as "lb_policy: RING_HASH is not
+//     supported (lbkit supports ROUND_ROBIN, LEAST_REQUEST)".
 //
+// Both give the locality-weighted tree.
 // The generated leaf is parsed by lbkit's own registry, so a config lbkit
 // would refuse is refused here.
 //
@@ -188,10 +227,11 @@ func parseCluster(c *clusterv3.Cluster) (ClusterConfig, *ResourceError) {
 	if s := c.GetLbSubsetConfig(); len(s.GetSubsetSelectors()) > 0 {
 		return ClusterConfig{}, fieldErrorf("lb_subset_config", "subset load balancing is not supported (it would restrict which endpoints get traffic)")
 	}
-	var err *ResourceError
-	if cfg.Policies.Endpoint, cfg.Ignored, err = endpointPolicy(c); err != nil {
+	chosen, err := endpointPolicy(c)
+	if err != nil {
 		return ClusterConfig{}, err
 	}
+	cfg.Policies.Endpoint, cfg.Policies.Flat, cfg.Ignored = chosen.leaf, !chosen.locality, chosen.ignored
 	if od := c.GetOutlierDetection(); od != nil {
 		if cfg.Policies.OutlierDetection, err = outlierDetection(od, cfg.Policies.Endpoint); err != nil {
 			return ClusterConfig{}, err
@@ -232,50 +272,74 @@ func configSourceKind(spec any) string {
 	return fmt.Sprintf("%T", spec)
 }
 
-// endpointPolicy returns the endpoint policy list for c's lb_policy.
-func endpointPolicy(c *clusterv3.Cluster) (leaf json.RawMessage, ignored []string, _ *ResourceError) {
-	if c.GetLoadBalancingPolicy() != nil {
-		return nil, nil, fieldErrorf("load_balancing_policy", "is not supported (lbkit supports lb_policy ROUND_ROBIN, LEAST_REQUEST)")
+// endpointPolicy returns the endpoint policy for c: from
+// load_balancing_policy when it is set (gRFC A52), else from lb_policy.
+func endpointPolicy(c *clusterv3.Cluster) (chosenPolicy, *ResourceError) {
+	if lbp := c.GetLoadBalancingPolicy(); lbp != nil {
+		chosen, err := loadBalancingPolicy(lbp, "load_balancing_policy", 0)
+		if err != nil {
+			return chosenPolicy{}, err
+		}
+		const instead = "ignored (gRFC A52): load_balancing_policy is set and is used instead"
+		if p := c.GetLbPolicy(); p != clusterv3.Cluster_ROUND_ROBIN && p != clusterv3.Cluster_LOAD_BALANCING_POLICY_CONFIG {
+			chosen.ignored = append(chosen.ignored, "lb_policy: "+instead)
+		}
+		m := c.ProtoReflect()
+		if f := m.WhichOneof(m.Descriptor().Oneofs().ByName("lb_config")); f != nil {
+			chosen.ignored = append(chosen.ignored, string(f.Name())+": "+instead)
+		}
+		return chosen, nil
 	}
+	var chosen chosenPolicy
 	switch p := c.GetLbPolicy(); p {
 	case clusterv3.Cluster_ROUND_ROBIN:
 		if c.GetRoundRobinLbConfig().GetSlowStartConfig() != nil {
-			return nil, nil, fieldErrorf("round_robin_lb_config.slow_start_config", "slow start is not supported")
+			return chosenPolicy{}, fieldErrorf("round_robin_lb_config.slow_start_config", "slow start is not supported")
 		}
-		leaf = roundRobinLeaf
+		chosen.leaf = weightedRoundRobinLeaf
 	case clusterv3.Cluster_LEAST_REQUEST:
+		lr := c.GetLeastRequestLbConfig()
 		var err *ResourceError
-		if leaf, ignored, err = leastRequest(c.GetLeastRequestLbConfig()); err != nil {
-			return nil, nil, err
+		if chosen.leaf, err = leastRequest(lr.GetChoiceCount(), "least_request_lb_config.choice_count"); err != nil {
+			return chosenPolicy{}, err
 		}
+		if lr.GetActiveRequestBias() != nil {
+			chosen.ignored = append(chosen.ignored, "least_request_lb_config.active_request_bias: "+ignoredActiveRequestBias)
+		}
+		if lr.GetSlowStartConfig() != nil {
+			chosen.ignored = append(chosen.ignored, "least_request_lb_config.slow_start_config: "+ignoredSlowStart)
+		}
+	case clusterv3.Cluster_LOAD_BALANCING_POLICY_CONFIG:
+		return chosenPolicy{}, fieldErrorf("lb_policy", "%s without load_balancing_policy", p)
 	default:
-		return nil, nil, fieldErrorf("lb_policy", "%s is not supported (lbkit supports ROUND_ROBIN, LEAST_REQUEST)", p)
+		return chosenPolicy{}, fieldErrorf("lb_policy", "%s is not supported (lbkit supports ROUND_ROBIN, LEAST_REQUEST)", p)
 	}
-	if _, err := lb.ParsePolicyList(leaf); err != nil {
-		return nil, nil, fieldErrorf("lb_policy", "lbkit refuses the endpoint policy %s: %w", leaf, err)
+	if _, err := lb.ParsePolicyList(chosen.leaf); err != nil {
+		return chosenPolicy{}, fieldErrorf("lb_policy", "lbkit refuses the endpoint policy %s: %w", chosen.leaf, err)
 	}
-	return leaf, ignored, nil
+	chosen.locality = true
+	return chosen, nil
 }
 
-// leastRequest maps least_request_lb_config (gRFC A48), listing the set
-// fields A48 says to ignore.
-func leastRequest(lr *clusterv3.Cluster_LeastRequestLbConfig) (json.RawMessage, []string, *ResourceError) {
-	var ignored []string
-	if lr.GetActiveRequestBias() != nil {
-		ignored = append(ignored, "least_request_lb_config.active_request_bias: ignored (gRFC A48): it tunes weighted least request, and least_request_experimental ignores endpoint weights")
-	}
-	if lr.GetSlowStartConfig() != nil {
-		ignored = append(ignored, "least_request_lb_config.slow_start_config: ignored (gRFC A48): slow start needs weighted least request")
-	}
+// What gRFC A48 says to ignore of least request's configuration.
+const (
+	ignoredActiveRequestBias = "ignored (gRFC A48): it tunes weighted least request, and least_request_experimental ignores endpoint weights"
+	ignoredSlowStart         = "ignored (gRFC A48): slow start needs weighted least request"
+)
+
+// leastRequest maps choice_count, found at field, to a
+// least_request_experimental policy list (gRFC A48): 2 when unset, below 2
+// refused, above 10 lowered to 10.
+func leastRequest(cc *wrapperspb.UInt32Value, field string) (json.RawMessage, *ResourceError) {
 	n := uint32(leastrequest.DefaultChoiceCount)
-	if cc := lr.GetChoiceCount(); cc != nil {
+	if cc != nil {
 		n = cc.GetValue()
 	}
 	if n < minChoiceCount {
-		return nil, nil, fieldErrorf("least_request_lb_config.choice_count", "%d is below %d (gRFC A48)", n, minChoiceCount)
+		return nil, fieldErrorf(field, "%d is below %d (gRFC A48)", n, minChoiceCount)
 	}
 	n = min(n, maxChoiceCount)
-	return json.RawMessage(`[{"` + leastrequest.Name + `":{"choiceCount":` + strconv.FormatUint(uint64(n), 10) + `}}]`), ignored, nil
+	return policyList(leastrequest.Name, `{"choiceCount":`+strconv.FormatUint(uint64(n), 10)+`}`), nil
 }
 
 // The outlier_detection_experimental config ParseCluster generates, in

@@ -194,6 +194,9 @@ func TestParseClusterValid(t *testing.T) {
 			if string(got.Policies.OutlierDetection) != tt.od {
 				t.Errorf("outlier detection\n got %s\nwant %s", got.Policies.OutlierDetection, tt.od)
 			}
+			if got.Policies.Flat {
+				t.Error("lb_policy gives a tree without the locality layer")
+			}
 		})
 	}
 }
@@ -208,39 +211,61 @@ var twoPriorities = &eds.ClusterLoadAssignment{ClusterName: "c", Endpoints: []ed
 }}
 
 // TestParseClusterConfigsParseInAServiceConfig puts every accepted
-// cluster's policies in a full eds.Namer.Convert service config and parses
-// it with lb's registry: every generated field is one lbkit knows.
+// cluster's policies, from lb_policy and from load_balancing_policy, in a
+// full eds.Namer.Convert service config and parses it with lb's registry:
+// every generated field is one lbkit knows. Outlier detection sits once
+// per priority when set; weighted_target_experimental once per priority
+// unless the policy is outside WrrLocality (Flat).
 func TestParseClusterConfigsParseInAServiceConfig(t *testing.T) {
+	clusters := map[string]*clusterv3.Cluster{}
 	for _, tt := range validClusters {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := xds.ParseCluster(tt.cluster)
+		clusters["lb_policy: "+tt.name] = tt.cluster
+	}
+	for _, tt := range validLBPolicies {
+		clusters["load_balancing_policy: "+tt.name] = tt.cluster
+	}
+	for name, c := range clusters {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := xds.ParseCluster(c)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var n eds.Namer
-			conv, err := n.Convert(twoPriorities, cfg.Policies)
-			if err != nil {
-				t.Fatalf("Convert: %v", err)
-			}
-			var sc struct {
-				LoadBalancingConfig json.RawMessage `json:"loadBalancingConfig"`
-			}
-			if err := json.Unmarshal(conv.State.ServiceConfig, &sc); err != nil {
-				t.Fatal(err)
-			}
-			p, err := lb.ParseLoadBalancingConfig(sc.LoadBalancingConfig)
-			if err != nil {
-				t.Fatalf("lb.ParseLoadBalancingConfig(%s): %v", sc.LoadBalancingConfig, err)
-			}
-			if p.Name != "priority_experimental" || len(p.Unknown) != 0 {
-				t.Errorf("parsed %q with unknown fields %v", p.Name, p.Unknown)
-			}
+			sc := parseServiceConfig(t, cfg.Policies)
 			wantOD := len(cfg.Policies.OutlierDetection) > 0
-			if got := strings.Count(string(sc.LoadBalancingConfig), outlierdetection.Name); wantOD && got != 2 || !wantOD && got != 0 {
-				t.Errorf("%d outlier_detection_experimental policies in %s, want one per priority iff set", got, sc.LoadBalancingConfig)
+			if got := strings.Count(sc, outlierdetection.Name); wantOD && got != 2 || !wantOD && got != 0 {
+				t.Errorf("%d outlier_detection_experimental policies in %s, want one per priority iff set", got, sc)
+			}
+			if got := strings.Count(sc, `"weighted_target_experimental"`); cfg.Policies.Flat && got != 0 || !cfg.Policies.Flat && got != 2 {
+				t.Errorf("%d weighted_target_experimental in %s, want one per priority unless flat", got, sc)
 			}
 		})
 	}
+}
+
+// parseServiceConfig converts the twoPriorities assignment with p, parses
+// the service config with lb's registry and returns its
+// loadBalancingConfig.
+func parseServiceConfig(t *testing.T, p eds.Policies) string {
+	t.Helper()
+	var n eds.Namer
+	conv, err := n.Convert(twoPriorities, p)
+	if err != nil {
+		t.Fatalf("Convert: %v", err)
+	}
+	var sc struct {
+		LoadBalancingConfig json.RawMessage `json:"loadBalancingConfig"`
+	}
+	if err := json.Unmarshal(conv.State.ServiceConfig, &sc); err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := lb.ParseLoadBalancingConfig(sc.LoadBalancingConfig)
+	if err != nil {
+		t.Fatalf("lb.ParseLoadBalancingConfig(%s): %v", sc.LoadBalancingConfig, err)
+	}
+	if parsed.Name != "priority_experimental" || len(parsed.Unknown) != 0 {
+		t.Errorf("parsed %q with unknown fields %v", parsed.Name, parsed.Unknown)
+	}
+	return string(sc.LoadBalancingConfig)
 }
 
 // TestParseClusterOutlierDetectionMapsA50Table checks A50's mapping
@@ -349,12 +374,7 @@ func TestParseClusterLeafPolicies(t *testing.T) {
 }
 
 func TestParseClusterErrors(t *testing.T) {
-	tests := []struct {
-		name    string
-		cluster *clusterv3.Cluster
-		field   string
-		text    string
-	}{
+	checkClusterErrors(t, []clusterError{
 		{"no name", edsCluster(func(c *clusterv3.Cluster) { c.Name = "" }), "name", "name: required"},
 		{"STATIC (the default type)", edsCluster(func(c *clusterv3.Cluster) { c.ClusterDiscoveryType = nil }), "type",
 			"type: STATIC is not supported (lbkit follows EDS clusters only)"},
@@ -380,10 +400,7 @@ func TestParseClusterErrors(t *testing.T) {
 		{"MAGLEV", edsCluster(withPolicy(clusterv3.Cluster_MAGLEV)), "lb_policy", "lb_policy: MAGLEV is not supported"},
 		{"RANDOM", edsCluster(withPolicy(clusterv3.Cluster_RANDOM)), "lb_policy", "lb_policy: RANDOM is not supported"},
 		{"CLUSTER_PROVIDED", edsCluster(withPolicy(clusterv3.Cluster_CLUSTER_PROVIDED)), "lb_policy", "lb_policy: CLUSTER_PROVIDED is not supported"},
-		{"LOAD_BALANCING_POLICY_CONFIG", edsCluster(withPolicy(clusterv3.Cluster_LOAD_BALANCING_POLICY_CONFIG)), "lb_policy", "lb_policy: LOAD_BALANCING_POLICY_CONFIG is not supported"},
 		{"unknown lb_policy value", edsCluster(withPolicy(42)), "lb_policy", "lb_policy: 42 is not supported"},
-		{"load_balancing_policy", edsCluster(func(c *clusterv3.Cluster) { c.LoadBalancingPolicy = &clusterv3.LoadBalancingPolicy{} }), "load_balancing_policy",
-			"load_balancing_policy: is not supported (lbkit supports lb_policy ROUND_ROBIN, LEAST_REQUEST)"},
 		{"round robin slow start", edsCluster(func(c *clusterv3.Cluster) {
 			c.LbConfig = &clusterv3.Cluster_RoundRobinLbConfig_{RoundRobinLbConfig: &clusterv3.Cluster_RoundRobinLbConfig{SlowStartConfig: &clusterv3.Cluster_SlowStartConfig{}}}
 		}), "round_robin_lb_config.slow_start_config", "round_robin_lb_config.slow_start_config: slow start is not supported"},
@@ -416,7 +433,21 @@ func TestParseClusterErrors(t *testing.T) {
 			"outlier_detection.failure_percentage_threshold", "outlier_detection.failure_percentage_threshold: 101 is above 100"},
 		{"enforcing_failure_percentage 200", edsCluster(withOutlierDetection(&clusterv3.OutlierDetection{EnforcingFailurePercentage: u32(200)})),
 			"outlier_detection.enforcing_failure_percentage", "outlier_detection.enforcing_failure_percentage: 200 is above 100"},
-	}
+	})
+}
+
+// clusterError is a cluster ParseCluster refuses, with the field and the
+// start of the error it must give.
+type clusterError struct {
+	name    string
+	cluster *clusterv3.Cluster
+	field   string
+	text    string
+}
+
+// checkClusterErrors checks that ParseCluster refuses each cluster with a
+// *ResourceError naming the cluster, the field and the reason.
+func checkClusterErrors(t *testing.T, tests []clusterError) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := xds.ParseCluster(tt.cluster)
@@ -449,8 +480,18 @@ func TestParseClusterNil(t *testing.T) {
 // text starts with its field, and that every accepted cluster's policies
 // parse through lb's registry.
 func FuzzParseCluster(f *testing.F) {
+	var seeds []*clusterv3.Cluster
 	for _, tt := range validClusters {
-		data, err := proto.Marshal(tt.cluster)
+		seeds = append(seeds, tt.cluster)
+	}
+	for _, tt := range validLBPolicies {
+		seeds = append(seeds, tt.cluster)
+	}
+	for _, tt := range lbPolicyErrors {
+		seeds = append(seeds, tt.cluster)
+	}
+	for _, c := range seeds {
+		data, err := proto.Marshal(c)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -475,5 +516,6 @@ func FuzzParseCluster(f *testing.F) {
 		if len(cfg.Policies.OutlierDetection) > 0 {
 			_ = parseOD(t, cfg.Policies)
 		}
+		_ = parseServiceConfig(t, cfg.Policies)
 	})
 }

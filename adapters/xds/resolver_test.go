@@ -17,6 +17,8 @@ import (
 	"github.com/benbjohnson/clock"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
+	pick_firstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/pick_first/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
@@ -617,6 +619,53 @@ func TestClusterPoliciesReachTheTree(t *testing.T) {
 		return r.GetTypeUrl() == xds.ClusterType && r.GetErrorDetail() != nil
 	})
 	if msg := nack.GetErrorDetail().GetMessage(); !strings.Contains(msg, "lb_policy: RING_HASH is not supported") {
+		t.Errorf("NACK detail %q", msg)
+	}
+	cp.waitRequest(ctxFor(t), acked(xds.EndpointType, "2"))
+	if n := cc.Events.Pending(); n != 0 {
+		t.Errorf("published %v after a refused cluster", cc.Events.Peek())
+	}
+}
+
+// TestLoadBalancingPolicyReachesTheTree: a cluster whose
+// load_balancing_policy lists ClientSideWeightedRoundRobin, which lbkit
+// skips (gRFC A52), then PickFirst gives each priority a pick_first over
+// all its endpoints, with no locality layer, and the skipped entry is
+// logged; a list with nothing lbkit supports is NACKed naming the types.
+func TestLoadBalancingPolicyReachesTheTree(t *testing.T) {
+	cp := startControlPlane(t)
+	c := clusterNamed("c1")
+	c.LoadBalancingPolicy = lbPolicy(&cswrrv3.ClientSideWeightedRoundRobin{}, &pick_firstv3.PickFirst{ShuffleAddressList: true})
+	cp.set("1", []*clusterv3.Cluster{c}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
+	logs := newLogWaiter()
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), logs)
+	st := cc.NextState(t)
+	want := `{"loadBalancingConfig":[{"priority_experimental":{"children":{` +
+		`"priority-0-0":{"config":[{"pick_first":{"shuffleAddressList":true}}]},` +
+		`"priority-1-0":{"config":[{"pick_first":{"shuffleAddressList":true}}]}},` +
+		`"priorities":["priority-0-0","priority-1-0"]}}]}`
+	if got := string(st.ServiceConfig); got != want {
+		t.Errorf("service config:\n got %s\nwant %s", got, want)
+	}
+	wantEndpoints := []endpoint{{"10.0.0.1:80", "priority-0-0", 1}, {"10.0.0.2:80", "priority-0-0", 1}, {"10.0.1.1:80", "priority-1-0", 1}}
+	if got := endpoints(st); !slices.Equal(got, wantEndpoints) {
+		t.Errorf("endpoints = %v, want %v", got, wantEndpoints)
+	}
+	sc := string(st.ServiceConfig)
+	if _, err := lb.ParseLoadBalancingConfig(json.RawMessage(sc[len(`{"loadBalancingConfig":`) : len(sc)-1])); err != nil {
+		t.Errorf("the tree does not parse: %v", err)
+	}
+	logs.wait(t, "load_balancing_policy.policies[0].typed_extension_config.typed_config: skipped (gRFC A52)", 1)
+
+	// Nothing supported left: a NACK naming the types; the tree stays.
+	c = clusterNamed("c1")
+	c.LoadBalancingPolicy = lbPolicy(&cswrrv3.ClientSideWeightedRoundRobin{})
+	cp.set("2", []*clusterv3.Cluster{c}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
+	nack := cp.waitRequest(ctxFor(t), func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.ClusterType && r.GetErrorDetail() != nil
+	})
+	if msg := nack.GetErrorDetail().GetMessage(); !strings.Contains(msg, "load_balancing_policy.policies: no policy lbkit supports (gRFC A52): skipped") ||
+		!strings.Contains(msg, "ClientSideWeightedRoundRobin") {
 		t.Errorf("NACK detail %q", msg)
 	}
 	cp.waitRequest(ctxFor(t), acked(xds.EndpointType, "2"))

@@ -138,6 +138,12 @@
 // the locality's load_balancing_weight. The JSON is compact, with object
 // keys sorted, so equal assignments give byte-identical configs.
 //
+// [Namer.Convert] takes [Policies] to change the tree below the priority
+// policy: another endpoint policy, outlier_detection_experimental on top
+// of each priority's child (gRFC A50), or, with Policies.Flat, no
+// weighted_target_experimental layer at all, the endpoint policy taking
+// all of a priority's endpoints (the path is then [child name]).
+//
 // # Resolver
 //
 // The target is "eds:///absolute/path.json": the endpoint is the path of

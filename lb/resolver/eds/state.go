@@ -91,10 +91,11 @@ func (n *Namer) State(cla *ClusterLoadAssignment) (resolver.State, error) {
 }
 
 // Policies chooses the policies of the generated tree below
-// priority_experimental and weighted_target_experimental. The zero
-// Policies gives the tree the package documentation describes.
+// priority_experimental. The zero Policies gives the tree the package
+// documentation describes.
 type Policies struct {
-	// Endpoint is the policy over each locality's endpoints, as a JSON
+	// Endpoint is the policy over each locality's endpoints (over each
+	// priority's endpoints when Flat is set), as a JSON
 	// loadBalancingConfig list such as
 	// [{"least_request_experimental":{"choiceCount":3}}]. Empty means
 	// [{"weighted_round_robin":{}}].
@@ -103,8 +104,19 @@ type Policies struct {
 	// outlier_detection_experimental config object without its
 	// childPolicy, such as {"interval":"10s"}. Each priority's child then
 	// is outlier_detection_experimental over the weighted_target_experimental
-	// of its localities, as gRFC A50 places it.
+	// of its localities (over the Endpoint policy when Flat is set), as
+	// gRFC A50 places it.
 	OutlierDetection json.RawMessage
+	// Flat drops the locality-picking layer: the Endpoint policy becomes
+	// each priority's child (under outlier_detection_experimental when
+	// OutlierDetection is set), over all the priority's endpoints in
+	// document order, and each address's hierarchy path is just [child
+	// name]. Localities and their weights then do not shape the tree; the
+	// same localities and endpoints are left out as without Flat, and the
+	// child names follow the same rules ([Namer]). This is the tree gRPC
+	// builds for an endpoint-picking policy that xDS does not wrap in
+	// WrrLocality (gRFC A52), such as a top-level PickFirst (gRFC A62).
+	Flat bool
 }
 
 // Conversion is what [Namer.Convert] makes of one assignment.
@@ -165,14 +177,24 @@ func (n *Namer) stateAndDrops(cla *ClusterLoadAssignment, p Policies) (resolver.
 	cfg := priorityConfig{Children: make(map[string]priorityChild, len(prios)), Priorities: names}
 	var addrs []resolver.Address
 	for i, localities := range prios {
-		targets := make(map[string]target, len(localities))
-		for _, l := range localities {
-			targets[l.name] = target{Weight: l.weight, ChildPolicy: leaf}
-			for _, a := range l.addrs {
-				addrs = append(addrs, hierarchy.Set(a, []string{names[i], l.name}))
+		var child any
+		if p.Flat {
+			child = leaf
+			for _, l := range localities {
+				for _, a := range l.addrs {
+					addrs = append(addrs, hierarchy.Set(a, []string{names[i]}))
+				}
 			}
+		} else {
+			targets := make(map[string]target, len(localities))
+			for _, l := range localities {
+				targets[l.name] = target{Weight: l.weight, ChildPolicy: leaf}
+				for _, a := range l.addrs {
+					addrs = append(addrs, hierarchy.Set(a, []string{names[i], l.name}))
+				}
+			}
+			child = []map[string]weightedTargetConfig{{weightedTargetPolicy: {Targets: targets}}}
 		}
-		var child any = []map[string]weightedTargetConfig{{weightedTargetPolicy: {Targets: targets}}}
 		if od != nil {
 			wrapped, err := marshal(child)
 			if err != nil {
@@ -325,8 +347,9 @@ type (
 		Priorities []string                 `json:"priorities"`
 	}
 	priorityChild struct {
-		// Config is a []map[string]weightedTargetConfig, or that wrapped
-		// in outlier_detection_experimental.
+		// Config is a []map[string]weightedTargetConfig, or the endpoint
+		// policy's list when Policies.Flat is set, either of them
+		// possibly wrapped in outlier_detection_experimental.
 		Config any `json:"config"`
 	}
 	weightedTargetConfig struct {

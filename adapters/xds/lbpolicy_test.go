@@ -1,0 +1,249 @@
+package xds_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
+	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
+	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/common/v3"
+	least_requestv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
+	maglevv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/maglev/v3"
+	pick_firstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/pick_first/v3"
+	randomv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/random/v3"
+	ring_hashv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/ring_hash/v3"
+	round_robinv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/round_robin/v3"
+	wrr_localityv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/lbkit/lbkit/adapters/xds"
+	_ "github.com/lbkit/lbkit/lb/pickfirst"
+	_ "github.com/lbkit/lbkit/lb/roundrobin"
+)
+
+// anyOf wraps m in an Any, or returns m when it is one already.
+func anyOf(m proto.Message) *anypb.Any {
+	if a, ok := m.(*anypb.Any); ok {
+		return a
+	}
+	a, err := anypb.New(m)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// lbPolicy is a LoadBalancingPolicy of ms, in order; a nil entry is a
+// Policy without typed_extension_config.
+func lbPolicy(ms ...proto.Message) *clusterv3.LoadBalancingPolicy {
+	p := &clusterv3.LoadBalancingPolicy{}
+	for _, m := range ms {
+		entry := &clusterv3.LoadBalancingPolicy_Policy{}
+		if m != nil {
+			entry.TypedExtensionConfig = &corev3.TypedExtensionConfig{Name: "p", TypedConfig: anyOf(m)}
+		}
+		p.Policies = append(p.Policies, entry)
+	}
+	return p
+}
+
+func withLBPolicy(ms ...proto.Message) func(*clusterv3.Cluster) {
+	return func(c *clusterv3.Cluster) { c.LoadBalancingPolicy = lbPolicy(ms...) }
+}
+
+func wrrLocality(ms ...proto.Message) *wrr_localityv3.WrrLocality {
+	return &wrr_localityv3.WrrLocality{EndpointPickingPolicy: lbPolicy(ms...)}
+}
+
+// nested wraps m in n WrrLocality.
+func nested(n int, m proto.Message) proto.Message {
+	for range n {
+		m = wrrLocality(m)
+	}
+	return m
+}
+
+func typedStruct(url string, fields map[string]any) *xdstypev3.TypedStruct {
+	ts := &xdstypev3.TypedStruct{TypeUrl: url}
+	if fields != nil {
+		v, err := structpb.NewStruct(fields)
+		if err != nil {
+			panic(err)
+		}
+		ts.Value = v
+	}
+	return ts
+}
+
+var (
+	rr   = &round_robinv3.RoundRobin{}
+	pf   = &pick_firstv3.PickFirst{}
+	csw  = &cswrrv3.ClientSideWeightedRoundRobin{}
+	ring = &ring_hashv3.RingHash{}
+)
+
+// typedConfig is the field path of entry i of a top-level list.
+func typedConfig(i int) string {
+	return "load_balancing_policy.policies[" + strconv.Itoa(i) + "].typed_extension_config.typed_config"
+}
+
+// validLBPolicies are clusters with load_balancing_policy that
+// ParseCluster accepts, with the endpoint policy, the tree's shape and the
+// prefixes of the Ignored entries they must give.
+var validLBPolicies = []struct {
+	name     string
+	cluster  *clusterv3.Cluster
+	endpoint string
+	flat     bool
+	ignored  []string
+}{
+	{"WrrLocality of RoundRobin", edsCluster(withLBPolicy(wrrLocality(rr))), `[{"round_robin":{}}]`, false, nil},
+	{"RoundRobin alone: no locality layer", edsCluster(withLBPolicy(rr)), `[{"round_robin":{}}]`, true, nil},
+	{"PickFirst", edsCluster(withLBPolicy(pf)), `[{"pick_first":{"shuffleAddressList":false}}]`, true, nil},
+	{"PickFirst shuffling", edsCluster(withLBPolicy(&pick_firstv3.PickFirst{ShuffleAddressList: true})),
+		`[{"pick_first":{"shuffleAddressList":true}}]`, true, nil},
+	{"WrrLocality of PickFirst", edsCluster(withLBPolicy(wrrLocality(pf))), `[{"pick_first":{"shuffleAddressList":false}}]`, false, nil},
+	{"LeastRequest without choice_count: 2", edsCluster(withLBPolicy(&least_requestv3.LeastRequest{})),
+		`[{"least_request_experimental":{"choiceCount":2}}]`, true, nil},
+	{"WrrLocality of LeastRequest, choice_count 7", edsCluster(withLBPolicy(wrrLocality(&least_requestv3.LeastRequest{ChoiceCount: u32(7)}))),
+		`[{"least_request_experimental":{"choiceCount":7}}]`, false, nil},
+	{"LeastRequest, choice_count 2", edsCluster(withLBPolicy(&least_requestv3.LeastRequest{ChoiceCount: u32(2)})),
+		`[{"least_request_experimental":{"choiceCount":2}}]`, true, nil},
+	{"LeastRequest, choice_count 11 is capped at 10", edsCluster(withLBPolicy(&least_requestv3.LeastRequest{ChoiceCount: u32(11)})),
+		`[{"least_request_experimental":{"choiceCount":10}}]`, true, nil},
+	{"LeastRequest, choice_count 2^32-1 is capped at 10", edsCluster(withLBPolicy(&least_requestv3.LeastRequest{ChoiceCount: u32(1<<32 - 1)})),
+		`[{"least_request_experimental":{"choiceCount":10}}]`, true, nil},
+	{"ClientSideWeightedRoundRobin skipped for PickFirst", edsCluster(withLBPolicy(csw, pf)),
+		`[{"pick_first":{"shuffleAddressList":false}}]`, true,
+		[]string{typedConfig(0) + `: skipped (gRFC A52): "type.googleapis.com/envoy.extensions.load_balancing_policies.client_side_weighted_round_robin.v3.ClientSideWeightedRoundRobin" is not a policy lbkit supports`}},
+	{"RingHash, Maglev and Random skipped, then a WrrLocality skipping inside", edsCluster(withLBPolicy(ring, &maglevv3.Maglev{}, &randomv3.Random{}, wrrLocality(csw, rr))),
+		`[{"round_robin":{}}]`, false,
+		[]string{typedConfig(0) + ": skipped", typedConfig(1) + ": skipped", typedConfig(2) + ": skipped",
+			typedConfig(3) + ".endpoint_picking_policy.policies[0].typed_extension_config.typed_config: skipped"}},
+	{"the first supported entry wins", edsCluster(withLBPolicy(rr, pf)), `[{"round_robin":{}}]`, true, nil},
+	{"xds.type.v3.TypedStruct naming a registered policy", edsCluster(withLBPolicy(typedStruct("type.googleapis.com/weighted_round_robin", map[string]any{}))),
+		`[{"weighted_round_robin":{}}]`, true, nil},
+	{"udpa.type.v1.TypedStruct under WrrLocality, its value as the config", edsCluster(withLBPolicy(wrrLocality(&udpatypev1.TypedStruct{
+		TypeUrl: "type.googleapis.com/least_request_experimental",
+		Value:   &structpb.Struct{Fields: map[string]*structpb.Value{"choiceCount": structpb.NewNumberValue(3)}},
+	}))), `[{"least_request_experimental":{"choiceCount":3}}]`, false, nil},
+	{"TypedStruct without value", edsCluster(withLBPolicy(typedStruct("pick_first", nil))), `[{"pick_first":{}}]`, true, nil},
+	{"TypedStruct naming an unregistered policy is skipped", edsCluster(withLBPolicy(typedStruct("type.googleapis.com/myorg.MyCustomLb", map[string]any{"a": 1}), rr)),
+		`[{"round_robin":{}}]`, true,
+		[]string{typedConfig(0) + `: skipped (gRFC A52): xds.type.v3.TypedStruct of "type.googleapis.com/myorg.MyCustomLb" (no such policy is registered)`}},
+	{"an entry without typed_extension_config is skipped", edsCluster(withLBPolicy(nil, pf)),
+		`[{"pick_first":{"shuffleAddressList":false}}]`, true, []string{typedConfig(0) + ": skipped (gRFC A52): an entry without typed_config"}},
+	{"an unknown type is skipped", edsCluster(withLBPolicy(&anypb.Any{TypeUrl: "type.googleapis.com/myorg.Unknown"}, rr)),
+		`[{"round_robin":{}}]`, true, []string{typedConfig(0) + `: skipped (gRFC A52): "type.googleapis.com/myorg.Unknown"`}},
+	{"load_balancing_policy is used instead of lb_policy and lb_config", edsCluster(withPolicy(clusterv3.Cluster_RING_HASH), func(c *clusterv3.Cluster) {
+		c.LbConfig = &clusterv3.Cluster_RingHashLbConfig_{RingHashLbConfig: &clusterv3.Cluster_RingHashLbConfig{}}
+	}, withLBPolicy(pf)), `[{"pick_first":{"shuffleAddressList":false}}]`, true,
+		[]string{"lb_policy: ignored (gRFC A52): load_balancing_policy is set", "ring_hash_lb_config: ignored (gRFC A52)"}},
+	{"lb_policy LOAD_BALANCING_POLICY_CONFIG with load_balancing_policy", edsCluster(withPolicy(clusterv3.Cluster_LOAD_BALANCING_POLICY_CONFIG), withLBPolicy(rr)),
+		`[{"round_robin":{}}]`, true, nil},
+	{"16 levels of WrrLocality", edsCluster(withLBPolicy(nested(16, rr))), `[{"round_robin":{}}]`, false, nil},
+	{"WrrLocality inside WrrLocality adds nothing", edsCluster(withLBPolicy(wrrLocality(wrrLocality(pf)))),
+		`[{"pick_first":{"shuffleAddressList":false}}]`, false, nil},
+	{"RoundRobin fields A52 leaves out", edsCluster(withLBPolicy(&round_robinv3.RoundRobin{
+		SlowStartConfig: &commonv3.SlowStartConfig{}, LocalityLbConfig: &commonv3.LocalityLbConfig{},
+	})), `[{"round_robin":{}}]`, true, []string{typedConfig(0) + ".slow_start_config: ignored (gRFC A52", typedConfig(0) + ".locality_lb_config: ignored (gRFC A52"}},
+	{"LeastRequest fields A48 and A52 leave out", edsCluster(withLBPolicy(&least_requestv3.LeastRequest{
+		ActiveRequestBias: &corev3.RuntimeDouble{DefaultValue: 1, RuntimeKey: "k"}, SlowStartConfig: &commonv3.SlowStartConfig{},
+		LocalityLbConfig: &commonv3.LocalityLbConfig{},
+		//lint:ignore SA1019 a control plane may still send the deprecated enable_full_scan
+		EnableFullScan: wrapperspb.Bool(true), SelectionMethod: least_requestv3.LeastRequest_FULL_SCAN,
+	})), `[{"least_request_experimental":{"choiceCount":2}}]`, true, []string{
+		typedConfig(0) + ".active_request_bias: ignored (gRFC A48)", typedConfig(0) + ".slow_start_config: ignored (gRFC A48)",
+		typedConfig(0) + ".locality_lb_config: ignored (gRFC A52", typedConfig(0) + ".enable_full_scan: ignored (gRFC A52",
+		typedConfig(0) + ".selection_method: ignored (gRFC A52"}},
+	{"PickFirst with outlier detection", edsCluster(withLBPolicy(pf), withOutlierDetection(&clusterv3.OutlierDetection{Interval: dur(5e9)})),
+		`[{"pick_first":{"shuffleAddressList":false}}]`, true, nil},
+}
+
+func TestParseClusterLoadBalancingPolicy(t *testing.T) {
+	for _, tt := range validLBPolicies {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := xds.ParseCluster(tt.cluster)
+			if err != nil {
+				t.Fatalf("ParseCluster: %v", err)
+			}
+			if string(got.Policies.Endpoint) != tt.endpoint || got.Policies.Flat != tt.flat {
+				t.Errorf("endpoint policy %s, flat %t; want %s, %t", got.Policies.Endpoint, got.Policies.Flat, tt.endpoint, tt.flat)
+			}
+			if len(got.Ignored) != len(tt.ignored) {
+				t.Fatalf("Ignored = %q, want %d entries starting %q", got.Ignored, len(tt.ignored), tt.ignored)
+			}
+			for i, want := range tt.ignored {
+				if !strings.HasPrefix(got.Ignored[i], want) {
+					t.Errorf("Ignored[%d] = %q, want it to start with %q", i, got.Ignored[i], want)
+				}
+			}
+		})
+	}
+}
+
+// depthPath is the field path of the list inside n WrrLocality.
+func depthPath(n int) string {
+	p := "load_balancing_policy"
+	for range n {
+		p += ".policies[0].typed_extension_config.typed_config.endpoint_picking_policy"
+	}
+	return p
+}
+
+// lbPolicyErrors are clusters whose load_balancing_policy ParseCluster
+// refuses, with the field and the start of the error.
+var lbPolicyErrors = []clusterError{
+	{"no policies", edsCluster(withLBPolicy()), "load_balancing_policy.policies",
+		"load_balancing_policy.policies: empty: no policy to choose (gRFC A52)"},
+	{"no supported policy", edsCluster(withLBPolicy(csw, ring, typedStruct("type.googleapis.com/myorg.Lb", nil))), "load_balancing_policy.policies",
+		`load_balancing_policy.policies: no policy lbkit supports (gRFC A52): skipped ` +
+			`"type.googleapis.com/envoy.extensions.load_balancing_policies.client_side_weighted_round_robin.v3.ClientSideWeightedRoundRobin", ` +
+			`"type.googleapis.com/envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash", ` +
+			`xds.type.v3.TypedStruct of "type.googleapis.com/myorg.Lb" (no such policy is registered); lbkit supports envoy.extensions.load_balancing_policies.wrr_locality.v3.WrrLocality`},
+	{"WrrLocality without endpoint_picking_policy", edsCluster(withLBPolicy(&wrr_localityv3.WrrLocality{})),
+		typedConfig(0) + ".endpoint_picking_policy.policies", typedConfig(0) + ".endpoint_picking_policy.policies: empty"},
+	{"WrrLocality with no supported endpoint policy", edsCluster(withLBPolicy(wrrLocality(csw), rr)),
+		typedConfig(0) + ".endpoint_picking_policy.policies", typedConfig(0) + ".endpoint_picking_policy.policies: no policy lbkit supports (gRFC A52): skipped"},
+	{"LeastRequest choice_count 1 after a skipped entry", edsCluster(withLBPolicy(csw, &least_requestv3.LeastRequest{ChoiceCount: u32(1)})),
+		typedConfig(1) + ".choice_count", typedConfig(1) + ".choice_count: 1 is below 2 (gRFC A48)"},
+	{"an invalid chosen entry is not passed over for the next", edsCluster(withLBPolicy(&least_requestv3.LeastRequest{ChoiceCount: u32(0)}, rr)),
+		typedConfig(0) + ".choice_count", typedConfig(0) + ".choice_count: 0 is below 2 (gRFC A48)"},
+	{"a RoundRobin that does not decode", edsCluster(withLBPolicy(&anypb.Any{TypeUrl: "type.googleapis.com/" + string(rr.ProtoReflect().Descriptor().FullName()), Value: []byte{0xff}})),
+		typedConfig(0), typedConfig(0) + ": cannot decode envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin"},
+	{"a TypedStruct that does not decode", edsCluster(withLBPolicy(&anypb.Any{TypeUrl: "type.googleapis.com/xds.type.v3.TypedStruct", Value: []byte{0xff}})),
+		typedConfig(0), typedConfig(0) + ": cannot decode xds.type.v3.TypedStruct"},
+	{"a TypedStruct config the policy refuses", edsCluster(withLBPolicy(typedStruct("least_request_experimental", map[string]any{"choiceCount": 1}))),
+		typedConfig(0) + ".value", typedConfig(0) + `.value: lbkit refuses the converted config [{"least_request_experimental":{"choiceCount":1}}]`},
+	{"a TypedStruct config of the wrong type", edsCluster(withLBPolicy(wrrLocality(typedStruct("pick_first", map[string]any{"shuffleAddressList": "yes"})))),
+		typedConfig(0) + ".endpoint_picking_policy.policies[0].typed_extension_config.typed_config.value",
+		typedConfig(0) + ".endpoint_picking_policy.policies[0].typed_extension_config.typed_config.value: lbkit refuses the converted config"},
+	{"17 levels of WrrLocality", edsCluster(withLBPolicy(nested(17, rr))), depthPath(17),
+		depthPath(17) + ": nested more than 16 levels deep (gRFC A52)"},
+	{"lb_policy LOAD_BALANCING_POLICY_CONFIG without load_balancing_policy", edsCluster(withPolicy(clusterv3.Cluster_LOAD_BALANCING_POLICY_CONFIG)),
+		"lb_policy", "lb_policy: LOAD_BALANCING_POLICY_CONFIG without load_balancing_policy"},
+}
+
+func TestParseClusterLoadBalancingPolicyErrors(t *testing.T) { checkClusterErrors(t, lbPolicyErrors) }
+
+// TestParseClusterLoadBalancingPolicyIsDeterministic: equal clusters give
+// byte-identical configs, TypedStruct values included.
+func TestParseClusterLoadBalancingPolicyIsDeterministic(t *testing.T) {
+	c := edsCluster(withLBPolicy(typedStruct("least_request_experimental", map[string]any{"choiceCount": 3, "b": "x", "a": []any{1, "2"}})))
+	first, err := xds.ParseCluster(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if again, _ := xds.ParseCluster(c); string(again.Policies.Endpoint) != string(first.Policies.Endpoint) {
+			t.Fatalf("%s, then %s", first.Policies.Endpoint, again.Policies.Endpoint)
+		}
+	}
+}

@@ -40,8 +40,9 @@ type ClusterConfig struct {
 
 // ResourceError is why lbkit cannot use an xDS resource: the client NACKs
 // the resource with this error as the detail and keeps its last good
-// version. Its text is "field: reason", the field being the proto field
-// path inside the resource, such as
+// version. It is an [lb.ConfigError] whose Path is the proto field path
+// inside the resource (empty for the resource as a whole), with the
+// resource's name beside it; its text is "path: reason", such as
 //
 //	lb_policy: RING_HASH is not supported (lbkit supports ROUND_ROBIN, LEAST_REQUEST)
 //
@@ -50,29 +51,13 @@ type ResourceError struct {
 	// Resource is the resource's name (for a Cluster, its name; empty if
 	// it has none).
 	Resource string
-	// Field is the proto field path of the offending value, such as
-	// "outlier_detection.max_ejection_percent"; empty for the resource as
-	// a whole.
-	Field string
-	// Err is the reason.
-	Err error
+	lb.ConfigError
 }
-
-// Error returns "field: reason", or the reason alone when Field is empty.
-func (e *ResourceError) Error() string {
-	if e.Field == "" {
-		return e.Err.Error()
-	}
-	return e.Field + ": " + e.Err.Error()
-}
-
-// Unwrap returns the reason.
-func (e *ResourceError) Unwrap() error { return e.Err }
 
 // fieldErrorf returns a *ResourceError at field with a formatted reason;
 // ParseCluster fills in the resource's name.
 func fieldErrorf(field, format string, args ...any) *ResourceError {
-	return &ResourceError{Field: field, Err: fmt.Errorf(format, args...)}
+	return &ResourceError{ConfigError: lb.ConfigError{Path: field, Err: fmt.Errorf(format, args...)}}
 }
 
 // The endpoint policy of lb_policy ROUND_ROBIN.
@@ -201,7 +186,7 @@ const (
 // ParseCluster does not keep c; it may be called concurrently.
 func ParseCluster(c *clusterv3.Cluster) (ClusterConfig, error) {
 	if c == nil {
-		return ClusterConfig{}, &ResourceError{Err: errors.New("no Cluster")}
+		return ClusterConfig{}, &ResourceError{ConfigError: lb.ConfigError{Err: errors.New("no Cluster")}}
 	}
 	cfg, rerr := parseCluster(c)
 	if rerr != nil {

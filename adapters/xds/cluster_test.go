@@ -458,8 +458,8 @@ func checkClusterErrors(t *testing.T, tests []clusterError) {
 			if !errors.As(err, &re) {
 				t.Fatalf("error %v (%T) is not a *xds.ResourceError", err, err)
 			}
-			if re.Field != tt.field || re.Resource != tt.cluster.GetName() {
-				t.Errorf("field %q resource %q, want %q %q", re.Field, re.Resource, tt.field, tt.cluster.GetName())
+			if re.Path != tt.field || re.Resource != tt.cluster.GetName() {
+				t.Errorf("field %q resource %q, want %q %q", re.Path, re.Resource, tt.field, tt.cluster.GetName())
 			}
 			if !strings.HasPrefix(err.Error(), tt.text) {
 				t.Errorf("error %q, want it to start with %q", err, tt.text)
@@ -470,7 +470,7 @@ func checkClusterErrors(t *testing.T, tests []clusterError) {
 
 func TestParseClusterNil(t *testing.T) {
 	var re *xds.ResourceError
-	if _, err := xds.ParseCluster(nil); !errors.As(err, &re) || re.Field != "" {
+	if _, err := xds.ParseCluster(nil); !errors.As(err, &re) || re.Path != "" {
 		t.Errorf("ParseCluster(nil): %v, want a *ResourceError for the whole resource", err)
 	}
 }
@@ -505,7 +505,7 @@ func FuzzParseCluster(f *testing.F) {
 		cfg, err := xds.ParseCluster(&c)
 		if err != nil {
 			var re *xds.ResourceError
-			if !errors.As(err, &re) || !strings.HasPrefix(err.Error(), re.Field) {
+			if !errors.As(err, &re) || !strings.HasPrefix(err.Error(), re.Path) {
 				t.Fatalf("error %v (%T) is not a *ResourceError starting with its field", err, err)
 			}
 			return

@@ -30,28 +30,17 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"time"
 
 	"github.com/lbkit/lbkit/internal/demo"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	_, err := run(ctx, os.Args[1:], os.Stdout)
-	var usage *demo.UsageError
-	switch {
-	case errors.As(err, &usage):
-		fmt.Fprintf(os.Stderr, "lbdemo: %v\n", err)
-		os.Exit(2)
-	case err != nil:
-		fmt.Fprintf(os.Stderr, "lbdemo: %v\n", err)
-		os.Exit(1)
-	}
+	demo.Main("lbdemo", func(ctx context.Context, args []string, out io.Writer) error {
+		_, err := run(ctx, args, out)
+		return err
+	})
 }
 
 // options are the parsed flags.

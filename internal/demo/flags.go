@@ -1,9 +1,13 @@
 package demo
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"time"
 )
@@ -58,4 +62,22 @@ func (o Options) Check() error {
 		return Usagef("-svg: empty path")
 	}
 	return nil
+}
+
+// Main runs a demo's command: run gets a context that ends on an interrupt,
+// the arguments and standard output. Main exits with status 2 after a
+// [*UsageError], 1 after any other error, each printed as one line on
+// standard error after the command's name; it returns when run succeeds.
+func Main(name string, run func(ctx context.Context, args []string, out io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err == nil {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	if errors.As(err, new(*UsageError)) {
+		os.Exit(2)
+	}
+	os.Exit(1)
 }

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // shareError rebuilds the scheduler every k picks with rebuild, for picks
@@ -148,4 +151,105 @@ func TestNaiveRebuildIsUnfair(t *testing.T) {
 			t.Fatalf("naive rebuild picked %d, want the heaviest entry 1", got)
 		}
 	}
+}
+
+// TestCarryOrderModel checks carryOrder against its definition, with
+// duplicate items and with lists long enough for the map: items of prev in
+// the order of their first occurrence in prev, then new items, each group
+// in the order given; from and first name first occurrences.
+func TestCarryOrderModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		item := rapid.IntRange(0, 60)
+		minLen := rapid.SampledFrom([]int{1, 20}).Draw(t, "minLen") // 20*20 > linearCarry
+		prev := rapid.SliceOfN(item, minLen, 60).Draw(t, "prev")
+		next := rapid.SliceOfN(item, minLen, 60).Draw(t, "next")
+		entries := make([]Entry[int], len(next))
+		for k, x := range next {
+			entries[k] = Entry[int]{Item: x, Weight: uint32(k + 1)}
+		}
+		c, err := carryOrder(prev, entries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := func(x int) int {
+			if i := slices.Index(prev, x); i >= 0 {
+				return i
+			}
+			return len(prev)
+		}
+		want := slices.Clone(entries)
+		slices.SortStableFunc(want, func(x, y Entry[int]) int { return key(x.Item) - key(y.Item) })
+		if !slices.Equal(c.entries, want) {
+			t.Fatalf("order %v, want %v", c.entries, want)
+		}
+		for k, e := range c.entries {
+			if w := slices.Index(prev, e.Item); int(c.from[k]) != w {
+				t.Fatalf("from[%d] = %d, want %d", k, c.from[k], w)
+			}
+		}
+		for i, x := range prev {
+			if got, w := c.first(i), slices.Index(prev, x); int(got) != w {
+				t.Fatalf("first(%d) = %d, want %d", i, got, w)
+			}
+		}
+	})
+}
+
+// TestNewFromLargeMatchesModel is TestMatchesModel's rebuild step for
+// lists long enough that NewFrom matches items with a map (and the ring
+// reads its counts from blocks of 64 picks and more): the picks after
+// each NewFrom equal the model's.
+func TestNewFromLargeMatchesModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		huge := rapid.Bool().Draw(t, "huge")
+		m := genMode(t, huge)
+		n := rapid.IntRange(17, 40).Draw(t, "n")
+		items := make([]int, n)
+		for i := range items {
+			items[i] = i
+		}
+		nextItem := n
+		entries := entriesOf(items, genWeights(t, n, huge))
+		s, err := New(entries, withMode(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := newModel(entries)
+		for range rapid.IntRange(1, 3).Draw(t, "rebuilds") {
+			for i := range rapid.IntRange(0, 300).Draw(t, "picks") {
+				if got, want := s.Pick(), ref.pick(); got != want {
+					t.Fatalf("pick %d: got item %d, want %d (%v)", i, got, want, s)
+				}
+			}
+			var next []int
+			for _, it := range rapid.Permutation(items).Draw(t, "order") {
+				if rapid.IntRange(0, 7).Draw(t, "keep") > 0 {
+					next = append(next, it)
+				}
+			}
+			for range rapid.IntRange(1, 3).Draw(t, "new") {
+				next = append(next, nextItem)
+				nextItem++
+			}
+			w := genWeights(t, len(next), huge)
+			if rapid.Bool().Draw(t, "sameWeights") {
+				for i, it := range next {
+					if j := slices.Index(ref.items, it); j >= 0 {
+						w[i] = ref.weights[j]
+					}
+				}
+			}
+			items = next
+			entries = entriesOf(items, w)
+			if s, err = NewFrom(s, entries, withMode(m)); err != nil {
+				t.Fatal(err)
+			}
+			ref = ref.carryOver(entries)
+		}
+		for i := range 100 {
+			if got, want := s.Pick(), ref.pick(); got != want {
+				t.Fatalf("pick %d after the last rebuild: got item %d, want %d (%v)", i, got, want, s)
+			}
+		}
+	})
 }

@@ -1,11 +1,9 @@
 package edf
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync/atomic"
 )
@@ -204,18 +202,12 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 		}
 		return s, nil
 	}
-	entries, err := carryOrder(prev.items, entries)
+	c, err := carryOrder(prev.items, entries)
 	if err != nil {
 		return nil, err
 	}
-	s := build(entries, cfg.mode)
-	a, b, consumed := prev.phase()
-	p := -1
-	for k, e := range entries {
-		if _, ok := consumed[e.Item]; ok {
-			p = k
-		}
-	}
+	s := build(c.entries, cfg.mode)
+	a, b, p := prev.phase(c)
 	if s.ring != nil && cfg.origin == 0 {
 		// The counts per entry are known here: no seek needed.
 		pos := positionAt(s.weights, a, b, p, s.ring.gen.setConsumed) % s.period
@@ -245,42 +237,6 @@ func validate[T comparable](entries []Entry[T]) error {
 		}
 	}
 	return nil
-}
-
-// carryOrder returns entries in the order NewFrom uses: items of prev in
-// prev's order, then new items. It hashes every item of prev and entries, so
-// later map operations on them cannot panic.
-func carryOrder[T comparable](prev []T, entries []Entry[T]) (out []Entry[T], err error) {
-	k := -1
-	defer func() {
-		if recover() == nil {
-			return
-		}
-		if k < 0 {
-			err = fmt.Errorf("edf: previous scheduler: %w", ErrIncomparableItem)
-		} else {
-			err = &EntryError{Index: k, Err: ErrIncomparableItem}
-		}
-	}()
-	old := make(map[T]int, len(prev))
-	for i := len(prev) - 1; i >= 0; i-- {
-		old[prev[i]] = i // the first occurrence wins
-	}
-	type keyed struct{ key, k int }
-	order := make([]keyed, len(entries))
-	for k = range entries {
-		key, ok := old[entries[k].Item]
-		if !ok {
-			key = len(prev)
-		}
-		order[k] = keyed{key, k}
-	}
-	slices.SortStableFunc(order, func(x, y keyed) int { return cmp.Compare(x.key, y.key) })
-	out = make([]Entry[T], len(entries))
-	for i, o := range order {
-		out[i] = entries[o.k]
-	}
-	return out, nil
 }
 
 // build returns a scheduler for valid entries at position 0.
@@ -451,23 +407,6 @@ func (s *Scheduler[T]) position() uint64 {
 		return s.heap.pos
 	}
 	return 0
-}
-
-// phase returns the virtual time V = a/b in (0, 1] of the most recent pick
-// (in periods) and the set of items picked at exactly V. See [NewFrom].
-func (s *Scheduler[T]) phase() (a, b uint64, consumed map[T]struct{}) {
-	pos := s.position()
-	a, b, last := uint64(1), uint64(1), len(s.items)-1
-	if pos != 0 {
-		a, b, last = seek(s.weights, s.maxW, pos, nil)
-	}
-	consumed = make(map[T]struct{})
-	for i := 0; i <= last; i++ {
-		if a*uint64(s.weights[i])%b == 0 {
-			consumed[s.items[i]] = struct{}{}
-		}
-	}
-	return a, b, consumed
 }
 
 // Len returns the number of entries.

@@ -119,15 +119,7 @@ func (r *ring) prefetch(b uint64) {
 func (r *ring) slow(t uint64) uint32 {
 	b := t >> r.shift
 	r.mu.Lock()
-	if r.ahead(b, r.nextBlock) {
-		if gap := (b - r.nextBlock) & r.blocks; gap > ringSlots+uint64(len(r.w))>>r.shift {
-			// Skipped far ahead: start the generator at b.
-			r.genPos = r.advance(r.genPos, int64(gap<<r.shift))
-			r.nextBlock = b
-			r.gen.reset(r.genPos)
-		}
-		r.generateThrough(b + ringSlots - 2)
-	}
+	r.catchUp(b, ringSlots-2)
 	if x, ok := r.read(t); ok { // nobody writes while mu is held
 		r.mu.Unlock()
 		return x
@@ -136,6 +128,21 @@ func (r *ring) slow(t uint64) uint32 {
 	r.mu.Unlock()
 	_, _, last := seek(r.w, r.maxW, pos+1, nil)
 	return uint32(last)
+}
+
+// catchUp generates blocks through block b+more if block b is not
+// generated yet; if b is far ahead (after a Skip), the generator is first
+// repositioned at b, which costs a seek. r.mu must be held.
+func (r *ring) catchUp(b, more uint64) {
+	if !r.ahead(b, r.nextBlock) {
+		return
+	}
+	if gap := (b - r.nextBlock) & r.blocks; gap > ringSlots+uint64(len(r.w))>>r.shift {
+		r.genPos = r.advance(r.genPos, int64(gap<<r.shift))
+		r.nextBlock = b
+		r.gen.reset(r.genPos)
+	}
+	r.generateThrough(b + more)
 }
 
 // generateThrough generates blocks up to and including block target.

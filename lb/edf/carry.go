@@ -1,9 +1,6 @@
 package edf
 
-import (
-	"fmt"
-	"math/bits"
-)
+import "fmt"
 
 // Carry-over: what NewFrom needs from the previous scheduler, in O(n + m)
 // for n new and m previous entries (plus hashing the items).
@@ -213,27 +210,25 @@ func (r *ring) counts(t uint64, cnt []uint64) (uint64, bool) {
 	if behind > uint64(ringSlots)<<r.shift {
 		return 0, false
 	}
-	for d := range behind {
-		if _, ok := r.read(t + d); !ok {
+	for b := t >> r.shift; b != r.nextBlock; b = (b + 1) & r.blocks {
+		if r.slot[b%ringSlots].Load() != b {
 			return 0, false
 		}
 	}
-	// The generator has handed out J_i-1 points of entry i since the start
-	// of the period it was last restarted in, minus the ones still in out.
-	g := r.gen
-	for i := range g.e {
-		e := &g.e[i]
-		hi, lo := bits.Mul64(e.bucket, uint64(e.w))
-		lo, carry := bits.Add64(lo, uint64(e.frac), 0)
-		j, _ := bits.Div64(hi+carry, lo, g.m)
-		cnt[i] = j - 1
-	}
-	for _, p := range g.out[g.head:] {
-		cnt[p.idx]--
-	}
-	for d := range behind {
-		x, _ := r.read(t + d)
-		cnt[x]--
+	// The generator has handed out these points since the start of the
+	// period it was last restarted in, of which the tickets from t on.
+	// Nobody writes the slots while mu is held.
+	r.gen.handedOut(cnt)
+	perWord := uint64(1) << (6 - r.pack)
+	for d := uint64(0); d < behind; {
+		tk := t + d
+		i := (tk>>r.shift)%ringSlots<<r.shift | tk&(1<<r.shift-1)
+		v := r.words[i/perWord].Load() >> (i % perWord << r.pack)
+		for k := i % perWord; k < perWord && d < behind; k++ {
+			cnt[uint32(v)&r.mask]--
+			v >>= 1 << r.pack
+			d++
+		}
 	}
 	var total uint64
 	for _, x := range cnt {

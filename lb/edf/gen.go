@@ -3,6 +3,7 @@ package edf
 import (
 	"math/bits"
 	"slices"
+	"sync/atomic"
 )
 
 // generator produces the schedule in order, one slice of virtual time at a
@@ -40,7 +41,6 @@ type genEntry struct {
 	q      uint64 // m / w
 	frac   uint32 // offset of that point within its bucket, times w
 	r      uint32 // m % w
-	w      uint32
 }
 
 // point is one pick in a slice: the entry and its offset in its bucket.
@@ -61,7 +61,8 @@ func newGenerator(w []uint32, maxW uint32, period uint64, slice int) *generator 
 		out: make([]point, 0, slice+n),
 	}
 	for i, x := range w {
-		g.e[i] = genEntry{q: period / uint64(x), r: uint32(period % uint64(x)), w: x}
+		q := period / uint64(x)
+		g.e[i] = genEntry{q: q, r: uint32(period - q*uint64(x))}
 	}
 	g.reset(0)
 	return g
@@ -92,36 +93,61 @@ func (g *generator) restart() {
 		// The next point is j/w_i with j = consumed+1 <= w_i+1, and
 		// j*m < w_i*2^64 because m < 2^63.
 		hi, lo := bits.Mul64(e.bucket+1, g.m)
-		b, f := bits.Div64(hi, lo, uint64(e.w))
+		b, f := bits.Div64(hi, lo, uint64(g.w[i]))
 		e.bucket, e.frac = b, uint32(f)
 		g.start = min(g.start, b)
 	}
 	g.out, g.head = g.out[:0], 0
 }
 
-// next returns the entry of the next pick.
-func (g *generator) next() uint32 {
-	for g.head == len(g.out) {
-		g.slice()
+// fill stores the next len(words) << (6-pack) picks into words, 1<<pack
+// bits each.
+func (g *generator) fill(words []atomic.Uint64, pack uint) {
+	step := uint(1) << pack
+	out, head := g.out, g.head
+	for k := range words {
+		var v uint64
+		for s := uint(0); s < 64; s += step {
+			for head == len(out) {
+				g.slice()
+				out, head = g.out, 0
+			}
+			v |= uint64(out[head].idx) << s
+			head++
+		}
+		words[k].Store(v)
 	}
-	p := g.out[g.head]
-	g.head++
-	return p.idx
+	g.head = head
+}
+
+// handedOut sets cnt[i] to the number of points of entry i handed out
+// since the start of the period the generator was last restarted in.
+func (g *generator) handedOut(cnt []uint64) {
+	for i := range g.e {
+		// The next point is J/w with J*m = bucket*w + frac.
+		e := &g.e[i]
+		hi, lo := bits.Mul64(e.bucket, uint64(g.w[i]))
+		lo, carry := bits.Add64(lo, uint64(e.frac), 0)
+		j, _ := bits.Div64(hi+carry, lo, g.m) // J < 2^64, so hi < m
+		cnt[i] = j - 1
+	}
+	for _, p := range g.out[g.head:] {
+		cnt[p.idx]--
+	}
 }
 
 // slice computes the points of the next slice into out. Every slice holds a
 // point: the heaviest entry has one every m/maxW <= n <= width buckets.
 func (g *generator) slice() {
 	start, end := g.start, g.start+g.width
-	cnt := g.count
-	clear(cnt)
+	cnt := g.count // all 0 (see the end)
 	for i := range g.e {
 		e := &g.e[i]
 		b := e.bucket
 		if b >= end {
 			continue
 		}
-		d, f, q, r := uint64(e.w), uint64(e.frac), e.q, uint64(e.r)
+		d, f, q, r := uint64(g.w[i]), uint64(e.frac), e.q, uint64(e.r)
 		for b < end {
 			cnt[b-start]++
 			b, f = step(b, f, q, r, d)
@@ -139,7 +165,7 @@ func (g *generator) slice() {
 		if b >= end {
 			continue
 		}
-		d, f, q, r := uint64(e.w), uint64(e.frac), e.q, uint64(e.r)
+		d, f, q, r := uint64(g.w[i]), uint64(e.frac), e.q, uint64(e.r)
 		for b < end {
 			k := cnt[b-start]
 			out[k] = point{frac: uint32(f), idx: uint32(i)}
@@ -148,18 +174,20 @@ func (g *generator) slice() {
 		}
 		e.bucket, e.frac = b, uint32(f)
 	}
-	// cnt[k] is now the end of bucket k in out.
+	// cnt[k] is now the end of bucket k in out; clear it for the next
+	// slice on the way.
 	var lo uint32
-	for _, hi := range cnt {
-		switch hi - lo {
-		case 0, 1:
-		case 2:
-			a, b := out[lo], out[lo+1]
-			if uint64(a.frac)*uint64(g.w[b.idx]) > uint64(b.frac)*uint64(g.w[a.idx]) {
-				out[lo], out[lo+1] = b, a
+	for k, hi := range cnt {
+		cnt[k] = 0
+		if hi-lo >= 2 {
+			if hi-lo == 2 {
+				a, b := out[lo], out[lo+1]
+				if uint64(a.frac)*uint64(g.w[b.idx]) > uint64(b.frac)*uint64(g.w[a.idx]) {
+					out[lo], out[lo+1] = b, a
+				}
+			} else {
+				g.order(out[lo:hi])
 			}
-		default:
-			g.order(out[lo:hi])
 		}
 		lo = hi
 	}

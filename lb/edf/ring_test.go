@@ -54,7 +54,7 @@ func TestRingStaleTicket(t *testing.T) {
 	s, _ := New(entriesOf(items, w), withMode(modeRing))
 	h, _ := New(entriesOf(items, w), withMode(modeHeap))
 	var want []int
-	for range 20 << s.ring.shift {
+	for range 40 << s.ring.shift {
 		want = append(want, h.Pick())
 		s.Pick()
 	}

@@ -1,6 +1,10 @@
 package edf
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+)
 
 // Carry-over: what NewFrom needs from the previous scheduler, in O(n + m)
 // for n new and m previous entries (plus hashing the items).
@@ -9,19 +13,42 @@ import "fmt"
 // it (n*m comparisons) NewFrom builds no map.
 const linearCarry = 256
 
+// Whether a scheduler's items are known to be pairwise distinct
+// (Scheduler.distinct). NewFrom learns it for prev when it hashes prev's
+// items, and knows it for the scheduler it builds; with distinct items, a
+// list of the same items in the same order needs no hashing at all.
+const (
+	distinctUnknown uint32 = iota
+	distinctYes
+	distinctNo
+)
+
 // carried is the new entry list in the order NewFrom uses, and where its
 // items were in the previous list.
 type carried[T comparable] struct {
 	entries []Entry[T]
 	// from[k] is the first index in prev of the item of entries[k], or -1
-	// for a new item.
-	from  []int32
-	prev  []T
-	index map[T]int32 // first index of each item of prev; nil: search prev
+	// for a new item; nil if entries has prev's items, distinct, in prev's
+	// order (from[k] = k).
+	from     []int32
+	prev     []T
+	index    map[T]int32 // first index of each item of prev; nil: search prev
+	distinct uint32      // distinctness of the items of entries
+}
+
+// fromOf returns from[k] (see carried).
+func (c *carried[T]) fromOf(k int) int32 {
+	if c.from == nil {
+		return int32(k)
+	}
+	return c.from[k]
 }
 
 // first returns the first index in prev of prev[i]'s item.
 func (c *carried[T]) first(i int) int32 {
+	if c.from == nil {
+		return int32(i)
+	}
 	if c.index != nil {
 		return c.index[c.prev[i]]
 	}
@@ -35,10 +62,12 @@ func (c *carried[T]) first(i int) int32 {
 }
 
 // carryOrder returns entries in the order NewFrom uses: items of prev in
-// prev's order, then new items, each group in the order given. It compares
-// every item of prev and entries with ==, so an incomparable one is
-// reported here and later comparisons cannot panic.
-func carryOrder[T comparable](prev []T, entries []Entry[T]) (c *carried[T], err error) {
+// prev's order, then new items, each group in the order given.
+// prevDistinct is prev's distinctness, which carryOrder sets if it learns
+// it. Unless prev's items are known distinct and entries has them in the
+// same order, it compares every item of prev and entries with ==, so an
+// incomparable one is reported here and later comparisons cannot panic.
+func carryOrder[T comparable](prev []T, prevDistinct *atomic.Uint32, entries []Entry[T]) (c carried[T], err error) {
 	k := -1
 	defer func() {
 		if recover() == nil {
@@ -50,12 +79,32 @@ func carryOrder[T comparable](prev []T, entries []Entry[T]) (c *carried[T], err 
 			err = &EntryError{Index: k, Err: ErrIncomparableItem}
 		}
 	}()
-	c = &carried[T]{prev: prev, from: make([]int32, len(entries))}
+	c.prev = prev
+	if len(prev) == len(entries) && prevDistinct.Load() == distinctYes {
+		same := true
+		for k = range entries {
+			if entries[k].Item != prev[k] {
+				same = false
+				break
+			}
+		}
+		if same {
+			c.entries, c.distinct = entries, distinctYes
+			return c, nil
+		}
+		k = -1
+	}
+	c.from = make([]int32, len(entries))
 	if len(prev)*len(entries) > linearCarry {
 		c.index = make(map[T]int32, len(prev))
 		for i := len(prev) - 1; i >= 0; i-- {
 			c.index[prev[i]] = int32(i) // the first occurrence wins
 		}
+		learned := distinctNo
+		if len(c.index) == len(prev) {
+			learned = distinctYes
+		}
+		prevDistinct.CompareAndSwap(distinctUnknown, learned)
 	} else {
 		for i := range prev {
 			_ = prev[i] == prev[i] // panics if not comparable
@@ -89,12 +138,59 @@ func carryOrder[T comparable](prev []T, entries []Entry[T]) (c *carried[T], err 
 		last = max(last, key)
 	}
 	k = -1
+	c.distinct = c.distinctness(entries)
 	if sorted {
 		c.entries = entries
 		return c, nil
 	}
 	c.entries, c.from = placeByKey(len(prev), entries, c.from)
 	return c, nil
+}
+
+// distinctness tells whether the items of entries, matched to prev in
+// c.from, are pairwise distinct: no two match the same item of prev, and
+// the new ones differ from each other.
+func (c *carried[T]) distinctness(entries []Entry[T]) uint32 {
+	var fresh []T
+	if n := len(c.from); n*n <= linearCarry {
+		for a, j := range c.from {
+			if j < 0 {
+				fresh = append(fresh, entries[a].Item)
+			} else if slices.Contains(c.from[:a], j) {
+				return distinctNo
+			}
+		}
+	} else {
+		seen := make([]bool, len(c.prev))
+		for k, j := range c.from {
+			if j < 0 {
+				fresh = append(fresh, entries[k].Item)
+				continue
+			}
+			if seen[j] {
+				return distinctNo
+			}
+			seen[j] = true
+		}
+	}
+	if len(fresh)*len(fresh) <= linearCarry {
+		for a := range fresh {
+			for b := range a {
+				if fresh[a] == fresh[b] {
+					return distinctNo
+				}
+			}
+		}
+		return distinctYes
+	}
+	set := make(map[T]struct{}, len(fresh))
+	for _, x := range fresh {
+		set[x] = struct{}{}
+	}
+	if len(set) < len(fresh) {
+		return distinctNo
+	}
+	return distinctYes
 }
 
 // placeByKey sorts entries stably by from (new items, -1, last) with a
@@ -127,7 +223,15 @@ func placeByKey[T comparable](m int, entries []Entry[T], from []int32) ([]Entry[
 // of s (in periods) and p, the last index in c's order of an entry whose
 // item s picked at exactly V (-1 if none). See [NewFrom].
 func (s *Scheduler[T]) phase(c *carried[T]) (a, b uint64, p int) {
-	cnt := make([]uint64, len(s.items))
+	// Short lists stay on the stack.
+	var cntBuf [32]uint64
+	var hitBuf [32]bool
+	cnt, hit := cntBuf[:0], hitBuf[:0]
+	if n := len(s.items); n <= len(cntBuf) {
+		cnt, hit = cntBuf[:n], hitBuf[:n]
+	} else {
+		cnt, hit = make([]uint64, n), make([]bool, n)
+	}
 	a, b = 1, 1
 	if pos := s.counts(cnt); pos == 0 {
 		// V = 1 (end of a period): every entry was picked there.
@@ -143,15 +247,14 @@ func (s *Scheduler[T]) phase(c *carried[T]) (a, b uint64, p int) {
 			}
 		}
 	}
-	hit := make([]bool, len(s.items))
 	for i, x := range cnt {
 		if x*b == a*uint64(s.weights[i]) {
 			hit[c.first(i)] = true
 		}
 	}
 	p = -1
-	for k, j := range c.from {
-		if j >= 0 && hit[j] {
+	for k := range c.entries {
+		if j := c.fromOf(k); j >= 0 && hit[j] {
 			p = k
 		}
 	}
@@ -234,9 +337,9 @@ func (r *ring) counts(t uint64, cnt []uint64) (uint64, bool) {
 	for _, x := range cnt {
 		total += x
 	}
-	periods := total / r.period
+	periods := total / r.gen.m
 	for i, x := range cnt {
-		cnt[i] = x - periods*uint64(r.w[i])
+		cnt[i] = x - periods*uint64(r.gen.w[i])
 	}
-	return total % r.period, true
+	return total % r.gen.m, true
 }

@@ -130,6 +130,9 @@ type Scheduler[T comparable] struct {
 	last    uint64     // period-1 when a table is used: positions below it need no wrap
 	ring    *ring      // nil unless the ring implementation is used
 	heap    *heapState // nil unless the heap implementation is used (tests only)
+	// Whether the items are pairwise distinct (distinctYes etc.): set by
+	// NewFrom, or learned by a later NewFrom from this one (see carryOrder).
+	distinct atomic.Uint32
 
 	// The position, kept away from the read-only fields above so that the
 	// cache line every Pick writes is not the one every Pick reads.
@@ -175,8 +178,12 @@ func New[T comparable](entries []Entry[T], opts ...Option) (*Scheduler[T], error
 // where prev stands; an entry whose weight changed gets its next pick
 // within 1/w' of V; a new entry is treated as if it had always been there.
 //
-// Cost: O((n+m) log(n+m)) for n entries and m entries in prev, plus building
-// as for New. NewFrom returns the same errors as New, and an error wrapping
+// Cost: O(n + m) for n entries and m entries in prev, plus building as for
+// New: each item is hashed once (or, when n*m is small, compared), and
+// prev's position is read from its table, or from its generator and the
+// blocks it has generated ahead (O(n + block)); only after a long
+// [Scheduler.Skip] on prev does finding the position take a seek,
+// O(m log maxweight), which prev then keeps for later calls. NewFrom returns the same errors as New, and an error wrapping
 // [ErrIncomparableItem] if an item cannot be compared (only possible if T is
 // an interface type); for an item in entries it is an [*EntryError].
 func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Option) (*Scheduler[T], error) {
@@ -202,12 +209,13 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 		}
 		return s, nil
 	}
-	c, err := carryOrder(prev.items, entries)
+	c, err := carryOrder(prev.items, &prev.distinct, entries)
 	if err != nil {
 		return nil, err
 	}
 	s := build(c.entries, cfg.mode)
-	a, b, p := prev.phase(c)
+	s.distinct.Store(c.distinct)
+	a, b, p := prev.phase(&c)
 	if s.ring != nil && cfg.origin == 0 {
 		// The counts per entry are known here: no seek needed.
 		pos := positionAt(s.weights, a, b, p, s.ring.gen.setConsumed) % s.period

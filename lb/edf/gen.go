@@ -46,12 +46,12 @@ type genEntry struct {
 // point is one pick in a slice: the entry and its offset in its bucket.
 type point struct{ frac, idx uint32 }
 
-// newGenerator returns a generator for reduced weights w with sum period,
+// init sets up a generator for reduced weights w with sum period,
 // positioned at the start of a period. slice is the number of buckets per
 // slice, at least len(w).
-func newGenerator(w []uint32, maxW uint32, period uint64, slice int) *generator {
+func (g *generator) init(w []uint32, maxW uint32, period uint64, slice int) {
 	n := len(w)
-	g := &generator{
+	*g = generator{
 		w: w, maxW: maxW, m: period,
 		e:     make([]genEntry, n),
 		width: uint64(slice),
@@ -65,7 +65,6 @@ func newGenerator(w []uint32, maxW uint32, period uint64, slice int) *generator 
 		g.e[i] = genEntry{q: q, r: uint32(period - q*uint64(x))}
 	}
 	g.reset(0)
-	return g
 }
 
 // reset positions the generator after the first pos picks of a period,

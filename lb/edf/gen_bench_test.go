@@ -17,7 +17,8 @@ func BenchmarkGenerate(b *testing.B) {
 			s, _ := New(entriesOf(make([]int, n), w), withMode(modeRing))
 			for _, sl := range []int{16, 32, 64} {
 				b.Run(fmt.Sprintf("w=%s/n=%d/slice=%d", d.Name, n, sl), func(b *testing.B) {
-					g := newGenerator(s.weights, s.maxW, s.period, max(n, sl))
+					var g generator
+					g.init(s.weights, s.maxW, s.period, max(n, sl))
 					words := make([]atomic.Uint64, 8)
 					for b.Loop() {
 						g.fill(words, 3)

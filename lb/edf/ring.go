@@ -34,20 +34,19 @@ const noBlock = ^uint64(0)
 // the counter may wrap, since only differences between tickets and the
 // generator's block are turned into positions.
 type ring struct {
-	shift  uint   // log2 of the picks per block
-	pack   uint   // log2 of the bits per pick: 3, 4 or 5
-	mask   uint32 // 1<<(1<<pack) - 1
-	blocks uint64 // mask of block numbers: ^uint64(0) >> shift
-	period uint64
-	w      []uint32 // reduced weights; shared, read-only
-	maxW   uint32
+	shift  uint                     // log2 of the picks per block
+	pack   uint                     // log2 of the bits per pick: 3, 4 or 5
+	mask   uint32                   // 1<<(1<<pack) - 1
+	blocks uint64                   // mask of block numbers: ^uint64(0) >> shift
 	slot   [ringSlots]atomic.Uint64 // the block each slot holds, or noBlock
 	words  []atomic.Uint64          // the slots' picks, slot after slot
 
-	mu        sync.Mutex
-	gen       *generator // guarded by mu
-	nextBlock uint64     // guarded by mu: the first block not generated yet
-	genPos    uint64     // guarded by mu: position in the period of nextBlock's first pick
+	mu sync.Mutex
+	// gen is guarded by mu, except its fields w, maxW and m (the period),
+	// which are never written after newRing.
+	gen       generator
+	nextBlock uint64 // guarded by mu: the first block not generated yet
+	genPos    uint64 // guarded by mu: position in the period of nextBlock's first pick
 }
 
 // newRing returns a ring over reduced weights w (sum period) whose ticket
@@ -55,7 +54,7 @@ type ring struct {
 // 1024 picks near 2n, slices max(n, block size) buckets.
 func newRing(w []uint32, maxW uint32, period uint64) *ring {
 	n := len(w)
-	r := &ring{period: period, w: w, maxW: maxW}
+	r := &ring{}
 	switch {
 	case n <= 1<<8:
 		r.pack = 3
@@ -69,7 +68,7 @@ func newRing(w []uint32, maxW uint32, period uint64) *ring {
 	for r.shift < 10 && 1<<r.shift < 2*n {
 		r.shift++
 	}
-	r.gen = newGenerator(w, maxW, period, max(n, 1<<r.shift))
+	r.gen.init(w, maxW, period, max(n, 1<<r.shift))
 	r.blocks = ^uint64(0) >> r.shift
 	r.words = make([]atomic.Uint64, ringSlots<<(r.shift+r.pack-6))
 	for i := range r.slot {
@@ -98,9 +97,9 @@ func (r *ring) place(pos, t0 uint64) {
 // advance returns pos moved by d picks, modulo the period.
 func (r *ring) advance(pos uint64, d int64) uint64 {
 	if d >= 0 {
-		return (pos + uint64(d)%r.period) % r.period
+		return (pos + uint64(d)%r.gen.m) % r.gen.m
 	}
-	return (pos + r.period - uint64(-d)%r.period) % r.period
+	return (pos + r.gen.m - uint64(-d)%r.gen.m) % r.gen.m
 }
 
 // read returns the entry for ticket t from its slot, if the slot holds t's
@@ -142,7 +141,7 @@ func (r *ring) slow(t uint64) uint32 {
 	}
 	pos := r.positionOf(t)
 	r.mu.Unlock()
-	_, _, last := seek(r.w, r.maxW, pos+1, nil)
+	_, _, last := seek(r.gen.w, r.gen.maxW, pos+1, nil)
 	return uint32(last)
 }
 
@@ -153,7 +152,7 @@ func (r *ring) catchUp(b, more uint64) {
 	if !r.ahead(b, r.nextBlock) {
 		return
 	}
-	if gap := (b - r.nextBlock) & r.blocks; gap > ringSlots+uint64(len(r.w))>>r.shift {
+	if gap := (b - r.nextBlock) & r.blocks; gap > ringSlots+uint64(len(r.gen.w))>>r.shift {
 		r.genPos = r.advance(r.genPos, int64(gap<<r.shift))
 		r.nextBlock = b
 		r.gen.reset(r.genPos)

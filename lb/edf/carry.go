@@ -109,6 +109,16 @@ func carryOrder[T comparable](prev []T, prevDistinct *atomic.Uint32, entries []E
 		for i := range prev {
 			_ = prev[i] == prev[i] // panics if not comparable
 		}
+		if len(prev)*len(prev) <= linearCarry && prevDistinct.Load() == distinctUnknown {
+			learned := distinctYes
+			for i := range prev {
+				if slices.Contains(prev[:i], prev[i]) {
+					learned = distinctNo
+					break
+				}
+			}
+			prevDistinct.CompareAndSwap(distinctUnknown, learned)
+		}
 	}
 	sorted := true
 	last := int32(-1)

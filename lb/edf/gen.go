@@ -60,11 +60,15 @@ func (g *generator) init(w []uint32, maxW uint32, period uint64, slice int) {
 		// width+n in all.
 		out: make([]point, 0, slice+n),
 	}
+	// At the start of a period every entry's next point is 1/w: bucket
+	// m/w and offset m%w, the step itself.
+	g.start = ^uint64(0)
 	for i, x := range w {
 		q := period / uint64(x)
-		g.e[i] = genEntry{q: q, r: uint32(period - q*uint64(x))}
+		r := uint32(period - q*uint64(x))
+		g.e[i] = genEntry{bucket: q, q: q, frac: r, r: r}
+		g.start = min(g.start, q)
 	}
-	g.reset(0)
 }
 
 // reset positions the generator after the first pos picks of a period,

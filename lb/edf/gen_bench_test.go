@@ -2,30 +2,26 @@ package edf
 
 import (
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/lbkit/lbkit/internal/edfbench"
 )
 
-// BenchmarkGenerate measures the generators alone: ns per point, blocks
-// of 64 picks of 8 bits.
+// BenchmarkGenerate measures the ring's generator alone, one block at a
+// time as the ring fills its slots: ns per point.
 func BenchmarkGenerate(b *testing.B) {
 	for _, d := range edfbench.Dists {
-		for _, n := range []int{10, 30, 100} {
+		for _, n := range []int{10, 100, 1000} {
 			w := d.Weights(n)
-			s, _ := New(entriesOf(make([]int, n), w), withMode(modeRing))
-			for _, sl := range []int{16, 32, 64} {
-				b.Run(fmt.Sprintf("w=%s/n=%d/slice=%d", d.Name, n, sl), func(b *testing.B) {
-					var g generator
-					g.init(s.weights, s.maxW, s.period, max(n, sl))
-					words := make([]atomic.Uint64, 8)
-					for b.Loop() {
-						g.fill(words, 3)
-					}
-					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64), "ns/point")
-				})
-			}
+			b.Run(fmt.Sprintf("w=%s/n=%d", d.Name, n), func(b *testing.B) {
+				s, _ := New(entriesOf(make([]int, n), w), withMode(modeRing))
+				r := s.ring
+				words := r.slotWords(0)
+				for b.Loop() {
+					r.gen.fill(words, r.pack)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N<<r.shift), "ns/point")
+			})
 		}
 	}
 }

@@ -282,11 +282,15 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 		useTable = false
 	}
 	switch {
-	case useTable && n <= 1<<16:
-		s.tab16 = buildTable[uint16](s.weights, s.period)
-		s.last = s.period - 1
 	case useTable:
-		s.tab32 = buildTable[uint32](s.weights, s.period)
+		// The table is one period of what a ring's generator produces.
+		var g generator
+		g.init(s.weights, s.maxW, s.period, int(s.period)) // one slice
+		if n <= 1<<16 {
+			s.tab16 = generateTable[uint16](&g)
+		} else {
+			s.tab32 = generateTable[uint32](&g)
+		}
 		s.last = s.period - 1
 	default:
 		s.ring = newRing(s.weights, s.maxW, s.period)

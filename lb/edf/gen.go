@@ -237,3 +237,21 @@ func (g *generator) order(p []point) {
 		}
 	}
 }
+
+// generateTable returns one period of the schedule, entry indices in pick
+// order, from a generator at the start of a period.
+func generateTable[I uint16 | uint32](g *generator) []I {
+	period := int(g.m)
+	tab := make([]I, 0, period)
+	for len(tab) < period {
+		for g.head == len(g.out) {
+			g.slice()
+		}
+		take := min(len(g.out)-g.head, period-len(tab))
+		for _, p := range g.out[g.head : g.head+take] {
+			tab = append(tab, I(p.idx))
+		}
+		g.head += take
+	}
+	return tab
+}

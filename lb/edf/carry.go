@@ -236,10 +236,9 @@ func (s *Scheduler[T]) phase(c *carried[T]) (a, b uint64, p int) {
 	// Short lists stay on the stack.
 	var cntBuf [32]uint64
 	var hitBuf [32]bool
-	cnt, hit := cntBuf[:0], hitBuf[:0]
-	if n := len(s.items); n <= len(cntBuf) {
-		cnt, hit = cntBuf[:n], hitBuf[:n]
-	} else {
+	n := len(s.items)
+	cnt, hit := cntBuf[:min(n, len(cntBuf))], hitBuf[:min(n, len(hitBuf))]
+	if n > len(cntBuf) {
 		cnt, hit = make([]uint64, n), make([]bool, n)
 	}
 	a, b = 1, 1

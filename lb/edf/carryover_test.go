@@ -229,46 +229,18 @@ func TestCarryOrderModel(t *testing.T) {
 // each NewFrom equal the model's.
 func TestNewFromLargeMatchesModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		huge := rapid.Bool().Draw(t, "huge")
-		m := genMode(t, huge)
-		n := rapid.IntRange(17, 40).Draw(t, "n")
-		items := make([]int, n)
-		for i := range items {
-			items[i] = i
-		}
-		nextItem := n
-		entries := entriesOf(items, genWeights(t, n, huge))
-		s, err := New(entries, withMode(m))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref := newModel(entries)
+		s, ref, huge, m := drawModelCase(t, 17, 40)
+		items, nextItem := ref.items, len(ref.items)
+		var entries []Entry[int]
+		var err error
 		for range rapid.IntRange(1, 3).Draw(t, "rebuilds") {
 			for i := range rapid.IntRange(0, 300).Draw(t, "picks") {
 				if got, want := s.Pick(), ref.pick(); got != want {
 					t.Fatalf("pick %d: got item %d, want %d (%v)", i, got, want, s)
 				}
 			}
-			var next []int
-			for _, it := range rapid.Permutation(items).Draw(t, "order") {
-				if rapid.IntRange(0, 7).Draw(t, "keep") > 0 {
-					next = append(next, it)
-				}
-			}
-			for range rapid.IntRange(1, 3).Draw(t, "new") {
-				next = append(next, nextItem)
-				nextItem++
-			}
-			w := genWeights(t, len(next), huge)
-			if rapid.Bool().Draw(t, "sameWeights") {
-				for i, it := range next {
-					if j := slices.Index(ref.items, it); j >= 0 {
-						w[i] = ref.weights[j]
-					}
-				}
-			}
-			items = next
-			entries = entriesOf(items, w)
+			items = drawRebuild(t, items, &nextItem, 7, 1, 3)
+			entries = entriesOf(items, drawRebuildWeights(t, ref, items, huge))
 			if s, err = NewFrom(s, entries, withMode(m)); err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"sync/atomic"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // shareError rebuilds the scheduler every k picks with rebuild, for picks
@@ -148,4 +152,104 @@ func TestNaiveRebuildIsUnfair(t *testing.T) {
 			t.Fatalf("naive rebuild picked %d, want the heaviest entry 1", got)
 		}
 	}
+}
+
+// TestCarryOrderModel checks carryOrder against its definition, with
+// duplicate items and with lists long enough for the map: items of prev in
+// the order of their first occurrence in prev, then new items, each group
+// in the order given; from and first name first occurrences. It calls
+// carryOrder twice with the same distinctness flag, as NewFrom does for
+// two calls from one scheduler, so that the second call may take the
+// path that hashes nothing (prev's items known distinct, the same items
+// in the same order); the flag it learns and the distinctness it reports
+// for entries are checked too.
+func TestCarryOrderModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		alphabet := rapid.SampledFrom([]int{5, 60, 1000}).Draw(t, "alphabet")
+		item := rapid.IntRange(0, alphabet)
+		minLen := rapid.SampledFrom([]int{1, 20}).Draw(t, "minLen") // 20*20 > linearCarry
+		prev := rapid.SliceOfN(item, minLen, 60).Draw(t, "prev")
+		next := slices.Clone(prev)
+		if !rapid.Bool().Draw(t, "sameItems") {
+			next = rapid.SliceOfN(item, minLen, 60).Draw(t, "next")
+		}
+		entries := make([]Entry[int], len(next))
+		for k, x := range next {
+			entries[k] = Entry[int]{Item: x, Weight: uint32(k + 1)}
+		}
+		distinct := func(items []int) uint32 {
+			for a := range items {
+				if slices.Index(items, items[a]) != a {
+					return distinctNo
+				}
+			}
+			return distinctYes
+		}
+		var flag atomic.Uint32
+		flag.Store(rapid.SampledFrom([]uint32{distinctUnknown, distinct(prev)}).Draw(t, "known"))
+		for call := range 2 {
+			c, err := carryOrder(prev, &flag, entries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := func(x int) int {
+				if i := slices.Index(prev, x); i >= 0 {
+					return i
+				}
+				return len(prev)
+			}
+			want := slices.Clone(entries)
+			slices.SortStableFunc(want, func(x, y Entry[int]) int { return key(x.Item) - key(y.Item) })
+			if !slices.Equal(c.entries, want) {
+				t.Fatalf("call %d: order %v, want %v", call, c.entries, want)
+			}
+			for k, e := range c.entries {
+				if w := slices.Index(prev, e.Item); int(c.fromOf(k)) != w {
+					t.Fatalf("call %d: from[%d] = %d, want %d", call, k, c.fromOf(k), w)
+				}
+			}
+			for i, x := range prev {
+				if got, w := c.first(i), slices.Index(prev, x); int(got) != w {
+					t.Fatalf("call %d: first(%d) = %d, want %d", call, i, got, w)
+				}
+			}
+			if got := flag.Load(); got != distinctUnknown && got != distinct(prev) {
+				t.Fatalf("call %d: prev's items learned as distinctness %d, want %d", call, got, distinct(prev))
+			}
+			if w := distinct(next); c.distinct != w {
+				t.Fatalf("call %d: entries' distinctness %d, want %d", call, c.distinct, w)
+			}
+		}
+	})
+}
+
+// TestNewFromLargeMatchesModel is TestMatchesModel's rebuild step for
+// lists long enough that NewFrom matches items with a map (and the ring
+// reads its counts from blocks of 64 picks and more): the picks after
+// each NewFrom equal the model's.
+func TestNewFromLargeMatchesModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s, ref, huge, m := drawModelCase(t, 17, 40)
+		items, nextItem := ref.items, len(ref.items)
+		var entries []Entry[int]
+		var err error
+		for range rapid.IntRange(1, 3).Draw(t, "rebuilds") {
+			for i := range rapid.IntRange(0, 300).Draw(t, "picks") {
+				if got, want := s.Pick(), ref.pick(); got != want {
+					t.Fatalf("pick %d: got item %d, want %d (%v)", i, got, want, s)
+				}
+			}
+			items = drawRebuild(t, items, &nextItem, 7, 1, 3)
+			entries = entriesOf(items, drawRebuildWeights(t, ref, items, huge))
+			if s, err = NewFrom(s, entries, withMode(m)); err != nil {
+				t.Fatal(err)
+			}
+			ref = ref.carryOver(entries)
+		}
+		for i := range 100 {
+			if got, want := s.Pick(), ref.pick(); got != want {
+				t.Fatalf("pick %d after the last rebuild: got item %d, want %d (%v)", i, got, want, s)
+			}
+		}
+	})
 }

@@ -124,3 +124,63 @@ func TestConcurrentPickAndSkip(t *testing.T) {
 		})
 	}
 }
+
+// TestNewFromWhilePicking calls NewFrom on a scheduler that other
+// goroutines are picking from (as a policy rebuilds its picker while picks
+// go on): NewFrom reads the ring's generator under its lock and may
+// generate ahead. The race detector checks the reads; afterwards the
+// scheduler must stand exactly where a sequential one does, and a NewFrom
+// with the same entries must continue from there exactly.
+func TestNewFromWhilePicking(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const goroutines, perG = 4, 5000
+	cases := concurrentCases()
+	r := rand.New(rand.NewPCG(21, 22))
+	wide := make([]uint32, 50)
+	for i := range wide {
+		wide[i] = 1 + r.Uint32N(1e6)
+	}
+	cases = append(cases, struct {
+		name string
+		w    []uint32
+		mode mode
+	}{"1..1e6", wide, modeAuto})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			items := make([]int, len(tc.w))
+			for i := range items {
+				items[i] = i
+			}
+			entries := entriesOf(items, tc.w)
+			s, _ := New(entries, withMode(tc.mode))
+			ref, _ := New(entries, withMode(tc.mode))
+			var wg sync.WaitGroup
+			for range goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range perG {
+						s.Pick()
+					}
+				}()
+			}
+			for range 200 {
+				if _, err := NewFrom(s, entries, withMode(tc.mode)); err != nil {
+					t.Error(err)
+				}
+			}
+			wg.Wait()
+			ref.Skip(goroutines * perG)
+			next, _ := NewFrom(s, entries, withMode(tc.mode))
+			for i := range 3000 {
+				want := ref.Pick()
+				if got := s.Pick(); got != want {
+					t.Fatalf("pick %d after the race: got %d, want %d (%v vs %v)", i, got, want, s, ref)
+				}
+				if got := next.Pick(); got != want {
+					t.Fatalf("pick %d of NewFrom after the race: got %d, want %d (%v vs %v)", i, got, want, next, ref)
+				}
+			}
+		})
+	}
+}

@@ -46,8 +46,10 @@
 // ticket from an atomic counter and reads its entry from a block of the
 // schedule generated ahead of time. When the period is at most 4n for n
 // entries (equal weights, or nearly), the whole period is one precomputed
-// table. Otherwise the schedule is generated exactly, a block of 64 to 1024
-// picks at a time, by the pick that enters the block two ahead of it; a pick
+// table. Otherwise the schedule is generated exactly, a block of 32 to 1024
+// picks at a time, by the pick that enters the block two ahead of it (so
+// building generates nothing: the first pick generates the first blocks);
+// a pick
 // that finds its block not generated yet (because picks outran the
 // generator) waits for the generator's mutex, which is held for one block
 // (O(block + n) at worst, O(1) per pick on average), never for a rebuild.
@@ -90,10 +92,14 @@
 //
 // # Cost
 //
-// [New] takes O(n) (O(n log n) for the order of carried-over entries in
-// [NewFrom], plus O(n log maxweight) to find the carried-over position).
-// A scheduler keeps O(n) memory whatever the weights: about 64 bytes per
-// entry plus 16 KB at most for the blocks, or a table of at most 4n slots.
+// [New] takes O(n); [NewFrom] O(n + m) for m entries in the previous
+// scheduler (one hash of each item, none for short lists; the previous
+// position is read from its table or from its generator and the blocks it
+// is ahead by, or found by a seek of O(m log maxweight) after a long skip).
+// A scheduler keeps O(n) memory whatever the weights: about 48 bytes per
+// entry besides the items, plus blocks of entry indices of 8, 16 or 32
+// bits (4 blocks of 32 to 1024 picks) and a slice buffer of at most 1024
+// buckets, or a table of at most 4n slots.
 // [Scheduler.Skip] takes O(1); the next pick after a long skip repositions
 // the generator in O(n log maxweight).
 package edf

@@ -1,11 +1,9 @@
 package edf
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync/atomic"
 )
@@ -132,6 +130,9 @@ type Scheduler[T comparable] struct {
 	last    uint64     // period-1 when a table is used: positions below it need no wrap
 	ring    *ring      // nil unless the ring implementation is used
 	heap    *heapState // nil unless the heap implementation is used (tests only)
+	// Whether the items are pairwise distinct (distinctYes etc.): set by
+	// NewFrom, or learned by a later NewFrom from this one (see carryOrder).
+	distinct atomic.Uint32
 
 	// The position, kept away from the read-only fields above so that the
 	// cache line every Pick writes is not the one every Pick reads.
@@ -177,8 +178,12 @@ func New[T comparable](entries []Entry[T], opts ...Option) (*Scheduler[T], error
 // where prev stands; an entry whose weight changed gets its next pick
 // within 1/w' of V; a new entry is treated as if it had always been there.
 //
-// Cost: O((n+m) log(n+m)) for n entries and m entries in prev, plus building
-// as for New. NewFrom returns the same errors as New, and an error wrapping
+// Cost: O(n + m) for n entries and m entries in prev, plus building as for
+// New: each item is hashed once (or, when n*m is small, compared), and
+// prev's position is read from its table, or from its generator and the
+// blocks it has generated ahead (O(n + block)); only after a long
+// [Scheduler.Skip] on prev does finding the position take a seek,
+// O(m log maxweight), which prev then keeps for later calls. NewFrom returns the same errors as New, and an error wrapping
 // [ErrIncomparableItem] if an item cannot be compared (only possible if T is
 // an interface type); for an item in entries it is an [*EntryError].
 func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Option) (*Scheduler[T], error) {
@@ -204,18 +209,13 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 		}
 		return s, nil
 	}
-	entries, err := carryOrder(prev.items, entries)
+	c, err := carryOrder(prev.items, &prev.distinct, entries)
 	if err != nil {
 		return nil, err
 	}
-	s := build(entries, cfg.mode)
-	a, b, consumed := prev.phase()
-	p := -1
-	for k, e := range entries {
-		if _, ok := consumed[e.Item]; ok {
-			p = k
-		}
-	}
+	s := build(c.entries, cfg.mode)
+	s.distinct.Store(c.distinct)
+	a, b, p := prev.phase(&c)
 	if s.ring != nil && cfg.origin == 0 {
 		// The counts per entry are known here: no seek needed.
 		pos := positionAt(s.weights, a, b, p, s.ring.gen.setConsumed) % s.period
@@ -245,42 +245,6 @@ func validate[T comparable](entries []Entry[T]) error {
 		}
 	}
 	return nil
-}
-
-// carryOrder returns entries in the order NewFrom uses: items of prev in
-// prev's order, then new items. It hashes every item of prev and entries, so
-// later map operations on them cannot panic.
-func carryOrder[T comparable](prev []T, entries []Entry[T]) (out []Entry[T], err error) {
-	k := -1
-	defer func() {
-		if recover() == nil {
-			return
-		}
-		if k < 0 {
-			err = fmt.Errorf("edf: previous scheduler: %w", ErrIncomparableItem)
-		} else {
-			err = &EntryError{Index: k, Err: ErrIncomparableItem}
-		}
-	}()
-	old := make(map[T]int, len(prev))
-	for i := len(prev) - 1; i >= 0; i-- {
-		old[prev[i]] = i // the first occurrence wins
-	}
-	type keyed struct{ key, k int }
-	order := make([]keyed, len(entries))
-	for k = range entries {
-		key, ok := old[entries[k].Item]
-		if !ok {
-			key = len(prev)
-		}
-		order[k] = keyed{key, k}
-	}
-	slices.SortStableFunc(order, func(x, y keyed) int { return cmp.Compare(x.key, y.key) })
-	out = make([]Entry[T], len(entries))
-	for i, o := range order {
-		out[i] = entries[o.k]
-	}
-	return out, nil
 }
 
 // build returns a scheduler for valid entries at position 0.
@@ -318,11 +282,15 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 		useTable = false
 	}
 	switch {
-	case useTable && n <= 1<<16:
-		s.tab16 = buildTable[uint16](s.weights, s.period)
-		s.last = s.period - 1
 	case useTable:
-		s.tab32 = buildTable[uint32](s.weights, s.period)
+		// The table is one period of what a ring's generator produces.
+		var g generator
+		g.init(s.weights, s.maxW, s.period, int(s.period)) // one slice
+		if n <= 1<<16 {
+			s.tab16 = generateTable[uint16](&g)
+		} else {
+			s.tab32 = generateTable[uint32](&g)
+		}
 		s.last = s.period - 1
 	default:
 		s.ring = newRing(s.weights, s.maxW, s.period)
@@ -451,23 +419,6 @@ func (s *Scheduler[T]) position() uint64 {
 		return s.heap.pos
 	}
 	return 0
-}
-
-// phase returns the virtual time V = a/b in (0, 1] of the most recent pick
-// (in periods) and the set of items picked at exactly V. See [NewFrom].
-func (s *Scheduler[T]) phase() (a, b uint64, consumed map[T]struct{}) {
-	pos := s.position()
-	a, b, last := uint64(1), uint64(1), len(s.items)-1
-	if pos != 0 {
-		a, b, last = seek(s.weights, s.maxW, pos, nil)
-	}
-	consumed = make(map[T]struct{})
-	for i := 0; i <= last; i++ {
-		if a*uint64(s.weights[i])%b == 0 {
-			consumed[s.items[i]] = struct{}{}
-		}
-	}
-	return a, b, consumed
 }
 
 // Len returns the number of entries.

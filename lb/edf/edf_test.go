@@ -77,6 +77,60 @@ func genWeights(t *rapid.T, n int, huge bool) []uint32 {
 	return w
 }
 
+// drawModelCase draws weights and an implementation and returns a
+// scheduler over items 0..n-1, n in [minN, maxN], and its reference model.
+func drawModelCase(t *rapid.T, minN, maxN int) (s *Scheduler[int], ref *model, huge bool, m mode) {
+	huge = rapid.Bool().Draw(t, "huge")
+	m = genMode(t, huge)
+	n := rapid.IntRange(minN, maxN).Draw(t, "n")
+	items := make([]int, n)
+	for i := range items {
+		items[i] = i
+	}
+	entries := entriesOf(items, genWeights(t, n, huge))
+	s, err := New(entries, withMode(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, newModel(entries), huge, m
+}
+
+// drawRebuild draws the items of a rebuild from items: a random subset
+// (each kept unless a draw from 0..keepOdds gives 0) in a random order,
+// then newMin..newMax new items numbered from *nextItem, at least one item
+// in all.
+func drawRebuild(t *rapid.T, items []int, nextItem *int, keepOdds, newMin, newMax int) []int {
+	var next []int
+	for _, it := range rapid.Permutation(items).Draw(t, "order") {
+		if rapid.IntRange(0, keepOdds).Draw(t, "keep") > 0 {
+			next = append(next, it)
+		}
+	}
+	for range rapid.IntRange(newMin, newMax).Draw(t, "new") {
+		next = append(next, *nextItem)
+		*nextItem++
+	}
+	if len(next) == 0 {
+		next = append(next, *nextItem)
+		*nextItem++
+	}
+	return next
+}
+
+// drawRebuildWeights draws weights for items, keeping ref's weights of the
+// old items if sameWeights is drawn.
+func drawRebuildWeights(t *rapid.T, ref *model, items []int, huge bool) []uint32 {
+	w := genWeights(t, len(items), huge)
+	if rapid.Bool().Draw(t, "sameWeights") {
+		for i, it := range items {
+			if j := slices.Index(ref.items, it); j >= 0 {
+				w[i] = ref.weights[j]
+			}
+		}
+	}
+	return w
+}
+
 func entriesOf(items []int, w []uint32) []Entry[int] {
 	e := make([]Entry[int], len(items))
 	for i := range e {
@@ -96,20 +150,10 @@ func genMode(t *rapid.T, huge bool) mode {
 // model's for any weights, with skips and carry-over rebuilds in between.
 func TestMatchesModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		huge := rapid.Bool().Draw(t, "huge")
-		m := genMode(t, huge)
-		n := rapid.IntRange(1, 8).Draw(t, "n")
-		items := make([]int, n)
-		for i := range items {
-			items[i] = i
-		}
-		nextItem := n
-		entries := entriesOf(items, genWeights(t, n, huge))
-		s, err := New(entries, withMode(m))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref := newModel(entries)
+		s, ref, huge, m := drawModelCase(t, 1, 8)
+		items, nextItem := ref.items, len(ref.items)
+		var entries []Entry[int]
+		var err error
 		steps := rapid.IntRange(1, 12).Draw(t, "steps")
 		for range steps {
 			switch rapid.SampledFrom([]string{"pick", "skip", "rebuild"}).Draw(t, "op") {
@@ -127,32 +171,8 @@ func TestMatchesModel(t *testing.T) {
 					ref.pick()
 				}
 			case "rebuild":
-				// Keep a random subset of the items in a random order,
-				// with new weights for some, and add new items.
-				var next []int
-				for _, it := range rapid.Permutation(items).Draw(t, "order") {
-					if rapid.IntRange(0, 3).Draw(t, "keep") > 0 {
-						next = append(next, it)
-					}
-				}
-				for range rapid.IntRange(0, 2).Draw(t, "new") {
-					next = append(next, nextItem)
-					nextItem++
-				}
-				if len(next) == 0 {
-					next = append(next, nextItem)
-					nextItem++
-				}
-				w := genWeights(t, len(next), huge)
-				if rapid.Bool().Draw(t, "sameWeights") {
-					for i, it := range next {
-						if j := slices.Index(ref.items, it); j >= 0 {
-							w[i] = ref.weights[j]
-						}
-					}
-				}
-				items = next
-				entries = entriesOf(items, w)
+				items = drawRebuild(t, items, &nextItem, 3, 0, 2)
+				entries = entriesOf(items, drawRebuildWeights(t, ref, items, huge))
 				s, err = NewFrom(s, entries, withMode(m))
 				if err != nil {
 					t.Fatal(err)

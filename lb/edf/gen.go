@@ -3,6 +3,7 @@ package edf
 import (
 	"math/bits"
 	"slices"
+	"sync/atomic"
 )
 
 // generator produces the schedule in order, one slice of virtual time at a
@@ -40,18 +41,17 @@ type genEntry struct {
 	q      uint64 // m / w
 	frac   uint32 // offset of that point within its bucket, times w
 	r      uint32 // m % w
-	w      uint32
 }
 
 // point is one pick in a slice: the entry and its offset in its bucket.
 type point struct{ frac, idx uint32 }
 
-// newGenerator returns a generator for reduced weights w with sum period,
+// init sets up a generator for reduced weights w with sum period,
 // positioned at the start of a period. slice is the number of buckets per
 // slice, at least len(w).
-func newGenerator(w []uint32, maxW uint32, period uint64, slice int) *generator {
+func (g *generator) init(w []uint32, maxW uint32, period uint64, slice int) {
 	n := len(w)
-	g := &generator{
+	*g = generator{
 		w: w, maxW: maxW, m: period,
 		e:     make([]genEntry, n),
 		width: uint64(slice),
@@ -60,11 +60,15 @@ func newGenerator(w []uint32, maxW uint32, period uint64, slice int) *generator 
 		// width+n in all.
 		out: make([]point, 0, slice+n),
 	}
+	// At the start of a period every entry's next point is 1/w: bucket
+	// m/w and offset m%w, the step itself.
+	g.start = ^uint64(0)
 	for i, x := range w {
-		g.e[i] = genEntry{q: period / uint64(x), r: uint32(period % uint64(x)), w: x}
+		q := period / uint64(x)
+		r := uint32(period - q*uint64(x))
+		g.e[i] = genEntry{bucket: q, q: q, frac: r, r: r}
+		g.start = min(g.start, q)
 	}
-	g.reset(0)
-	return g
 }
 
 // reset positions the generator after the first pos picks of a period,
@@ -92,36 +96,61 @@ func (g *generator) restart() {
 		// The next point is j/w_i with j = consumed+1 <= w_i+1, and
 		// j*m < w_i*2^64 because m < 2^63.
 		hi, lo := bits.Mul64(e.bucket+1, g.m)
-		b, f := bits.Div64(hi, lo, uint64(e.w))
+		b, f := bits.Div64(hi, lo, uint64(g.w[i]))
 		e.bucket, e.frac = b, uint32(f)
 		g.start = min(g.start, b)
 	}
 	g.out, g.head = g.out[:0], 0
 }
 
-// next returns the entry of the next pick.
-func (g *generator) next() uint32 {
-	for g.head == len(g.out) {
-		g.slice()
+// fill stores the next len(words) << (6-pack) picks into words, 1<<pack
+// bits each.
+func (g *generator) fill(words []atomic.Uint64, pack uint) {
+	step := uint(1) << pack
+	out, head := g.out, g.head
+	for k := range words {
+		var v uint64
+		for s := uint(0); s < 64; s += step {
+			for head == len(out) {
+				g.slice()
+				out, head = g.out, 0
+			}
+			v |= uint64(out[head].idx) << s
+			head++
+		}
+		words[k].Store(v)
 	}
-	p := g.out[g.head]
-	g.head++
-	return p.idx
+	g.head = head
+}
+
+// handedOut sets cnt[i] to the number of points of entry i handed out
+// since the start of the period the generator was last restarted in.
+func (g *generator) handedOut(cnt []uint64) {
+	for i := range g.e {
+		// The next point is J/w with J*m = bucket*w + frac.
+		e := &g.e[i]
+		hi, lo := bits.Mul64(e.bucket, uint64(g.w[i]))
+		lo, carry := bits.Add64(lo, uint64(e.frac), 0)
+		j, _ := bits.Div64(hi+carry, lo, g.m) // J < 2^64, so hi < m
+		cnt[i] = j - 1
+	}
+	for _, p := range g.out[g.head:] {
+		cnt[p.idx]--
+	}
 }
 
 // slice computes the points of the next slice into out. Every slice holds a
 // point: the heaviest entry has one every m/maxW <= n <= width buckets.
 func (g *generator) slice() {
 	start, end := g.start, g.start+g.width
-	cnt := g.count
-	clear(cnt)
+	cnt := g.count // all 0 (see the end)
 	for i := range g.e {
 		e := &g.e[i]
 		b := e.bucket
 		if b >= end {
 			continue
 		}
-		d, f, q, r := uint64(e.w), uint64(e.frac), e.q, uint64(e.r)
+		d, f, q, r := uint64(g.w[i]), uint64(e.frac), e.q, uint64(e.r)
 		for b < end {
 			cnt[b-start]++
 			b, f = step(b, f, q, r, d)
@@ -139,7 +168,7 @@ func (g *generator) slice() {
 		if b >= end {
 			continue
 		}
-		d, f, q, r := uint64(e.w), uint64(e.frac), e.q, uint64(e.r)
+		d, f, q, r := uint64(g.w[i]), uint64(e.frac), e.q, uint64(e.r)
 		for b < end {
 			k := cnt[b-start]
 			out[k] = point{frac: uint32(f), idx: uint32(i)}
@@ -148,18 +177,20 @@ func (g *generator) slice() {
 		}
 		e.bucket, e.frac = b, uint32(f)
 	}
-	// cnt[k] is now the end of bucket k in out.
+	// cnt[k] is now the end of bucket k in out; clear it for the next
+	// slice on the way.
 	var lo uint32
-	for _, hi := range cnt {
-		switch hi - lo {
-		case 0, 1:
-		case 2:
-			a, b := out[lo], out[lo+1]
-			if uint64(a.frac)*uint64(g.w[b.idx]) > uint64(b.frac)*uint64(g.w[a.idx]) {
-				out[lo], out[lo+1] = b, a
+	for k, hi := range cnt {
+		cnt[k] = 0
+		if hi-lo >= 2 {
+			if hi-lo == 2 {
+				a, b := out[lo], out[lo+1]
+				if uint64(a.frac)*uint64(g.w[b.idx]) > uint64(b.frac)*uint64(g.w[a.idx]) {
+					out[lo], out[lo+1] = b, a
+				}
+			} else {
+				g.order(out[lo:hi])
 			}
-		default:
-			g.order(out[lo:hi])
 		}
 		lo = hi
 	}
@@ -205,4 +236,22 @@ func (g *generator) order(p []point) {
 			p[j-1], p[j] = p[j], p[j-1]
 		}
 	}
+}
+
+// generateTable returns one period of the schedule, entry indices in pick
+// order, from a generator at the start of a period.
+func generateTable[I uint16 | uint32](g *generator) []I {
+	period := int(g.m)
+	tab := make([]I, 0, period)
+	for len(tab) < period {
+		for g.head == len(g.out) {
+			g.slice()
+		}
+		take := min(len(g.out)-g.head, period-len(tab))
+		for _, p := range g.out[g.head : g.head+take] {
+			tab = append(tab, I(p.idx))
+		}
+		g.head += take
+	}
+	return tab
 }

@@ -27,48 +27,60 @@ const noBlock = ^uint64(0)
 // Slots are seqlocks: a slot's block number is cleared before its words
 // are rewritten and set after, and a reader accepts a word only if the
 // slot held its block before and after reading it. Words are atomic, so
-// a reader never races with the writer.
+// a reader never races with the writer. A word holds 8, 4 or 2 picks
+// (entry indices of 8, 16 or 32 bits, as few as the entries need).
 //
 // Ticket arithmetic is modulo 2^64 (block numbers modulo 2^(64-shift)):
 // the counter may wrap, since only differences between tickets and the
 // generator's block are turned into positions.
 type ring struct {
-	shift  uint
-	blocks uint64 // mask of block numbers: ^uint64(0) >> shift
-	period uint64
-	w      []uint32 // reduced weights; shared, read-only
-	maxW   uint32
-	slots  [ringSlots]ringSlot
+	shift  uint                     // log2 of the picks per block
+	pack   uint                     // log2 of the bits per pick: 3, 4 or 5
+	mask   uint32                   // 1<<(1<<pack) - 1
+	blocks uint64                   // mask of block numbers: ^uint64(0) >> shift
+	slot   [ringSlots]atomic.Uint64 // the block each slot holds, or noBlock
+	words  []atomic.Uint64          // the slots' picks, slot after slot
 
-	mu        sync.Mutex
-	gen       *generator // guarded by mu
-	nextBlock uint64     // guarded by mu: the first block not generated yet
-	genPos    uint64     // guarded by mu: position in the period of nextBlock's first pick
-}
-
-// ringSlot is one block: B entry indices, two per word.
-type ringSlot struct {
-	block atomic.Uint64 // the block held, or noBlock
-	words []atomic.Uint64
+	mu sync.Mutex
+	// gen is guarded by mu, except its fields w, maxW and m (the period),
+	// which are never written after newRing.
+	gen       generator
+	nextBlock uint64 // guarded by mu: the first block not generated yet
+	genPos    uint64 // guarded by mu: position in the period of nextBlock's first pick
 }
 
 // newRing returns a ring over reduced weights w (sum period) whose ticket
-// 0 is position pos of the period. The block size is a power of two
-// between 64 and 1024 near 2n, the slice width max(n, block size).
+// 0 is position 0 of the period. Blocks hold a power of two between 32 and
+// 1024 picks near 2n, slices max(n, block size) buckets.
 func newRing(w []uint32, maxW uint32, period uint64) *ring {
 	n := len(w)
-	shift := uint(6)
-	for shift < 10 && 1<<shift < 2*n {
-		shift++
+	r := &ring{}
+	switch {
+	case n <= 1<<8:
+		r.pack = 3
+	case n <= 1<<16:
+		r.pack = 4
+	default:
+		r.pack = 5
 	}
-	r := &ring{shift: shift, blocks: ^uint64(0) >> shift, period: period, w: w, maxW: maxW}
-	words := make([]atomic.Uint64, ringSlots<<(shift-1))
-	for i := range r.slots {
-		r.slots[i].words = words[i<<(shift-1) : (i+1)<<(shift-1)]
-		r.slots[i].block.Store(noBlock)
+	r.mask = uint32(1<<(1<<r.pack) - 1)
+	r.shift = 5
+	for r.shift < 10 && 1<<r.shift < 2*n {
+		r.shift++
 	}
-	r.gen = newGenerator(w, maxW, period, max(n, 1<<shift))
+	r.gen.init(w, maxW, period, max(n, 1<<r.shift))
+	r.blocks = ^uint64(0) >> r.shift
+	r.words = make([]atomic.Uint64, ringSlots<<(r.shift+r.pack-6))
+	for i := range r.slot {
+		r.slot[i].Store(noBlock)
+	}
 	return r
+}
+
+// slotWords returns the words of slot i.
+func (r *ring) slotWords(i uint64) []atomic.Uint64 {
+	k := r.shift + r.pack - 6 // log2 of the words per block
+	return r.words[i<<k : (i+1)<<k]
 }
 
 // place makes ticket t0 stand at position pos of the period. The ring must
@@ -77,29 +89,32 @@ func (r *ring) place(pos, t0 uint64) {
 	r.nextBlock = t0 >> r.shift
 	r.genPos = r.advance(pos, -int64(t0&(1<<r.shift-1)))
 	r.gen.reset(r.genPos)
-	for i := range r.slots {
-		r.slots[i].block.Store(noBlock)
+	for i := range r.slot {
+		r.slot[i].Store(noBlock)
 	}
 }
 
 // advance returns pos moved by d picks, modulo the period.
 func (r *ring) advance(pos uint64, d int64) uint64 {
 	if d >= 0 {
-		return (pos + uint64(d)%r.period) % r.period
+		return (pos + uint64(d)%r.gen.m) % r.gen.m
 	}
-	return (pos + r.period - uint64(-d)%r.period) % r.period
+	return (pos + r.gen.m - uint64(-d)%r.gen.m) % r.gen.m
 }
 
 // read returns the entry for ticket t from its slot, if the slot holds t's
 // block throughout.
 func (r *ring) read(t uint64) (uint32, bool) {
 	b := t >> r.shift
-	sl := &r.slots[b%ringSlots]
-	if sl.block.Load() != b {
+	sl := &r.slot[b%ringSlots]
+	if sl.Load() != b {
 		return 0, false
 	}
-	x := uint32(sl.words[(t&(1<<r.shift-1))>>1].Load() >> (t & 1 << 5))
-	return x, sl.block.Load() == b
+	// Pick number i of all slots' picks; 6-pack picks per word.
+	i := (b%ringSlots)<<r.shift | t&(1<<r.shift-1)
+	v := r.words[i>>(6-r.pack)].Load()
+	x := uint32(v>>((i&(1<<(6-r.pack)-1))<<r.pack)) & r.mask
+	return x, sl.Load() == b
 }
 
 // ahead reports whether block a is at or after block b.
@@ -119,40 +134,42 @@ func (r *ring) prefetch(b uint64) {
 func (r *ring) slow(t uint64) uint32 {
 	b := t >> r.shift
 	r.mu.Lock()
-	if r.ahead(b, r.nextBlock) {
-		if gap := (b - r.nextBlock) & r.blocks; gap > ringSlots+uint64(len(r.w))>>r.shift {
-			// Skipped far ahead: start the generator at b.
-			r.genPos = r.advance(r.genPos, int64(gap<<r.shift))
-			r.nextBlock = b
-			r.gen.reset(r.genPos)
-		}
-		r.generateThrough(b + ringSlots - 2)
-	}
+	r.catchUp(b, ringSlots-2)
 	if x, ok := r.read(t); ok { // nobody writes while mu is held
 		r.mu.Unlock()
 		return x
 	}
 	pos := r.positionOf(t)
 	r.mu.Unlock()
-	_, _, last := seek(r.w, r.maxW, pos+1, nil)
+	_, _, last := seek(r.gen.w, r.gen.maxW, pos+1, nil)
 	return uint32(last)
+}
+
+// catchUp generates blocks through block b+more if block b is not
+// generated yet; if b is far ahead (after a Skip), the generator is first
+// repositioned at b, which costs a seek. r.mu must be held.
+func (r *ring) catchUp(b, more uint64) {
+	if !r.ahead(b, r.nextBlock) {
+		return
+	}
+	if gap := (b - r.nextBlock) & r.blocks; gap > ringSlots+uint64(len(r.gen.w))>>r.shift {
+		r.genPos = r.advance(r.genPos, int64(gap<<r.shift))
+		r.nextBlock = b
+		r.gen.reset(r.genPos)
+	}
+	r.generateThrough(b + more)
 }
 
 // generateThrough generates blocks up to and including block target.
 // r.mu must be held.
 func (r *ring) generateThrough(target uint64) {
 	target &= r.blocks
-	half := uint64(1) << (r.shift - 1)
 	for r.ahead(target, r.nextBlock) {
 		b := r.nextBlock
-		sl := &r.slots[b%ringSlots]
-		sl.block.Store(noBlock)
-		for k := range half {
-			lo := r.gen.next()
-			hi := r.gen.next()
-			sl.words[k].Store(uint64(lo) | uint64(hi)<<32)
-		}
-		sl.block.Store(b)
+		sl := &r.slot[b%ringSlots]
+		sl.Store(noBlock)
+		r.gen.fill(r.slotWords(b%ringSlots), r.pack)
+		sl.Store(b)
 		r.nextBlock = (b + 1) & r.blocks
 		r.genPos = r.advance(r.genPos, 1<<r.shift)
 	}

@@ -54,7 +54,7 @@ func TestRingStaleTicket(t *testing.T) {
 	s, _ := New(entriesOf(items, w), withMode(modeRing))
 	h, _ := New(entriesOf(items, w), withMode(modeHeap))
 	var want []int
-	for range 20 << s.ring.shift {
+	for range 40 << s.ring.shift {
 		want = append(want, h.Pick())
 		s.Pick()
 	}
@@ -124,4 +124,49 @@ func TestConcurrentPicksArePrefix(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCountsMatchSeek checks the counts NewFrom reads from a table or a
+// ring (its generator and the blocks around it) against seek at the same
+// position, after picks and skips of any size.
+func TestCountsMatchSeek(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		huge := rapid.Bool().Draw(t, "huge")
+		m := genMode(t, huge)
+		n := rapid.IntRange(1, 200).Draw(t, "n")
+		w := genWeights(t, n, huge)
+		items := make([]int, n)
+		for i := range items {
+			items[i] = i
+		}
+		origin := rapid.OneOf(rapid.Just(uint64(0)), rapid.Uint64()).Draw(t, "origin")
+		s, err := New(entriesOf(items, w), withMode(m), withOrigin(origin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range rapid.IntRange(1, 4).Draw(t, "rounds") {
+			for range rapid.IntRange(0, 3000).Draw(t, "picks") {
+				s.Pick()
+			}
+			s.Skip(rapid.OneOf(rapid.Uint64Range(0, 3000), rapid.Uint64Range(1<<20, 1<<40), rapid.Uint64()).Draw(t, "skip"))
+			for range rapid.SampledFrom([]int{0, 1, 63, 64, 65, 100}).Draw(t, "more") {
+				s.Pick()
+			}
+			got := make([]uint64, n)
+			pos := s.counts(got)
+			want := make([]uint64, n)
+			wantPos := s.position()
+			if wantPos != 0 {
+				seek(s.weights, s.maxW, wantPos, func(i int, c uint64) { want[i] = c })
+			}
+			if pos != wantPos {
+				t.Fatalf("counts gave position %d, want %d (%v)", pos, wantPos, s)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("entry %d (weight %d) at position %d: count %d, want %d (%v)", i, s.weights[i], pos, got[i], want[i], s)
+				}
+			}
+		}
+	})
 }

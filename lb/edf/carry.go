@@ -1,0 +1,354 @@
+package edf
+
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+)
+
+// Carry-over: what NewFrom needs from the previous scheduler, in O(n + m)
+// for n new and m previous entries (plus hashing the items).
+
+// linearCarry bounds the work of matching items by linear search: below
+// it (n*m comparisons) NewFrom builds no map.
+const linearCarry = 256
+
+// Whether a scheduler's items are known to be pairwise distinct
+// (Scheduler.distinct). NewFrom learns it for prev when it hashes prev's
+// items, and knows it for the scheduler it builds; with distinct items, a
+// list of the same items in the same order needs no hashing at all.
+const (
+	distinctUnknown uint32 = iota
+	distinctYes
+	distinctNo
+)
+
+// carried is the new entry list in the order NewFrom uses, and where its
+// items were in the previous list.
+type carried[T comparable] struct {
+	entries []Entry[T]
+	// from[k] is the first index in prev of the item of entries[k], or -1
+	// for a new item; nil if entries has prev's items, distinct, in prev's
+	// order (from[k] = k).
+	from     []int32
+	prev     []T
+	index    map[T]int32 // first index of each item of prev; nil: search prev
+	distinct uint32      // distinctness of the items of entries
+}
+
+// fromOf returns from[k] (see carried).
+func (c *carried[T]) fromOf(k int) int32 {
+	if c.from == nil {
+		return int32(k)
+	}
+	return c.from[k]
+}
+
+// first returns the first index in prev of prev[i]'s item.
+func (c *carried[T]) first(i int) int32 {
+	if c.from == nil {
+		return int32(i)
+	}
+	if c.index != nil {
+		return c.index[c.prev[i]]
+	}
+	x := c.prev[i]
+	for j := range i {
+		if c.prev[j] == x {
+			return int32(j)
+		}
+	}
+	return int32(i)
+}
+
+// carryOrder returns entries in the order NewFrom uses: items of prev in
+// prev's order, then new items, each group in the order given.
+// prevDistinct is prev's distinctness, which carryOrder sets if it learns
+// it. Unless prev's items are known distinct and entries has them in the
+// same order, it compares every item of prev and entries with ==, so an
+// incomparable one is reported here and later comparisons cannot panic.
+func carryOrder[T comparable](prev []T, prevDistinct *atomic.Uint32, entries []Entry[T]) (c carried[T], err error) {
+	k := -1
+	defer func() {
+		if recover() == nil {
+			return
+		}
+		if k < 0 {
+			err = fmt.Errorf("edf: previous scheduler: %w", ErrIncomparableItem)
+		} else {
+			err = &EntryError{Index: k, Err: ErrIncomparableItem}
+		}
+	}()
+	c.prev = prev
+	if len(prev) == len(entries) && prevDistinct.Load() == distinctYes {
+		same := true
+		for k = range entries {
+			if entries[k].Item != prev[k] {
+				same = false
+				break
+			}
+		}
+		if same {
+			c.entries, c.distinct = entries, distinctYes
+			return c, nil
+		}
+		k = -1
+	}
+	c.from = make([]int32, len(entries))
+	if len(prev)*len(entries) > linearCarry {
+		c.index = make(map[T]int32, len(prev))
+		for i := len(prev) - 1; i >= 0; i-- {
+			c.index[prev[i]] = int32(i) // the first occurrence wins
+		}
+		learned := distinctNo
+		if len(c.index) == len(prev) {
+			learned = distinctYes
+		}
+		prevDistinct.CompareAndSwap(distinctUnknown, learned)
+	} else {
+		for i := range prev {
+			_ = prev[i] == prev[i] // panics if not comparable
+		}
+		if len(prev)*len(prev) <= linearCarry && prevDistinct.Load() == distinctUnknown {
+			learned := distinctYes
+			for i := range prev {
+				if slices.Contains(prev[:i], prev[i]) {
+					learned = distinctNo
+					break
+				}
+			}
+			prevDistinct.CompareAndSwap(distinctUnknown, learned)
+		}
+	}
+	sorted := true
+	last := int32(-1)
+	for k = range entries {
+		x := entries[k].Item
+		j, ok := int32(-1), false
+		if c.index != nil {
+			j, ok = c.index[x]
+		} else {
+			_ = x == x // panics if not comparable
+			for i := range prev {
+				if prev[i] == x {
+					j, ok = int32(i), true
+					break
+				}
+			}
+		}
+		if !ok {
+			j = -1
+		}
+		c.from[k] = j
+		key := j
+		if !ok {
+			key = int32(len(prev))
+		}
+		sorted = sorted && key >= last
+		last = max(last, key)
+	}
+	k = -1
+	c.distinct = c.distinctness(entries)
+	if sorted {
+		c.entries = entries
+		return c, nil
+	}
+	c.entries, c.from = placeByKey(len(prev), entries, c.from)
+	return c, nil
+}
+
+// distinctness tells whether the items of entries, matched to prev in
+// c.from, are pairwise distinct: no two match the same item of prev, and
+// the new ones differ from each other.
+func (c *carried[T]) distinctness(entries []Entry[T]) uint32 {
+	var fresh []T
+	if n := len(c.from); n*n <= linearCarry {
+		for a, j := range c.from {
+			if j < 0 {
+				fresh = append(fresh, entries[a].Item)
+			} else if slices.Contains(c.from[:a], j) {
+				return distinctNo
+			}
+		}
+	} else {
+		seen := make([]bool, len(c.prev))
+		for k, j := range c.from {
+			if j < 0 {
+				fresh = append(fresh, entries[k].Item)
+				continue
+			}
+			if seen[j] {
+				return distinctNo
+			}
+			seen[j] = true
+		}
+	}
+	if len(fresh)*len(fresh) <= linearCarry {
+		for a := range fresh {
+			for b := range a {
+				if fresh[a] == fresh[b] {
+					return distinctNo
+				}
+			}
+		}
+		return distinctYes
+	}
+	set := make(map[T]struct{}, len(fresh))
+	for _, x := range fresh {
+		set[x] = struct{}{}
+	}
+	if len(set) < len(fresh) {
+		return distinctNo
+	}
+	return distinctYes
+}
+
+// placeByKey sorts entries stably by from (new items, -1, last) with a
+// counting sort over the m+1 keys.
+func placeByKey[T comparable](m int, entries []Entry[T], from []int32) ([]Entry[T], []int32) {
+	key := func(j int32) int32 {
+		if j < 0 {
+			return int32(m)
+		}
+		return j
+	}
+	start := make([]int32, m+2)
+	for _, j := range from {
+		start[key(j)+1]++
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	out := make([]Entry[T], len(entries))
+	outFrom := make([]int32, len(entries))
+	for k, j := range from {
+		at := start[key(j)]
+		start[key(j)]++
+		out[at], outFrom[at] = entries[k], j
+	}
+	return out, outFrom
+}
+
+// phase returns the virtual time V = a/b in (0, 1] of the most recent pick
+// of s (in periods) and p, the last index in c's order of an entry whose
+// item s picked at exactly V (-1 if none). See [NewFrom].
+func (s *Scheduler[T]) phase(c *carried[T]) (a, b uint64, p int) {
+	// Short lists stay on the stack.
+	var cntBuf [32]uint64
+	var hitBuf [32]bool
+	n := len(s.items)
+	cnt, hit := cntBuf[:min(n, len(cntBuf))], hitBuf[:min(n, len(hitBuf))]
+	if n > len(cntBuf) {
+		cnt, hit = make([]uint64, n), make([]bool, n)
+	}
+	a, b = 1, 1
+	if pos := s.counts(cnt); pos == 0 {
+		// V = 1 (end of a period): every entry was picked there.
+		for i, w := range s.weights {
+			cnt[i] = uint64(w)
+		}
+	} else {
+		// The most recent pick is the largest point c_i/w_i consumed.
+		a, b = 0, 1
+		for i, x := range cnt {
+			if x*b > a*uint64(s.weights[i]) {
+				a, b = x, uint64(s.weights[i])
+			}
+		}
+	}
+	for i, x := range cnt {
+		if x*b == a*uint64(s.weights[i]) {
+			hit[c.first(i)] = true
+		}
+	}
+	p = -1
+	for k := range c.entries {
+		if j := c.fromOf(k); j >= 0 && hit[j] {
+			p = k
+		}
+	}
+	return a, b, p
+}
+
+// counts sets cnt[i] to the number of picks of entry i in the current
+// period and returns the position in the period (their sum), in O(n + 4n)
+// for a table and O(n + block) for a ring, seeking only when the ring's
+// generator is far from the position.
+func (s *Scheduler[T]) counts(cnt []uint64) uint64 {
+	switch {
+	case s.tab16 != nil:
+		return tableCounts(s.tab16, s.next.Load()%s.period, cnt)
+	case s.tab32 != nil:
+		return tableCounts(s.tab32, s.next.Load()%s.period, cnt)
+	case s.ring != nil:
+		s.ring.mu.Lock()
+		defer s.ring.mu.Unlock()
+		if pos, ok := s.ring.counts(s.next.Load(), cnt); ok {
+			return pos
+		}
+		pos := s.ring.positionOf(s.next.Load())
+		return s.seekCounts(pos, cnt)
+	case s.heap != nil:
+		return s.seekCounts(s.position(), cnt)
+	}
+	return 0
+}
+
+// seekCounts sets cnt from position pos with seek.
+func (s *Scheduler[T]) seekCounts(pos uint64, cnt []uint64) uint64 {
+	if pos != 0 {
+		seek(s.weights, s.maxW, pos, func(i int, n uint64) { cnt[i] = n })
+	}
+	return pos
+}
+
+func tableCounts[I uint16 | uint32](tab []I, pos uint64, cnt []uint64) uint64 {
+	for _, x := range tab[:pos] {
+		cnt[x]++
+	}
+	return pos
+}
+
+// counts sets cnt[i] to the number of picks of entry i in the period of
+// ticket t before t, and returns t's position, from the generator's state
+// and the blocks between t and the generator. If the generator has not
+// reached t yet it first generates through t's block (as the pick of t
+// would), after repositioning it if t is far ahead. It reports false if
+// the blocks between t and the generator are gone (t is stale). r.mu must
+// be held.
+func (r *ring) counts(t uint64, cnt []uint64) (uint64, bool) {
+	r.catchUp(t>>r.shift, 0)
+	behind := r.nextBlock<<r.shift - t
+	if behind > uint64(ringSlots)<<r.shift {
+		return 0, false
+	}
+	for b := t >> r.shift; b != r.nextBlock; b = (b + 1) & r.blocks {
+		if r.slot[b%ringSlots].Load() != b {
+			return 0, false
+		}
+	}
+	// The generator has handed out these points since the start of the
+	// period it was last restarted in, of which the tickets from t on.
+	// Nobody writes the slots while mu is held.
+	r.gen.handedOut(cnt)
+	perWord := uint64(1) << (6 - r.pack)
+	for d := uint64(0); d < behind; {
+		tk := t + d
+		i := (tk>>r.shift)%ringSlots<<r.shift | tk&(1<<r.shift-1)
+		v := r.words[i/perWord].Load() >> (i % perWord << r.pack)
+		for k := i % perWord; k < perWord && d < behind; k++ {
+			cnt[uint32(v)&r.mask]--
+			v >>= 1 << r.pack
+			d++
+		}
+	}
+	var total uint64
+	for _, x := range cnt {
+		total += x
+	}
+	periods := total / r.gen.m
+	for i, x := range cnt {
+		cnt[i] = x - periods*uint64(r.gen.w[i])
+	}
+	return total % r.gen.m, true
+}

@@ -5,12 +5,14 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/lb"
 )
 
 // onlyReader hides a reader's other methods, so net/http cannot rewind it
@@ -42,6 +44,10 @@ func TestUnreachableBackendRequestTriesAnotherWhenSafe(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ch.Close()
+			// Both SubConns READY before the first request: a request
+			// sent while only the dead one is would find no other
+			// backend to try.
+			waitAllReady(t, ch, 2)
 			tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
 			defer tr.CloseIdleConnections()
 			client := &http.Client{Transport: tr}
@@ -74,5 +80,32 @@ func TestUnreachableBackendRequestTriesAnotherWhenSafe(t *testing.T) {
 				t.Fatalf("%s: no request failed, want the ones picked for the dead backend to fail with its dial error", tc.name)
 			}
 		})
+	}
+}
+
+// waitAllReady waits until the channel's leaf policy has n endpoints, all
+// READY.
+func waitAllReady(t *testing.T, ch *conn.Channel, n int) {
+	t.Helper()
+	ch.Connect()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		s, err := ch.Snapshot(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %d READY endpoints: %v", n, err)
+		}
+		ready := 0
+		if s.Balancer != nil {
+			for _, e := range s.Balancer.Endpoints {
+				if e.State == lb.Ready {
+					ready++
+				}
+			}
+		}
+		if ready == n {
+			return
+		}
+		runtime.Gosched() // the dials are on their way: nothing to wait on but them
 	}
 }

@@ -712,3 +712,63 @@ func TestChannelsWithRealClocksShareAStream(t *testing.T) {
 		t.Errorf("%d streams for three channels, want 1", n)
 	}
 }
+
+// TestValidResourcesOfANACKedResponseAreUsed: one CDS response with a
+// changed valid cluster and an invalid one. The valid one is used (gRFC
+// A46), the invalid one keeps its last good value, and the NACK names only
+// the invalid one.
+func TestValidResourcesOfANACKedResponseAreUsed(t *testing.T) {
+	cp := startControlPlane(t)
+	clas := []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1"), twoPriorityAssignment("c2")}
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1"), clusterNamed("c2")}, clas)
+	b := testBuilder(t, cp.addr)
+	clk := clock.NewMock()
+	cc1, _ := follow(t, b, "c1", clk, newLogWaiter())
+	cc2, _ := follow(t, b, "c2", clk, newLogWaiter())
+	cc1.NextState(t)
+	cc2.NextState(t)
+
+	lr := clusterNamed("c1")
+	lr.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
+	bad := clusterNamed("c2")
+	bad.LbPolicy = clusterv3.Cluster_MAGLEV
+	cp.set("2", []*clusterv3.Cluster{lr, bad}, clas)
+	if sc := string(cc1.NextState(t).ServiceConfig); !strings.Contains(sc, "least_request_experimental") {
+		t.Errorf("c1 did not follow its valid change: %s", sc)
+	}
+	nack := cp.waitRequest(ctxFor(t), func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.ClusterType && r.GetErrorDetail() != nil
+	})
+	if msg := nack.GetErrorDetail().GetMessage(); !strings.Contains(msg, `cluster "c2"`) || strings.Contains(msg, `cluster "c1"`) {
+		t.Errorf("NACK detail %q, want c2 named alone", msg)
+	}
+	if n := cc2.Events.Pending(); n != 0 {
+		t.Errorf("c2 published %v for a refused cluster", cc2.Events.Peek())
+	}
+}
+
+// TestIgnoreResourceDeletionKeepsTheCluster: with the server feature
+// ignore_resource_deletion (gRFC A53), a cluster the server stops sending
+// stays in use, and the client says so.
+func TestIgnoreResourceDeletionKeepsTheCluster(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
+	boot, err := xds.ParseBootstrap([]byte(`{"xds_servers": [{"server_uri": "` + cp.addr + `", "channel_creds": [{"type": "insecure"}],
+	  "server_features": ["ignore_resource_deletion"]}], "node": {"id": "` + testNode + `"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := xds.NewBuilder(xds.WithBootstrap(boot), xds.WithBackoff(noJitter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := newLogWaiter()
+	cc, _ := follow(t, b, "c1", clock.NewMock(), logs)
+	cc.NextState(t)
+	cp.set("2", nil, nil)
+	logs.wait(t, "keeping it (ignore_resource_deletion)", 1)
+	cp.waitRequest(ctxFor(t), acked(xds.ClusterType, "2"))
+	if n := cc.Events.Pending(); n != 0 {
+		t.Errorf("published %v after a deletion the server asked to ignore", cc.Events.Peek())
+	}
+}

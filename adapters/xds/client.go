@@ -313,7 +313,7 @@ func (c *client) session(ctx context.Context) bool {
 	c.mu.Lock()
 	c.live = true
 	for _, ts := range c.types {
-		ts.nonce, ts.sent = "", false
+		ts.nonce, ts.sent, ts.nack = "", false, "" // a NACK of the old stream means nothing on this one
 		ts.dirty = len(ts.resources) > 0
 	}
 	c.signal()

@@ -51,8 +51,9 @@ type ring struct {
 
 // newRing returns a ring over reduced weights w (sum period) whose ticket
 // 0 is position 0 of the period. Blocks hold a power of two between 32 and
-// 1024 picks near 2n, slices max(n, block size) buckets.
-func newRing(w []uint32, maxW uint32, period uint64) *ring {
+// 1024 picks near 2n, slices max(n, block size) buckets; with scan, the
+// generator is the scan generator (see useScan) and has no slices.
+func newRing(w []uint32, maxW uint32, period uint64, scan bool) *ring {
 	n := len(w)
 	r := &ring{}
 	switch {
@@ -68,7 +69,11 @@ func newRing(w []uint32, maxW uint32, period uint64) *ring {
 	for r.shift < 10 && 1<<r.shift < 2*n {
 		r.shift++
 	}
-	r.gen.init(w, maxW, period, max(n, 1<<r.shift))
+	if scan {
+		r.gen.initScan(w, maxW, period)
+	} else {
+		r.gen.init(w, maxW, period, max(n, 1<<r.shift))
+	}
 	r.blocks = ^uint64(0) >> r.shift
 	r.words = make([]atomic.Uint64, ringSlots<<(r.shift+r.pack-6))
 	for i := range r.slot {

@@ -1,0 +1,125 @@
+package edf
+
+import (
+	"math/bits"
+	"sync/atomic"
+)
+
+// The scan generator: for at most scanMaxN entries with weights below
+// 2^scanMaxBits, the generator keeps no slice buffer and produces each
+// point by a linear scan for the smallest of the entries' next points.
+//
+// Each entry's next point j/w_i is kept as an exact fixed-point key
+// K = floor(j * 2^shift / w_i) with shift = 2*bits.Len32(maxW), so that
+// 2^shift >= (maxW+1)^2: two different values j/w_a != k/w_b differ by at
+// least 1/(w_a*w_b) > 2^-shift, so their keys differ and compare as the
+// values do, and equal values get equal keys. The key is stored shifted
+// left by scanIdxBits with the entry's index in the low bits, so the
+// smallest packed key is the smallest (value, index): the specification's
+// order and tie-break in one unsigned comparison. A key advances by
+// q = 2^shift / w_i with the remainder r = 2^shift % w_i carried in frac,
+// as the bucket generator's step does. Keys count from the start of the
+// period the generator was last restarted in; when every key has passed
+// one period (2^shift), a period is subtracted from all of them, so they
+// stay below 2^(shift+scanIdxBits+2).
+//
+// A point costs O(n) branch-free comparisons and no memory beyond the
+// per-entry state (genEntry, with bucket holding the packed key and q the
+// packed step).
+const (
+	scanMaxN    = 16
+	scanIdxBits = 4 // log2(scanMaxN)
+	scanMaxBits = 29
+)
+
+// scanState is a scan generator's per-entry state, in arrays of
+// scanMaxN so that a point's scan has a fixed shape (entries beyond n have
+// the key ^0 and are never the smallest).
+type scanState struct {
+	key  [scanMaxN]uint64 // packed key of the entry's next point
+	q    [scanMaxN]uint64 // packed step: (2^shift / w) << scanIdxBits
+	frac [scanMaxN]uint32 // the next point's remainder: j*2^shift mod w
+	r    [scanMaxN]uint32 // 2^shift % w
+	// periods is the number of periods subtracted from the keys since
+	// the last restart.
+	periods uint64
+}
+
+// useScan reports whether the scan generator serves n entries whose
+// largest reduced weight is maxW.
+func useScan(n int, maxW uint32) bool {
+	return n <= scanMaxN && bits.Len32(maxW) <= scanMaxBits
+}
+
+// initScan sets up g as a scan generator at the start of a period.
+func (g *generator) initScan(w []uint32, maxW uint32, period uint64) {
+	sc := &scanState{}
+	*g = generator{w: w, maxW: maxW, m: period, scan: sc, shift: uint(2 * bits.Len32(maxW))}
+	for i := range sc.key {
+		sc.key[i] = 1<<64 - 1
+	}
+	for i, x := range w {
+		q := uint64(1) << g.shift / uint64(x)
+		r := uint32(uint64(1)<<g.shift - q*uint64(x))
+		sc.key[i], sc.q[i], sc.frac[i], sc.r[i] = q<<scanIdxBits|uint64(i), q<<scanIdxBits, r, r
+	}
+}
+
+// restartScan is restart for a scan generator: key[i] holds the number of
+// points of entry i consumed in the current period (setConsumed).
+func (g *generator) restartScan() {
+	sc := g.scan
+	sc.periods = 0
+	for i := range g.w {
+		x := uint64(g.w[i])
+		j := sc.key[i] + 1 // <= w_i + 1 < 2^30
+		q, r := sc.q[i]>>scanIdxBits, uint64(sc.r[i])
+		// j * 2^shift = j*(q*w + r): key j*q + j*r/w, remainder j*r % w.
+		jr := j * r // < 2^30 * 2^29
+		sc.key[i] = (j*q+jr/x)<<scanIdxBits | uint64(i)
+		sc.frac[i] = uint32(jr % x)
+	}
+}
+
+// fillScan is fill for a scan generator.
+func (g *generator) fillScan(words []atomic.Uint64, pack uint) {
+	sc, w := g.scan, g.w
+	n := len(w)
+	step := uint(1) << pack
+	period := uint64(1) << (g.shift + scanIdxBits)
+	k := &sc.key
+	for wi := range words {
+		var v uint64
+		for s := uint(0); s < 64; s += step {
+			a0, a1, a2, a3 := min(k[0], k[1]), min(k[2], k[3]), min(k[4], k[5]), min(k[6], k[7])
+			a4, a5, a6, a7 := min(k[8], k[9]), min(k[10], k[11]), min(k[12], k[13]), min(k[14], k[15])
+			best := min(min(min(a0, a1), min(a2, a3)), min(min(a4, a5), min(a6, a7)))
+			if best >= period { // every key is past the period's end
+				for i := range n {
+					k[i] -= period
+				}
+				best -= period
+				sc.periods++
+			}
+			i := best & (scanMaxN - 1)
+			f, d := uint64(sc.frac[i])+uint64(sc.r[i]), uint64(w[i])
+			carry := 1 - (f-d)>>63 // f >= d
+			k[i] = best + sc.q[i] + carry<<scanIdxBits
+			sc.frac[i] = uint32(f - d&-carry)
+			v |= i << s
+		}
+		words[wi].Store(v)
+	}
+}
+
+// handedOutScan is handedOut for a scan generator.
+func (g *generator) handedOutScan(cnt []uint64) {
+	sc := g.scan
+	for i := range g.w {
+		// The next point is J/w with J*2^shift = K*w + frac.
+		hi, lo := bits.Mul64(sc.key[i]>>scanIdxBits, uint64(g.w[i]))
+		lo, carry := bits.Add64(lo, uint64(sc.frac[i]), 0)
+		hi += carry
+		cnt[i] = (hi<<(64-g.shift) | lo>>g.shift) - 1 + sc.periods*uint64(g.w[i])
+	}
+}

@@ -25,6 +25,7 @@ import (
 type generator struct {
 	w     []uint32 // reduced weights; shared, read-only
 	maxW  uint32
+	shift uint32 // 0 for buckets; else a scan generator's key bits (see scan.go)
 	m     uint64 // buckets per period: the period
 	e     []genEntry
 	width uint64     // buckets per slice
@@ -32,7 +33,6 @@ type generator struct {
 	count []uint32   // per bucket of the slice: count, then offsets
 	out   []point    // the current slice's points in schedule order
 	head  int        // next point of out to hand out
-	shift uint       // 0 for buckets; else a scan generator's key bits (see scan.go)
 	scan  *scanState // a scan generator's state, nil for buckets
 }
 

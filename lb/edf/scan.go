@@ -46,9 +46,6 @@ type scanState struct {
 	r    [scanMaxN]uint32 // 2^shift % w
 	// group[g] is the smallest key of entries 4g to 4g+3.
 	group [scanMaxN / 4]uint64
-	// periods is the number of periods subtracted from the keys since
-	// the last restart.
-	periods uint64
 }
 
 // useScan reports whether the scan generator serves n entries whose
@@ -60,7 +57,7 @@ func useScan(n int, maxW uint32) bool {
 // initScan sets up g as a scan generator at the start of a period.
 func (g *generator) initScan(w []uint32, maxW uint32, period uint64) {
 	sc := &scanState{}
-	*g = generator{w: w, maxW: maxW, m: period, scan: sc, shift: uint(2 * bits.Len32(maxW))}
+	*g = generator{w: w, maxW: maxW, m: period, scan: sc, shift: uint32(2 * bits.Len32(maxW))}
 	for i := range sc.key {
 		sc.key[i] = 1<<64 - 1
 	}
@@ -76,7 +73,6 @@ func (g *generator) initScan(w []uint32, maxW uint32, period uint64) {
 // points of entry i consumed in the current period (setConsumed).
 func (g *generator) restartScan() {
 	sc := g.scan
-	sc.periods = 0
 	for i := range g.w {
 		x := uint64(g.w[i])
 		j := sc.key[i] + 1 // <= w_i + 1 < 2^30
@@ -106,7 +102,6 @@ func (g *generator) fillScan(words []atomic.Uint64, pack uint) {
 				}
 				sc.regroup()
 				best -= period
-				sc.periods++
 			}
 			i := best & (scanMaxN - 1)
 			f, d := uint64(sc.frac[i])+uint64(sc.r[i]), uint64(w[i])
@@ -131,7 +126,11 @@ func (sc *scanState) regroup() {
 	}
 }
 
-// handedOutScan is handedOut for a scan generator.
+// handedOutScan is handedOut for a scan generator, up to whole periods:
+// the keys lost count of the periods subtracted from them, so it counts
+// from the start of the current period and adds scanSlack periods, more
+// than the blocks the generator is ahead by can span (ring.counts
+// subtracts their picks, then reduces the counts to the current period).
 func (g *generator) handedOutScan(cnt []uint64) {
 	sc := g.scan
 	for i := range g.w {
@@ -139,6 +138,12 @@ func (g *generator) handedOutScan(cnt []uint64) {
 		hi, lo := bits.Mul64(sc.key[i]>>scanIdxBits, uint64(g.w[i]))
 		lo, carry := bits.Add64(lo, uint64(sc.frac[i]), 0)
 		hi += carry
-		cnt[i] = (hi<<(64-g.shift) | lo>>g.shift) - 1 + sc.periods*uint64(g.w[i])
+		cnt[i] = (hi<<(64-g.shift) | lo>>g.shift) - 1 + scanSlack*uint64(g.w[i])
 	}
 }
+
+// scanSlack is a number of periods larger than ringSlots blocks of a
+// ring of at most scanMaxN entries can reach into: such blocks hold
+// 2*scanMaxN*ringSlots picks (see newRing), and a period of a ring at
+// least 2.
+const scanSlack = 2 * scanMaxN * ringSlots

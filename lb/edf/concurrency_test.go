@@ -9,7 +9,8 @@ import (
 )
 
 // concurrentCases are weight lists for the concurrency tests: a period of 3
-// (the counter wraps every few picks), random weights, and a heap.
+// (the counter wraps every few picks), random weights (300 entries, and
+// 10 with the scan generator), and a heap.
 func concurrentCases() []struct {
 	name string
 	w    []uint32
@@ -20,6 +21,10 @@ func concurrentCases() []struct {
 	for i := range random {
 		random[i] = 1 + r.Uint32N(100)
 	}
+	small := make([]uint32, 10) // a ring with the scan generator
+	for i := range small {
+		small[i] = 1 + r.Uint32N(1e6)
+	}
 	return []struct {
 		name string
 		w    []uint32
@@ -27,6 +32,7 @@ func concurrentCases() []struct {
 	}{
 		{"period3", []uint32{2, 1}, modeAuto},
 		{"random300", random, modeAuto},
+		{"scan10", small, modeAuto},
 		{"heap", []uint32{5, 3, 2, 1, 1}, modeHeap},
 	}
 }

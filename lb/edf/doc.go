@@ -49,8 +49,7 @@
 // table. Otherwise the schedule is generated exactly, a block of 32 to 1024
 // picks at a time, by the pick that enters the block two ahead of it (so
 // building generates nothing: the first pick generates the first blocks);
-// a pick
-// that finds its block not generated yet (because picks outran the
+// a pick that finds its block not generated yet (because picks outran the
 // generator) waits for the generator's mutex, which is held for one block
 // (O(block + n) at worst, O(1) per pick on average), never for a rebuild.
 // See docs/performance.md for measurements.
@@ -99,7 +98,9 @@
 // A scheduler keeps O(n) memory whatever the weights: about 48 bytes per
 // entry besides the items, plus blocks of entry indices of 8, 16 or 32
 // bits (4 blocks of 32 to 1024 picks) and a slice buffer of at most 1024
-// buckets, or a table of at most 4n slots.
+// buckets (none for at most 16 entries with weights below 2^29, whose
+// generator takes the smallest of the entries' next deadlines instead), or
+// a table of at most 4n slots.
 // [Scheduler.Skip] takes O(1); the next pick after a long skip repositions
 // the generator in O(n log maxweight).
 package edf

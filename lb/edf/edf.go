@@ -59,10 +59,11 @@ func (f optionFunc) apply(c *config) { f(c) }
 type mode uint8
 
 const (
-	modeAuto  mode = iota // a table if the period is small enough, else a ring
-	modeTable             // always a table (tests only)
-	modeHeap              // always a heap (tests only)
-	modeRing              // always a ring of generated blocks (tests only)
+	modeAuto    mode = iota // a table if the period is small enough, else a ring
+	modeTable               // always a table (tests only)
+	modeHeap                // always a heap (tests only)
+	modeRing                // always a ring of generated blocks (tests only)
+	modeBuckets             // a ring whose generator is never the scan one (tests only)
 )
 
 type config struct {
@@ -278,7 +279,7 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 	case modeHeap:
 		s.heap = newHeapState(s.weights, s.period)
 		return s
-	case modeRing:
+	case modeRing, modeBuckets:
 		useTable = false
 	}
 	switch {
@@ -293,7 +294,7 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 		}
 		s.last = s.period - 1
 	default:
-		s.ring = newRing(s.weights, s.maxW, s.period)
+		s.ring = newRing(s.weights, s.maxW, s.period, m != modeBuckets && useScan(n, s.maxW))
 	}
 	return s
 }

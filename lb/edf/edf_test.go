@@ -22,6 +22,8 @@ func (m mode) String() string {
 		return "heap"
 	case modeRing:
 		return "ring"
+	case modeBuckets:
+		return "buckets"
 	}
 	return fmt.Sprintf("mode(%d)", uint8(m))
 }
@@ -141,9 +143,9 @@ func entriesOf(items []int, w []uint32) []Entry[int] {
 
 func genMode(t *rapid.T, huge bool) mode {
 	if huge {
-		return rapid.SampledFrom([]mode{modeAuto, modeHeap, modeRing}).Draw(t, "mode")
+		return rapid.SampledFrom([]mode{modeAuto, modeHeap, modeRing, modeBuckets}).Draw(t, "mode")
 	}
-	return rapid.SampledFrom([]mode{modeAuto, modeTable, modeHeap, modeRing}).Draw(t, "mode")
+	return rapid.SampledFrom([]mode{modeAuto, modeTable, modeHeap, modeRing, modeBuckets}).Draw(t, "mode")
 }
 
 // TestMatchesModel checks that the pick sequence equals the reference

@@ -25,13 +25,15 @@ import (
 type generator struct {
 	w     []uint32 // reduced weights; shared, read-only
 	maxW  uint32
+	shift uint32 // 0 for buckets; else a scan generator's key bits (see scan.go)
 	m     uint64 // buckets per period: the period
 	e     []genEntry
-	width uint64   // buckets per slice
-	start uint64   // first bucket of the next slice
-	count []uint32 // per bucket of the slice: count, then offsets
-	out   []point  // the current slice's points in schedule order
-	head  int      // next point of out to hand out
+	width uint64     // buckets per slice
+	start uint64     // first bucket of the next slice
+	count []uint32   // per bucket of the slice: count, then offsets
+	out   []point    // the current slice's points in schedule order
+	head  int        // next point of out to hand out
+	scan  *scanState // a scan generator's state, nil for buckets
 }
 
 // genEntry is one entry's next point and step, kept together so that a
@@ -74,8 +76,8 @@ func (g *generator) init(w []uint32, maxW uint32, period uint64, slice int) {
 // reset positions the generator after the first pos picks of a period,
 // 0 <= pos < period, in O(n log maxW).
 func (g *generator) reset(pos uint64) {
-	for i := range g.e {
-		g.e[i].bucket = 0
+	for i := range g.w {
+		g.setConsumed(i, 0)
 	}
 	if pos != 0 {
 		seek(g.w, g.maxW, pos, g.setConsumed)
@@ -85,11 +87,21 @@ func (g *generator) reset(pos uint64) {
 
 // setConsumed records that n points of entry i have been picked, for
 // restart. Entries not set count as 0 after reset.
-func (g *generator) setConsumed(i int, n uint64) { g.e[i].bucket = n }
+func (g *generator) setConsumed(i int, n uint64) {
+	if g.scan != nil {
+		g.scan.key[i] = n
+		return
+	}
+	g.e[i].bucket = n
+}
 
 // restart positions the generator after the points recorded by
 // setConsumed: each entry's next point is the one after them.
 func (g *generator) restart() {
+	if g.shift != 0 {
+		g.restartScan()
+		return
+	}
 	g.start = ^uint64(0)
 	for i := range g.e {
 		e := &g.e[i]
@@ -106,6 +118,10 @@ func (g *generator) restart() {
 // fill stores the next len(words) << (6-pack) picks into words, 1<<pack
 // bits each.
 func (g *generator) fill(words []atomic.Uint64, pack uint) {
+	if g.shift != 0 {
+		g.fillScan(words, pack)
+		return
+	}
 	step := uint(1) << pack
 	out, head := g.out, g.head
 	for k := range words {
@@ -126,6 +142,10 @@ func (g *generator) fill(words []atomic.Uint64, pack uint) {
 // handedOut sets cnt[i] to the number of points of entry i handed out
 // since the start of the period the generator was last restarted in.
 func (g *generator) handedOut(cnt []uint64) {
+	if g.shift != 0 {
+		g.handedOutScan(cnt)
+		return
+	}
 	for i := range g.e {
 		// The next point is J/w with J*m = bucket*w + frac.
 		e := &g.e[i]

@@ -8,20 +8,38 @@ import (
 )
 
 // BenchmarkGenerate measures the ring's generator alone, one block at a
-// time as the ring fills its slots: ns per point.
+// time as the ring fills its slots: ns per point. At n = 10 it measures
+// both generators side by side (gen=scan, the one used there, and
+// gen=buckets).
 func BenchmarkGenerate(b *testing.B) {
 	for _, d := range edfbench.Dists {
 		for _, n := range []int{10, 100, 1000} {
 			w := d.Weights(n)
-			b.Run(fmt.Sprintf("w=%s/n=%d", d.Name, n), func(b *testing.B) {
-				s, _ := New(entriesOf(make([]int, n), w), withMode(modeRing))
-				r := s.ring
-				words := r.slotWords(0)
-				for b.Loop() {
-					r.gen.fill(words, r.pack)
+			gens := []mode{modeRing}
+			if n <= scanMaxN {
+				gens = append(gens, modeBuckets)
+			}
+			for _, m := range gens {
+				name := fmt.Sprintf("w=%s/n=%d", d.Name, n)
+				if len(gens) > 1 {
+					name += "/gen=scan"
+					if m == modeBuckets {
+						name = fmt.Sprintf("w=%s/n=%d/gen=buckets", d.Name, n)
+					}
 				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N<<r.shift), "ns/point")
-			})
+				b.Run(name, func(b *testing.B) {
+					s, _ := New(entriesOf(make([]int, n), w), withMode(m))
+					if s.ring == nil {
+						b.Skip("no ring")
+					}
+					r := s.ring
+					words := r.slotWords(0)
+					for b.Loop() {
+						r.gen.fill(words, r.pack)
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N<<r.shift), "ns/point")
+				})
+			}
 		}
 	}
 }

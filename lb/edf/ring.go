@@ -51,8 +51,9 @@ type ring struct {
 
 // newRing returns a ring over reduced weights w (sum period) whose ticket
 // 0 is position 0 of the period. Blocks hold a power of two between 32 and
-// 1024 picks near 2n, slices max(n, block size) buckets.
-func newRing(w []uint32, maxW uint32, period uint64) *ring {
+// 1024 picks near 2n, slices max(n, block size) buckets; with scan, the
+// generator is the scan generator (see useScan) and has no slices.
+func newRing(w []uint32, maxW uint32, period uint64, scan bool) *ring {
 	n := len(w)
 	r := &ring{}
 	switch {
@@ -68,7 +69,11 @@ func newRing(w []uint32, maxW uint32, period uint64) *ring {
 	for r.shift < 10 && 1<<r.shift < 2*n {
 		r.shift++
 	}
-	r.gen.init(w, maxW, period, max(n, 1<<r.shift))
+	if scan {
+		r.gen.initScan(w, maxW, period)
+	} else {
+		r.gen.init(w, maxW, period, max(n, 1<<r.shift))
+	}
 	r.blocks = ^uint64(0) >> r.shift
 	r.words = make([]atomic.Uint64, ringSlots<<(r.shift+r.pack-6))
 	for i := range r.slot {
@@ -105,15 +110,17 @@ func (r *ring) advance(pos uint64, d int64) uint64 {
 // read returns the entry for ticket t from its slot, if the slot holds t's
 // block throughout.
 func (r *ring) read(t uint64) (uint32, bool) {
-	b := t >> r.shift
+	// The shifts are masked to 63 so that the compiler emits plain shifts.
+	shift, pack := r.shift&63, r.pack&63
+	b := t >> shift
 	sl := &r.slot[b%ringSlots]
 	if sl.Load() != b {
 		return 0, false
 	}
 	// Pick number i of all slots' picks; 6-pack picks per word.
-	i := (b%ringSlots)<<r.shift | t&(1<<r.shift-1)
-	v := r.words[i>>(6-r.pack)].Load()
-	x := uint32(v>>((i&(1<<(6-r.pack)-1))<<r.pack)) & r.mask
+	i := (b%ringSlots)<<shift | t&(1<<shift-1)
+	v := r.words[i>>((6-pack)&63)].Load()
+	x := uint32(v>>((i&(1<<((6-pack)&63)-1))<<pack)) & r.mask
 	return x, sl.Load() == b
 }
 
@@ -171,7 +178,13 @@ func (r *ring) generateThrough(target uint64) {
 		r.gen.fill(r.slotWords(b%ringSlots), r.pack)
 		sl.Store(b)
 		r.nextBlock = (b + 1) & r.blocks
-		r.genPos = r.advance(r.genPos, 1<<r.shift)
+		if m := r.gen.m; m > 1<<r.shift { // no division in the common case
+			if r.genPos += 1 << r.shift; r.genPos >= m {
+				r.genPos -= m
+			}
+		} else {
+			r.genPos = r.advance(r.genPos, 1<<r.shift)
+		}
 	}
 }
 

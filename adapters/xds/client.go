@@ -112,7 +112,7 @@ type typeState struct {
 
 // resource is one subscribed resource.
 type resource struct {
-	watchers map[*Watch]struct{}
+	watchers map[*subscription]struct{}
 	value    any
 	has      bool  // value is the last valid value
 	missing  bool  // known not to exist
@@ -120,8 +120,9 @@ type resource struct {
 	timer    *clock.Timer
 }
 
-// Watch is one subscription to a resource. Cancel ends it.
-type Watch struct {
+// subscription is one watcher's subscription to a resource. Cancel ends
+// it.
+type subscription struct {
 	c        *client
 	url      string
 	name     string
@@ -173,7 +174,7 @@ func (c *client) close() {
 // watch subscribes w to the resource of type url named name. What the
 // client already knows of it (its value, or that it does not exist) is
 // given to w at once, on the callback goroutine.
-func (c *client) watch(url, name string, w watcher) *Watch {
+func (c *client) watch(url, name string, w watcher) *subscription {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ts := c.types[url]
@@ -187,12 +188,12 @@ func (c *client) watch(url, name string, w watcher) *Watch {
 				delete(ts.resources, n)
 			}
 		}
-		r = &resource{watchers: make(map[*Watch]struct{})}
+		r = &resource{watchers: make(map[*subscription]struct{})}
 		ts.resources[name] = r
 		ts.dirty = true
 		c.signal()
 	}
-	wt := &Watch{c: c, url: url, name: name, w: w}
+	wt := &subscription{c: c, url: url, name: name, w: w}
 	r.watchers[wt] = struct{}{}
 	switch {
 	case r.has:
@@ -213,7 +214,7 @@ func (c *client) watch(url, name string, w watcher) *Watch {
 // Cancel ends the subscription: no callback of its watcher runs after
 // Cancel returns unless one is running now. The last watch of a resource
 // unsubscribes it from the server.
-func (wt *Watch) Cancel() {
+func (wt *subscription) Cancel() {
 	if wt.canceled.Swap(true) {
 		return
 	}
@@ -572,25 +573,25 @@ type callbackQueue struct {
 	pending []queued
 	// lastUpdate is the index in pending of each watcher's last queued
 	// entry when that entry is an update.
-	lastUpdate map[*Watch]int
+	lastUpdate map[*subscription]int
 	ready      chan struct{} // capacity 1
 	quit       chan struct{}
 	done       chan struct{}
 }
 
 type queued struct {
-	wt *Watch
+	wt *subscription
 	fn func()
 }
 
 func newCallbackQueue() *callbackQueue {
-	q := &callbackQueue{lastUpdate: make(map[*Watch]int), ready: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	q := &callbackQueue{lastUpdate: make(map[*subscription]int), ready: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go q.run()
 	return q
 }
 
 // push queues fn for wt's watcher; it never blocks.
-func (q *callbackQueue) push(wt *Watch, fn func()) {
+func (q *callbackQueue) push(wt *subscription, fn func()) {
 	q.mu.Lock()
 	delete(q.lastUpdate, wt)
 	q.pending = append(q.pending, queued{wt, fn})
@@ -600,7 +601,7 @@ func (q *callbackQueue) push(wt *Watch, fn func()) {
 
 // pushUpdate queues fn, which gives wt's watcher a new value, replacing
 // the watcher's last queued entry if that is a value not yet given.
-func (q *callbackQueue) pushUpdate(wt *Watch, fn func()) {
+func (q *callbackQueue) pushUpdate(wt *subscription, fn func()) {
 	q.mu.Lock()
 	if i, ok := q.lastUpdate[wt]; ok {
 		q.pending[i].fn = fn

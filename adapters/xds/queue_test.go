@@ -12,7 +12,7 @@ import (
 func TestCallbackQueueKeepsOrderAndCoalescesValues(t *testing.T) {
 	q := newCallbackQueue()
 	defer q.close()
-	a, b := &Watch{}, &Watch{}
+	a, b := &subscription{}, &subscription{}
 	var mu sync.Mutex
 	var got []string
 	record := func(s string) func() {

@@ -67,8 +67,8 @@ type xdsResolver struct {
 
 	mu        sync.Mutex
 	closed    bool
-	cdsWatch  *Watch
-	edsWatch  *Watch
+	cdsWatch  *subscription
+	edsWatch  *subscription
 	edsName   string
 	cfg       *ClusterConfig
 	cla       *eds.ClusterLoadAssignment

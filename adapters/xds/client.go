@@ -527,10 +527,14 @@ func (c *client) handle(resp *discoveryv3.DiscoveryResponse) {
 	if ts.rt.wholeSet {
 		for _, name := range slices.Sorted(maps.Keys(ts.resources)) {
 			r := ts.resources[name]
-			if seen[name] || r.missing {
+			// Only a resource received before can be deleted: one never
+			// received may be missing from this response only because
+			// the response answers a request sent before it was
+			// subscribed; the does-not-exist timer judges it.
+			if seen[name] || !r.has {
 				continue
 			}
-			if r.has && c.cfg.server.IgnoreResourceDeletion {
+			if c.cfg.server.IgnoreResourceDeletion {
 				c.cfg.logger.Warn("xds: the server deleted a resource; keeping it (ignore_resource_deletion)", "type", ts.rt.kind, "resource", name)
 				continue
 			}

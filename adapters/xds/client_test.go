@@ -1,0 +1,85 @@
+package xds
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/lbkit/lbkit/lb/backoff"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// recordingWatcher records which callbacks ran.
+type recordingWatcher struct{ calls chan string }
+
+func (w recordingWatcher) update(any)   { w.calls <- "update" }
+func (w recordingWatcher) failed(error) { w.calls <- "failed" }
+func (w recordingWatcher) missing()     { w.calls <- "missing" }
+func (w recordingWatcher) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case c := <-w.calls:
+		return c
+	case <-time.After(10 * time.Second):
+		t.Fatal("no callback")
+		return ""
+	}
+}
+
+// A CDS response without a cluster that was subscribed but never received
+// does not delete it: the response may answer a request sent before the
+// subscription (found by make stress). A cluster received before and then
+// left out is deleted.
+func TestWholeSetResponseDeletesOnlyWhatWasReceived(t *testing.T) {
+	c, err := newClient(clientConfig{
+		server:          Server{URI: "127.0.0.1:1"}, // nothing listens: the stream never starts
+		node:            &corev3.Node{Id: "n"},
+		dialOptions:     []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+		clock:           clock.NewMock(),
+		logger:          slog.New(slog.DiscardHandler),
+		backoff:         backoff.Default(),
+		resourceTimeout: DefaultResourceTimeout,
+	}, clusterResource, endpointResource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	w1, w2 := recordingWatcher{make(chan string, 8)}, recordingWatcher{make(chan string, 8)}
+	c.watch(ClusterType, "c1", w1)
+	c.watch(ClusterType, "c2", w2)
+	for _, w := range []recordingWatcher{w1, w2} {
+		if got := w.next(t); got != "failed" { // the stream's error, at once
+			t.Fatalf("first callback %q, want failed", got)
+		}
+	}
+	respond := func(version string, names ...string) {
+		resp := &discoveryv3.DiscoveryResponse{TypeUrl: ClusterType, VersionInfo: version, Nonce: version}
+		for _, n := range names {
+			a, err := anypb.New(&clusterv3.Cluster{Name: n, ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
+				EdsClusterConfig: &clusterv3.Cluster_EdsClusterConfig{EdsConfig: &corev3.ConfigSource{
+					ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Resources = append(resp.Resources, a)
+		}
+		c.handle(resp)
+	}
+	respond("1", "c1")
+	if got := w1.next(t); got != "update" {
+		t.Fatalf("c1: %q, want update", got)
+	}
+	respond("2", "c2")
+	if got := w2.next(t); got != "update" {
+		t.Fatalf("c2: %q, want update (it was never deleted)", got)
+	}
+	if got := w1.next(t); got != "missing" {
+		t.Fatalf("c1 left out after it was received: %q, want missing", got)
+	}
+}

@@ -5,7 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,10 +44,10 @@ func TestUnreachableBackendRequestTriesAnotherWhenSafe(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ch.Close()
-			// Both SubConns READY before the first request: a request
-			// sent while only the dead one is would find no other
+			// Both backends in the picker before the first request: a
+			// request sent while only the dead one is would find no other
 			// backend to try.
-			waitAllReady(t, ch, 2)
+			waitPickerHas(t, ch, dead.Addr(), live.Addr())
 			tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
 			defer tr.CloseIdleConnections()
 			client := &http.Client{Transport: tr}
@@ -83,29 +83,25 @@ func TestUnreachableBackendRequestTriesAnotherWhenSafe(t *testing.T) {
 	}
 }
 
-// waitAllReady waits until the channel's leaf policy has n endpoints, all
-// READY.
-func waitAllReady(t *testing.T, ch *conn.Channel, n int) {
+// waitPickerHas picks from ch, giving every pick back unused, until the
+// picker has returned each of addrs: then the picker in use holds them all
+// (a snapshot can show endpoints READY while the picker that has them is
+// still being published).
+func waitPickerHas(t *testing.T, ch *conn.Channel, addrs ...string) {
 	t.Helper()
-	ch.Connect()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for {
-		s, err := ch.Snapshot(ctx)
+	seen := map[string]bool{}
+	for len(seen) < len(addrs) {
+		r, err := ch.Pick(ctx, conn.PickOptions{WaitForReady: true})
 		if err != nil {
-			t.Fatalf("waiting for %d READY endpoints: %v", n, err)
+			t.Fatalf("waiting for a picker with %v (seen %v): %v", addrs, seen, err)
 		}
-		ready := 0
-		if s.Balancer != nil {
-			for _, e := range s.Balancer.Endpoints {
-				if e.State == lb.Ready {
-					ready++
-				}
-			}
+		if r.Done != nil {
+			r.Done(lb.DoneInfo{Err: lb.ErrRequestNotSent})
 		}
-		if ready == n {
-			return
+		if a := r.SubConn.Address().Addr; slices.Contains(addrs, a) {
+			seen[a] = true
 		}
-		runtime.Gosched() // the dials are on their way: nothing to wait on but them
 	}
 }

@@ -280,6 +280,12 @@ func (s *Scheduler[T]) counts(cnt []uint64) uint64 {
 		return tableCounts(s.tab16, s.next.Load()%s.period, cnt)
 	case s.tab32 != nil:
 		return tableCounts(s.tab32, s.next.Load()%s.period, cnt)
+	case s.lazy != nil:
+		pos := s.next.Load() % s.period
+		if s.lazy.counts(pos, cnt) {
+			return pos
+		}
+		return s.seekCounts(pos, cnt)
 	case s.ring != nil:
 		s.ring.mu.Lock()
 		defer s.ring.mu.Unlock()

@@ -28,6 +28,11 @@ func concurrentCases() []struct {
 	for i := range small {
 		small[i] = 1 + r.Uint32N(1000)
 	}
+	// A lazily filled table: a period of at most 128 picks per entry.
+	lazy := make([]uint32, 10)
+	for i := range lazy {
+		lazy[i] = 1 + r.Uint32N(100)
+	}
 	return []struct {
 		name string
 		w    []uint32
@@ -36,6 +41,7 @@ func concurrentCases() []struct {
 		{"period3", []uint32{2, 1}, modeAuto},
 		{"random300", random, modeAuto},
 		{"scan10", small, modeAuto},
+		{"lazy10", lazy, modeAuto},
 		{"heap", []uint32{5, 3, 2, 1, 1}, modeHeap},
 	}
 }

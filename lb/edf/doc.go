@@ -46,12 +46,16 @@
 // ticket from an atomic counter and reads its entry from a block of the
 // schedule generated ahead of time. When the period is at most 4n for n
 // entries (equal weights, or nearly), the whole period is one precomputed
-// table. Otherwise the schedule is generated exactly, a block of 32 to 1024
-// picks at a time, by the pick that enters the block two ahead of it (so
-// building generates nothing: the first pick generates the first blocks);
-// a pick that finds its block not generated yet (because picks outran the
-// generator) waits for the generator's mutex, which is held for one block
-// (O(block + n) at worst, O(1) per pick on average), never for a rebuild.
+// table; for at most 16 entries and a period of at most 128n (weights up
+// to 128, or nearly equal ones such as 63 and 64) it is one table of 4-bit
+// entries filled on demand, so that the first pass through the period
+// generates it and building stays O(n). Otherwise the schedule is
+// generated exactly, a block of 32 to 1024 picks at a time, by the pick
+// that enters the block two ahead of it (so building generates nothing:
+// the first pick generates the first blocks); a pick that finds its block
+// not generated yet (because picks outran the generator) waits for the
+// generator's mutex, which is held for one block (O(block + n) at worst,
+// O(1) per pick on average), never for a rebuild.
 // See docs/performance.md for measurements.
 //
 // # Deviation bound
@@ -96,11 +100,12 @@
 // position is read from its table or from its generator and the blocks it
 // is ahead by, or found by a seek of O(m log maxweight) after a long skip).
 // A scheduler keeps O(n) memory whatever the weights: about 48 bytes per
-// entry besides the items, plus blocks of entry indices of 8, 16 or 32
+// entry besides the items, plus blocks of entry indices of 4, 8, 16 or 32
 // bits (4 blocks of 32 to 1024 picks) and a slice buffer of at most 1024
 // buckets (none for at most 16 entries with weights below 2^29, whose
 // generator takes the smallest of the entries' next deadlines instead), or
-// a table of at most 4n slots.
+// a table of at most 4n slots, or, for at most 16 entries, of at most 128n
+// slots of 4 bits.
 // [Scheduler.Skip] takes O(1); the next pick after a long skip repositions
 // the generator in O(n log maxweight).
 package edf

@@ -64,6 +64,7 @@ const (
 	modeHeap                // always a heap (tests only)
 	modeRing                // always a ring of generated blocks (tests only)
 	modeBuckets             // a ring whose generator is never the scan one (tests only)
+	modeLazy                // a lazy table if n <= lazyMaxN and the period is below 2^16, else auto (tests only)
 )
 
 type config struct {
@@ -111,11 +112,13 @@ func withOrigin(t0 uint64) Option { return optionFunc(func(c *config) { c.origin
 //
 // Pick takes a ticket from an atomic counter and reads its entry from a
 // table of the whole period (when the period, the sum of weights divided by
-// their greatest common divisor, is at most 4n for n entries) or from a
+// their greatest common divisor, is at most 4n for n entries; or, filled
+// on demand, at most 128n for at most 16 entries: see lazyTable) or from a
 // ring of blocks of the schedule generated exactly, in order, ahead of the
 // picks (see ring). It never allocates; it takes a lock only when picks
-// outrun the generator, and then for the generation of one block. Memory
-// is O(n), independent of the weights.
+// outrun the generator, and then for the generation of one block (or of
+// one word of 16 picks of a lazy table). Memory is O(n), independent of
+// the weights.
 //
 // The zero Scheduler has no entries: Pick returns the zero T and Skip does
 // nothing.
@@ -129,6 +132,7 @@ type Scheduler[T comparable] struct {
 	tab16   []uint16
 	tab32   []uint32
 	last    uint64     // period-1 when a table is used: positions below it need no wrap
+	lazy    *lazyTable // nil unless a lazily filled table is used
 	ring    *ring      // nil unless the ring implementation is used
 	heap    *heapState // nil unless the heap implementation is used (tests only)
 	// Whether the items are pairwise distinct (distinctYes etc.): set by
@@ -273,6 +277,7 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 		return s // Pick returns the only item; no state at all
 	}
 	useTable := s.period <= tableLimit*uint64(n)
+	useLazy := !useTable && n <= lazyMaxN && s.period <= lazyLimit*uint64(n)
 	switch m {
 	case modeTable:
 		useTable = s.period < 1<<32
@@ -280,7 +285,11 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 		s.heap = newHeapState(s.weights, s.period)
 		return s
 	case modeRing, modeBuckets:
-		useTable = false
+		useTable, useLazy = false, false
+	case modeLazy:
+		if n <= lazyMaxN && s.period < 1<<16 {
+			useTable, useLazy = false, true
+		}
 	}
 	switch {
 	case useTable:
@@ -293,6 +302,9 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 			s.tab32 = generateTable[uint32](&g)
 		}
 		s.last = s.period - 1
+	case useLazy:
+		s.lazy = newLazyTable(s.weights, s.maxW, s.period)
+		s.last = s.period - 1
 	default:
 		s.ring = newRing(s.weights, s.maxW, s.period, m != modeBuckets && useScan(n, s.maxW))
 	}
@@ -304,6 +316,16 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 // safe for concurrent use, never allocates, and takes a lock only when
 // picks outrun the schedule's generator (see [Scheduler]).
 func (s *Scheduler[T]) Pick() T {
+	if lt := s.lazy; lt != nil {
+		p := s.next.Add(1) - 1
+		if p >= s.last {
+			p = s.wrap(p)
+		}
+		if p < lt.ready.Load() {
+			return s.items[uint32(lt.words[p>>4].Load()>>(p&15<<2))&15]
+		}
+		return s.items[lt.entry(p, s.weights, s.period)]
+	}
 	if t := s.tab16; t != nil {
 		p := s.next.Add(1) - 1
 		if p < s.last {
@@ -321,8 +343,8 @@ func (s *Scheduler[T]) Pick() T {
 	if r := s.ring; r != nil {
 		t := s.next.Add(1) - 1
 		if x, ok := r.read(t); ok {
-			if t&(1<<r.shift-1) == 0 {
-				r.prefetch(t >> r.shift)
+			if t&(1<<(r.shift&63)-1) == 0 {
+				r.prefetch(t >> (r.shift & 63))
 			}
 			return s.items[x]
 		}
@@ -370,7 +392,7 @@ func (s *Scheduler[T]) pickSlow() T {
 // with Pick; n may be any value, e.g. to move past 2^64 picks in two calls.
 func (s *Scheduler[T]) Skip(n uint64) {
 	switch {
-	case s.tab16 != nil || s.tab32 != nil:
+	case s.counted():
 		k := n % s.period
 		if k == 0 {
 			return
@@ -392,7 +414,7 @@ func (s *Scheduler[T]) Skip(n uint64) {
 // ring's ticket counter starts at origin.
 func (s *Scheduler[T]) place(pos, origin uint64) {
 	switch {
-	case s.tab16 != nil || s.tab32 != nil:
+	case s.counted():
 		s.next.Store(pos)
 	case s.ring != nil:
 		s.ring.place(pos, origin)
@@ -408,7 +430,7 @@ func (s *Scheduler[T]) place(pos, origin uint64) {
 // [0, period).
 func (s *Scheduler[T]) position() uint64 {
 	switch {
-	case s.tab16 != nil || s.tab32 != nil:
+	case s.counted():
 		return s.next.Load() % s.period
 	case s.ring != nil:
 		s.ring.mu.Lock()
@@ -420,6 +442,12 @@ func (s *Scheduler[T]) position() uint64 {
 		return s.heap.pos
 	}
 	return 0
+}
+
+// counted reports whether the ticket counter is the position in the
+// period (modulo the period, see wrap): a table or a lazy table is used.
+func (s *Scheduler[T]) counted() bool {
+	return s.tab16 != nil || s.tab32 != nil || s.lazy != nil
 }
 
 // Len returns the number of entries.
@@ -438,6 +466,8 @@ func (s *Scheduler[T]) String() string {
 	switch {
 	case s.tab16 != nil || s.tab32 != nil:
 		impl = "table"
+	case s.lazy != nil:
+		impl = "lazy table"
 	case s.ring != nil:
 		impl = "ring"
 	case s.heap != nil:

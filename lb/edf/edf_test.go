@@ -24,6 +24,8 @@ func (m mode) String() string {
 		return "ring"
 	case modeBuckets:
 		return "buckets"
+	case modeLazy:
+		return "lazy"
 	}
 	return fmt.Sprintf("mode(%d)", uint8(m))
 }
@@ -145,7 +147,7 @@ func genMode(t *rapid.T, huge bool) mode {
 	if huge {
 		return rapid.SampledFrom([]mode{modeAuto, modeHeap, modeRing, modeBuckets}).Draw(t, "mode")
 	}
-	return rapid.SampledFrom([]mode{modeAuto, modeTable, modeHeap, modeRing, modeBuckets}).Draw(t, "mode")
+	return rapid.SampledFrom([]mode{modeAuto, modeTable, modeHeap, modeRing, modeBuckets, modeLazy}).Draw(t, "mode")
 }
 
 // TestMatchesModel checks that the pick sequence equals the reference
@@ -382,7 +384,7 @@ func TestDeviationBound(t *testing.T) {
 
 // TestTieBreakFIFO checks the order among equal deadlines.
 func TestTieBreakFIFO(t *testing.T) {
-	for _, m := range []mode{modeTable, modeHeap} {
+	for _, m := range []mode{modeTable, modeHeap, modeLazy} {
 		t.Run(m.String(), func(t *testing.T) {
 			// Equal weights are round robin in index order.
 			rr, _ := New(entriesOf([]int{10, 11, 12, 13, 14}, []uint32{7, 7, 7, 7, 7}), withMode(m))
@@ -468,7 +470,7 @@ func TestString(t *testing.T) {
 func TestRandomStart(t *testing.T) {
 	w := []uint32{1, 2, 3, 10, 30, 54}
 	const seeds = 20000
-	for _, m := range []mode{modeTable, modeHeap} {
+	for _, m := range []mode{modeTable, modeHeap, modeLazy} {
 		t.Run(m.String(), func(t *testing.T) {
 			items := []int{0, 1, 2, 3, 4, 5}
 			counts := make([]int, len(w))
@@ -537,6 +539,83 @@ func TestManyEntries(t *testing.T) {
 	for i := range counts {
 		if counts[i] != w[i] {
 			t.Fatalf("entry %d: %d picks in a period, want %d", i, counts[i], w[i])
+		}
+	}
+}
+
+// TestLazyTable checks that schedules of at most 16 entries with a period
+// of 4 to 128 picks per entry use the lazily filled table, that it gives
+// the heap's sequence over several periods (from position 0 and after a
+// random start), and that its generator's state is dropped once the period
+// is full.
+func TestLazyTable(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		name   string
+		lo, hi uint32
+		n      int
+	}{{"63..64", 63, 64, 10}, {"1..100", 1, 100, 10}, {"1..100/16", 1, 100, 16}, {"5,9", 5, 9, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := make([]uint32, tc.n)
+			items := make([]int, tc.n)
+			for i := range w {
+				w[i], items[i] = tc.lo+r.Uint32N(tc.hi-tc.lo+1), i
+			}
+			if tc.n == 2 {
+				w[0], w[1] = tc.lo, tc.hi
+			}
+			for _, start := range []uint64{0, 1 + r.Uint64N(50)} {
+				s, err := New(entriesOf(items, w))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.lazy == nil {
+					t.Fatalf("weights %v (period %d): not a lazy table: %v", w, s.Period(), s)
+				}
+				h, _ := New(entriesOf(items, w), withMode(modeHeap))
+				s.Skip(start)
+				h.Skip(start)
+				for k := range 3 * s.Period() {
+					if got, want := s.Pick(), h.Pick(); got != want {
+						t.Fatalf("weights %v, start %d, pick %d: got %d, want %d", w, start, k, got, want)
+					}
+				}
+				if s.lazy.key != nil || s.lazy.drawn != nil {
+					t.Errorf("weights %v: generator state kept after the period was filled", w)
+				}
+			}
+		})
+	}
+}
+
+// TestLazyTableCounts checks the counts NewFrom reads from a lazy table,
+// from the table or by a seek, against seek, with the table empty, partly
+// filled and full, at positions around the table-counting limit of 4n.
+func TestLazyTableCounts(t *testing.T) {
+	w := []uint32{64, 63, 63, 64, 63, 64, 64, 63, 63, 64}
+	items := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	n := uint64(len(w))
+	for _, picked := range []uint64{0, 17, 300, 635} {
+		for _, pos := range []uint64{0, 1, 4*n - 1, 4 * n, 4*n + 1, 299, 300, 301, 634} {
+			s, _ := New(entriesOf(items, w))
+			if s.lazy == nil {
+				t.Fatalf("not a lazy table: %v", s)
+			}
+			for range picked {
+				s.Pick()
+			}
+			s.Skip(pos + s.Period() - picked%s.Period())
+			got := make([]uint64, n)
+			if p := s.counts(got); p != pos {
+				t.Fatalf("after %d picks: counts at position %d, want %d", picked, p, pos)
+			}
+			want := make([]uint64, n)
+			if pos != 0 {
+				seek(s.weights, s.maxW, pos, func(i int, c uint64) { want[i] = c })
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("after %d picks, position %d: counts %v, want %v", picked, pos, got, want)
+			}
 		}
 	}
 }

@@ -28,14 +28,16 @@ const noBlock = ^uint64(0)
 // are rewritten and set after, and a reader accepts a word only if the
 // slot held its block before and after reading it. Words are atomic, so
 // a reader never races with the writer. A word holds 8, 4 or 2 picks
-// (entry indices of 8, 16 or 32 bits, as few as the entries need).
+// (entry indices of 4, 8, 16 or 32 bits, as few as the entries need).
 //
 // Ticket arithmetic is modulo 2^64 (block numbers modulo 2^(64-shift)):
 // the counter may wrap, since only differences between tickets and the
 // generator's block are turned into positions.
 type ring struct {
 	shift  uint                     // log2 of the picks per block
-	pack   uint                     // log2 of the bits per pick: 3, 4 or 5
+	pack   uint                     // log2 of the bits per pick: 2, 3, 4 or 5
+	wshift uint                     // log2 of the picks per word: 6 - pack
+	imask  uint64                   // ringSlots<<shift - 1: a ticket's pick among all slots'
 	mask   uint32                   // 1<<(1<<pack) - 1
 	blocks uint64                   // mask of block numbers: ^uint64(0) >> shift
 	slot   [ringSlots]atomic.Uint64 // the block each slot holds, or noBlock
@@ -57,6 +59,8 @@ func newRing(w []uint32, maxW uint32, period uint64, scan bool) *ring {
 	n := len(w)
 	r := &ring{}
 	switch {
+	case n <= 1<<4:
+		r.pack = 2
 	case n <= 1<<8:
 		r.pack = 3
 	case n <= 1<<16:
@@ -65,7 +69,10 @@ func newRing(w []uint32, maxW uint32, period uint64, scan bool) *ring {
 		r.pack = 5
 	}
 	r.mask = uint32(1<<(1<<r.pack) - 1)
-	r.shift = 5
+	// A block is at least 256 bits (four words, 64 entry indices at most
+	// 16 entries), so that a block's fixed costs (a lock try, its words'
+	// and its slot's atomic stores) are spread over at least 32 picks.
+	r.shift = 8 - r.pack
 	for r.shift < 10 && 1<<r.shift < 2*n {
 		r.shift++
 	}
@@ -75,6 +82,7 @@ func newRing(w []uint32, maxW uint32, period uint64, scan bool) *ring {
 		r.gen.init(w, maxW, period, max(n, 1<<r.shift))
 	}
 	r.blocks = ^uint64(0) >> r.shift
+	r.wshift, r.imask = 6-r.pack, ringSlots<<r.shift-1
 	r.words = make([]atomic.Uint64, ringSlots<<(r.shift+r.pack-6))
 	for i := range r.slot {
 		r.slot[i].Store(noBlock)
@@ -108,20 +116,18 @@ func (r *ring) advance(pos uint64, d int64) uint64 {
 }
 
 // read returns the entry for ticket t from its slot, if the slot holds t's
-// block throughout.
+// block throughout. It is small enough to be inlined into Pick.
 func (r *ring) read(t uint64) (uint32, bool) {
-	// The shifts are masked to 63 so that the compiler emits plain shifts.
-	shift, pack := r.shift&63, r.pack&63
-	b := t >> shift
-	sl := &r.slot[b%ringSlots]
+	b := t >> r.shift
+	sl := &r.slot[b&(ringSlots-1)]
 	if sl.Load() != b {
 		return 0, false
 	}
-	// Pick number i of all slots' picks; 6-pack picks per word.
-	i := (b%ringSlots)<<shift | t&(1<<shift-1)
-	v := r.words[i>>((6-pack)&63)].Load()
-	x := uint32(v>>((i&(1<<((6-pack)&63)-1))<<pack)) & r.mask
-	return x, sl.Load() == b
+	// Pick number i of all slots' picks, in word i >> wshift, at bit
+	// (i << pack) % 64.
+	i := t & r.imask
+	v := r.words[i>>(r.wshift&63)].Load() >> (i << r.pack & 63)
+	return uint32(v) & r.mask, sl.Load() == b
 }
 
 // ahead reports whether block a is at or after block b.

@@ -144,6 +144,6 @@ func (g *generator) handedOutScan(cnt []uint64) {
 
 // scanSlack is a number of periods larger than ringSlots blocks of a
 // ring of at most scanMaxN entries can reach into: such blocks hold
-// 2*scanMaxN*ringSlots picks (see newRing), and a period of a ring at
-// least 2.
-const scanSlack = 2 * scanMaxN * ringSlots
+// 4*scanMaxN*ringSlots picks (64-pick blocks, see newRing), and a period
+// of a ring is at least 2.
+const scanSlack = 4 * scanMaxN * ringSlots

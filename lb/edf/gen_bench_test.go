@@ -35,7 +35,7 @@ func BenchmarkGenerate(b *testing.B) {
 					r := s.ring
 					words := r.slotWords(0)
 					for b.Loop() {
-						r.gen.fill(words, r.pack)
+						r.gen.fill(words, uint(r.pack))
 					}
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N<<r.shift), "ns/point")
 				})

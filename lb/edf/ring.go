@@ -34,11 +34,11 @@ const noBlock = ^uint64(0)
 // the counter may wrap, since only differences between tickets and the
 // generator's block are turned into positions.
 type ring struct {
-	shift  uint                     // log2 of the picks per block
-	pack   uint                     // log2 of the bits per pick: 2, 3, 4 or 5
-	wshift uint                     // log2 of the picks per word: 6 - pack
-	imask  uint64                   // ringSlots<<shift - 1: a ticket's pick among all slots'
+	shift  uint32                   // log2 of the picks per block
+	pack   uint32                   // log2 of the bits per pick: 2, 3, 4 or 5
+	wshift uint32                   // log2 of the picks per word: 6 - pack
 	mask   uint32                   // 1<<(1<<pack) - 1
+	imask  uint64                   // ringSlots<<shift - 1: a ticket's pick among all slots'
 	blocks uint64                   // mask of block numbers: ^uint64(0) >> shift
 	slot   [ringSlots]atomic.Uint64 // the block each slot holds, or noBlock
 	words  []atomic.Uint64          // the slots' picks, slot after slot
@@ -181,7 +181,7 @@ func (r *ring) generateThrough(target uint64) {
 		b := r.nextBlock
 		sl := &r.slot[b%ringSlots]
 		sl.Store(noBlock)
-		r.gen.fill(r.slotWords(b%ringSlots), r.pack)
+		r.gen.fill(r.slotWords(b%ringSlots), uint(r.pack))
 		sl.Store(b)
 		r.nextBlock = (b + 1) & r.blocks
 		if m := r.gen.m; m > 1<<r.shift { // no division in the common case

@@ -12,8 +12,8 @@ import (
 // weights without a common factor (63 and 64), or small ones (1..100). It
 // is filled on demand rather than at build, so building costs O(n) and
 // not O(period): the first pass through the period generates it, a word
-// of 16 picks at a time, and every later pick is one atomic add and one
-// load, as with the eager table.
+// of 16 picks at a time, and every later pick is one atomic add, a check
+// of the filled count and one load, about the eager table's cost.
 const (
 	lazyMaxN  = 16  // entry indices fit 4 bits
 	lazyLimit = 128 // picks per entry at most: a table of at most 64 bytes per entry

@@ -289,3 +289,37 @@ func TestIdleTimeoutDefault(t *testing.T) {
 		t.Fatalf("state %v 33 minutes after the last pick, want IDLE", c.State())
 	}
 }
+
+// TestSubConnClosed checks that SubConn.Closed turns true when the
+// SubConn's address leaves the channel, and for every SubConn when the
+// channel is closed, and stays false for the others.
+func TestSubConnClosed(t *testing.T) {
+	s1, s2 := startServer(t), startServer(t)
+	c, r, _ := newTestChannel(t, WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
+	r.update(t, resolver.State{Addresses: addrs(s1.addr, s2.addr)})
+	picked := map[string]*SubConn{}
+	for len(picked) < 2 {
+		res, err := c.Pick(guard(t), PickOptions{WaitForReady: true})
+		if err != nil {
+			t.Fatalf("Pick: %v", err)
+		}
+		picked[res.SubConn.Address().Addr] = res.SubConn
+	}
+	for a, sc := range picked {
+		if sc.Closed() {
+			t.Fatalf("%s: Closed before anything changed", a)
+		}
+	}
+	r.update(t, resolver.State{Addresses: addrs(s2.addr)})
+	settle(t, c)
+	if !picked[s1.addr].Closed() {
+		t.Errorf("%s left the channel: Closed() = false", s1.addr)
+	}
+	if picked[s2.addr].Closed() {
+		t.Errorf("%s is still a backend: Closed() = true", s2.addr)
+	}
+	c.Close()
+	if !picked[s2.addr].Closed() {
+		t.Errorf("channel closed: Closed() = false for %s", s2.addr)
+	}
+}

@@ -135,6 +135,15 @@ func (sc *SubConn) Shutdown() {
 // of several addresses, the one that answered), or its first address.
 func (sc *SubConn) Address() resolver.Address { return *sc.ac.addr.Load() }
 
+// Closed reports whether the channel has closed the connection this
+// SubConn uses for good: no balancer uses its address any more, or the
+// channel was closed. A pick never returns it again; an adapter that keeps
+// state per backend (such as a connection pool) can drop it. Safe from any
+// goroutine.
+func (sc *SubConn) Closed() bool {
+	return lb.ConnectivityState(sc.ac.readyState.Load()) == lb.Shutdown
+}
+
 // ReportError tells the channel a request on this connection failed to
 // reach the server (for example the dial was refused): the channel treats
 // the connection as lost, so the policy reconnects or moves on. Safe from

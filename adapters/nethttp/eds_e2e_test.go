@@ -2,7 +2,6 @@ package nethttp_test
 
 import (
 	"fmt"
-	"github.com/lbkit/lbkit/internal/httpbackend"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/internal/httpbackend"
 	"github.com/lbkit/lbkit/lb/backoff"
 )
 

@@ -8,6 +8,11 @@
 // verified against and the SNI sent; only the connection goes to the
 // picked address (TCP, or a Unix socket for unix: targets).
 //
+// Each backend has a connection pool of its own while the channel has it;
+// once the channel has closed the backend's SubConn (its address left),
+// the pool and its idle connections are dropped at the next sweep (see
+// [Transport.CloseIdleConnections]).
+//
 // # Concurrency
 //
 // A Transport is safe for concurrent use, like any http.RoundTripper.
@@ -22,6 +27,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
@@ -57,7 +63,17 @@ type Transport struct {
 	// If zero, it is [DefaultMaxAttempts]; 1 never tries again.
 	MaxAttempts int
 
-	backends sync.Map // resolver address → *http.Transport
+	backends sync.Map     // resolver address → *backend
+	size     atomic.Int64 // entries in backends
+	requests atomic.Int64 // requests since the last sweep
+}
+
+// backend is the connection pool of one backend address, and the SubConn
+// a request last reached it through: once the channel has closed that
+// SubConn, the address has left the channel and the pool can go.
+type backend struct {
+	tr *http.Transport
+	sc atomic.Pointer[conn.SubConn]
 }
 
 // backendKey is the context key under which a request sent to a backend
@@ -75,36 +91,72 @@ func BackendOf(resp *http.Response) (resolver.Address, bool) {
 	return a, ok
 }
 
-// backendTransport returns the transport of the backend at addr, making it
-// on first use.
-func (t *Transport) backendTransport(addr resolver.Address) *http.Transport {
-	if tr, ok := t.backends.Load(addr.Addr); ok {
-		return tr.(*http.Transport)
+// backendTransport returns the transport of the backend at addr, reached
+// through sc, making it on first use. A new backend, and every
+// max(sweepEvery, 4 * backends) requests, sweep away the backends the
+// channel no longer has.
+func (t *Transport) backendTransport(sc *conn.SubConn, addr resolver.Address) *http.Transport {
+	if n := t.requests.Add(1); n >= max(sweepEvery, 4*t.size.Load()) {
+		t.sweep()
+	}
+	if v, ok := t.backends.Load(addr.Addr); ok {
+		b := v.(*backend)
+		if b.sc.Load() != sc {
+			b.sc.Store(sc)
+		}
+		return b.tr
 	}
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport.(*http.Transport)
 	}
-	tr := base.Clone()
-	tr.Proxy = nil
-	tr.DialTLSContext = nil // TLS is layered over DialContext, for the URL's host
+	b := &backend{tr: base.Clone()}
+	b.sc.Store(sc)
+	b.tr.Proxy = nil
+	b.tr.DialTLSContext = nil // TLS is layered over DialContext, for the URL's host
 	dialer := &net.Dialer{}
-	tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+	b.tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return conn.DialAddress(ctx, dialer, addr)
 	}
-	actual, loaded := t.backends.LoadOrStore(addr.Addr, tr)
+	actual, loaded := t.backends.LoadOrStore(addr.Addr, b)
 	if loaded {
-		tr.CloseIdleConnections()
+		b.tr.CloseIdleConnections()
+		return actual.(*backend).tr
 	}
-	return actual.(*http.Transport)
+	t.size.Add(1)
+	t.sweep()
+	return b.tr
 }
 
-// CloseIdleConnections closes the idle connections of every backend. A
-// Transport keeps one pool per backend address it has sent to; a pool with
-// no connection costs a few hundred bytes.
+// sweepEvery is the fewest requests between two sweeps.
+const sweepEvery = 1024
+
+// sweep drops the backends whose SubConn the channel has closed (the
+// address left the channel), closing their idle connections. A request
+// still in flight to such a backend finishes; its connection then idles
+// in the dropped pool until the pool's IdleConnTimeout (or the server)
+// closes it.
+func (t *Transport) sweep() {
+	t.requests.Store(0)
+	t.backends.Range(func(key, v any) bool {
+		b := v.(*backend)
+		if b.sc.Load().Closed() && t.backends.CompareAndDelete(key, b) {
+			t.size.Add(-1)
+			b.tr.CloseIdleConnections()
+		}
+		return true
+	})
+}
+
+// CloseIdleConnections closes the idle connections of every backend, and
+// drops the backends that have left the channel. A Transport keeps one
+// pool per backend address it has sent to, while the channel has that
+// address (see sweep); a pool with no connection costs a few hundred
+// bytes.
 func (t *Transport) CloseIdleConnections() {
-	t.backends.Range(func(_, tr any) bool {
-		tr.(*http.Transport).CloseIdleConnections()
+	t.sweep()
+	t.backends.Range(func(_, v any) bool {
+		v.(*backend).tr.CloseIdleConnections()
 		return true
 	})
 }
@@ -138,7 +190,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			done(picked, lb.DoneInfo{Err: fmt.Errorf("%w: %w", lb.ErrRequestNotSent, err)})
 			return nil, err
 		}
-		resp, err := t.backendTransport(addr).RoundTrip(out)
+		resp, err := t.backendTransport(picked.SubConn, addr).RoundTrip(out)
 		if err == nil {
 			if picked.Done != nil {
 				resp.Body = &doneBody{ReadCloser: resp.Body, done: func(err error) {

@@ -1,41 +1,15 @@
 package lb_test
 
 import (
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
 )
 
 // docs/observability.md lists every metric with each of its labels.
 func TestObservabilityDocListsEveryMetric(t *testing.T) {
-	doc, err := os.ReadFile("../docs/observability.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, d := range lb.MetricDescs() {
-		if seen[d.Name] {
-			t.Errorf("metric %s listed twice", d.Name)
-		}
-		seen[d.Name] = true
-		row := ""
-		for _, line := range strings.Split(string(doc), "\n") {
-			if strings.HasPrefix(line, "| `"+d.Name+"`") {
-				row = line
-			}
-		}
-		if row == "" {
-			t.Errorf("docs/observability.md has no row for %s", d.Name)
-			continue
-		}
-		for _, l := range append([]string{d.Unit, d.Kind.String()}, d.Labels...) {
-			if !strings.Contains(row, l) {
-				t.Errorf("docs/observability.md: the row of %s does not name %q", d.Name, l)
-			}
-		}
-	}
+	lbtest.WantDocumented(t, "../docs/observability.md", lb.MetricDescs())
 }
 
 // The no-op recorder's handles do nothing and allocate nothing.

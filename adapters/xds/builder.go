@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"google.golang.org/grpc"
@@ -26,6 +27,7 @@ type builderConfig struct {
 	resourceTimeout time.Duration
 	backoff         backoff.Config
 	dialOptions     []grpc.DialOption
+	metrics         lb.MetricsRecorder // nil: none
 }
 
 func defaultConfig() builderConfig {
@@ -81,6 +83,20 @@ func WithBackoff(b backoff.Config) Option {
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return optionFunc(func(c *builderConfig) error {
 		c.dialOptions = append(c.dialOptions, opts...)
+		return nil
+	})
+}
+
+// WithMetrics records gRFC A78's XdsClient metrics ([MetricDescs]) into
+// rec: each resolver records its own channel's view, labeled with its
+// target. The Builder's resolvers still share ADS streams with other
+// Builders'. rec must not be nil.
+func WithMetrics(rec lb.MetricsRecorder) Option {
+	return optionFunc(func(c *builderConfig) error {
+		if rec == nil {
+			return errors.New("xds: WithMetrics: the recorder is nil")
+		}
+		c.metrics = rec
 		return nil
 	})
 }
@@ -168,8 +184,13 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts res
 		return nil, err
 	}
 	r := &xdsResolver{c: c, key: key, cc: cc, cluster: name, logger: opts.Logger.With("cluster", name)}
+	if b.cfg != nil && b.cfg.metrics != nil {
+		r.metrics = &resolverMetrics{rec: b.cfg.metrics, target: target.String(), server: c.cfg.server.URI}
+		r.stream = r.metrics.stream()
+		c.addStreamMetrics(r.stream)
+	}
 	r.mu.Lock()
-	r.cdsWatch = c.watch(ClusterType, name, clusterWatcher{r})
+	r.cdsWatch = c.watch(ClusterType, name, clusterWatcher{r}, r.watchMetrics(ClusterType))
 	r.mu.Unlock()
 	return r, nil
 }

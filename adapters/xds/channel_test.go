@@ -19,6 +19,7 @@ import (
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/conn/debugpage"
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/backoff"
 )
 
@@ -200,6 +201,53 @@ func ExampleNewBuilder() {
 	// Output:
 	// snapshot 1: blue
 	// snapshot 2: green
+}
+
+// The xds resolvers of a Builder given WithMetrics record gRFC A78's
+// XdsClient metrics for their channel's target; here into lbtest's
+// in-memory recorder (adapters/otel's recorder sends them to
+// OpenTelemetry).
+func ExampleWithMetrics() {
+	addrs, stop := exampleServers("blue")
+	defer stop()
+	cp, err := controlplane.Start("127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cp.Stop()
+	err = cp.Set("1", []*clusterv3.Cluster{clusterNamed("shop")}, []*endpointv3.ClusterLoadAssignment{
+		assignment("shop", locality{Zone: "a", Weight: 1, Addrs: addrs}),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	boot := &xds.Bootstrap{Servers: []xds.Server{{URI: cp.Addr, Creds: xds.Creds{Type: "insecure"}}}, Node: xds.Node{ID: testNode}}
+	metrics := lbtest.NewMetrics()
+	b, err := xds.NewBuilder(xds.WithBootstrap(boot), xds.WithMetrics(metrics))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ch, err := conn.New("xds:///shop", conn.WithResolver(b))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ch.Close()
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
+	defer tr.CloseIdleConnections()
+	name, _ := get(&http.Client{Transport: tr})
+	fmt.Println("served by", name)
+	fmt.Println("connected:", metrics.Value("grpc.xds_client.connected", "xds:///shop", cp.Addr))
+	fmt.Println("clusters acked:", metrics.Value("grpc.xds_client.resources", "xds:///shop", "#old", "acked", "envoy.config.cluster.v3.Cluster"))
+	fmt.Println("endpoints acked:", metrics.Value("grpc.xds_client.resources", "xds:///shop", "#old", "acked", "envoy.config.endpoint.v3.ClusterLoadAssignment"))
+	// Output:
+	// served by blue
+	// connected: 1
+	// clusters acked: 1
+	// endpoints acked: 1
 }
 
 // exampleServers is namedServers for examples.

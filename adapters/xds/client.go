@@ -91,7 +91,21 @@ type client struct {
 	// a new one; a new watcher of a resource without a value is told.
 	connErr error
 	rng     *rand.Rand
+	// health is the server's health as gRFC A78 defines it for
+	// grpc.xds_client.connected, and streams the resolvers' handles
+	// that record it.
+	health  serverHealth
+	streams map[*streamMetrics]struct{}
 }
+
+// serverHealth is whether the management server is known to work.
+type serverHealth int8
+
+const (
+	healthUnknown   serverHealth = iota // no stream yet
+	healthy                             // a stream was created, or answered after a failure
+	healthUnhealthy                     // a connectivity failure, or a stream that ended without a response
+)
 
 // typeState is the client's state for one resource type.
 type typeState struct {
@@ -127,6 +141,7 @@ type subscription struct {
 	url      string
 	name     string
 	w        watcher
+	m        *watchMetrics // nil without metrics; guarded by c.mu
 	canceled atomic.Bool
 }
 
@@ -141,13 +156,14 @@ func newClient(cfg clientConfig, types ...*resourceType) (*client, error) {
 	conn.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &client{
-		cfg:    cfg,
-		cancel: cancel,
-		done:   make(chan struct{}),
-		queue:  newCallbackQueue(),
-		wake:   make(chan struct{}, 1),
-		types:  make(map[string]*typeState, len(types)),
-		rng:    rand.New(rand.NewPCG(cfg.seed, 0x7864735f61647321)),
+		cfg:     cfg,
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		queue:   newCallbackQueue(),
+		wake:    make(chan struct{}, 1),
+		types:   make(map[string]*typeState, len(types)),
+		rng:     rand.New(rand.NewPCG(cfg.seed, 0x7864735f61647321)),
+		streams: make(map[*streamMetrics]struct{}),
 	}
 	for _, rt := range types {
 		c.types[rt.url] = &typeState{rt: rt, resources: make(map[string]*resource)}
@@ -173,8 +189,9 @@ func (c *client) close() {
 
 // watch subscribes w to the resource of type url named name. What the
 // client already knows of it (its value, or that it does not exist) is
-// given to w at once, on the callback goroutine.
-func (c *client) watch(url, name string, w watcher) *subscription {
+// given to w at once, on the callback goroutine. m, if not nil, records
+// the subscription's metrics.
+func (c *client) watch(url, name string, w watcher, m *watchMetrics) *subscription {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ts := c.types[url]
@@ -193,8 +210,9 @@ func (c *client) watch(url, name string, w watcher) *subscription {
 		ts.dirty = true
 		c.signal()
 	}
-	wt := &subscription{c: c, url: url, name: name, w: w}
+	wt := &subscription{c: c, url: url, name: name, w: w, m: m}
 	r.watchers[wt] = struct{}{}
+	m.note(stateOf(r))
 	switch {
 	case r.has:
 		v := r.value
@@ -221,6 +239,7 @@ func (wt *subscription) Cancel() {
 	c := wt.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	wt.m.note(stateNone)
 	ts := c.types[wt.url]
 	r := ts.resources[wt.name]
 	if r == nil {
@@ -244,6 +263,48 @@ func (wt *subscription) Cancel() {
 	delete(ts.resources, wt.name)
 	ts.dirty = true
 	c.signal()
+}
+
+// addStreamMetrics makes m record the server's health from now on, until
+// removeStreamMetrics.
+func (c *client) addStreamMetrics(m *streamMetrics) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.streams[m] = struct{}{}
+	if c.health != healthUnknown {
+		m.connected.Set(boolGauge(c.health == healthy))
+	}
+}
+
+// removeStreamMetrics stops m recording and sets its gauge to 0: its
+// channel no longer has the stream.
+func (c *client) removeStreamMetrics(m *streamMetrics) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.streams, m)
+	m.connected.Set(0)
+}
+
+// setHealth records the server's health. The caller holds c.mu.
+func (c *client) setHealth(h serverHealth) {
+	if h == c.health {
+		return
+	}
+	failed := h == healthUnhealthy
+	c.health = h
+	for m := range c.streams {
+		m.connected.Set(boolGauge(!failed))
+		if failed {
+			m.failures.Add(1)
+		}
+	}
+}
+
+func boolGauge(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // typeStatus returns the last version of type url the client accepted,
@@ -300,19 +361,22 @@ func (c *client) session(ctx context.Context) bool {
 	defer cancel()
 	conn, err := grpc.NewClient(c.cfg.server.URI, c.cfg.dialOptions...)
 	if err != nil {
-		c.streamFailed(err) // newClient checked the same call
+		c.streamFailed(err, true) // newClient checked the same call
 		return false
 	}
 	defer conn.Close()
 	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(sctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			c.streamFailed(err)
+			c.streamFailed(err, true)
 		}
 		return false
 	}
 	c.mu.Lock()
 	c.live = true
+	if c.health == healthUnknown {
+		c.setHealth(healthy) // A78: 1 when the first stream is created
+	}
 	for _, ts := range c.types {
 		ts.nonce, ts.sent, ts.nack = "", false, "" // a NACK of the old stream means nothing on this one
 		ts.dirty = len(ts.resources) > 0
@@ -341,7 +405,7 @@ func (c *client) session(ctx context.Context) bool {
 			}
 			c.mu.Unlock()
 			if ctx.Err() == nil {
-				c.streamFailed(err)
+				c.streamFailed(err, !received)
 			}
 			return received
 		}
@@ -351,12 +415,17 @@ func (c *client) session(ctx context.Context) bool {
 }
 
 // streamFailed tells every watcher that the stream failed. Resources keep
-// their last values.
-func (c *client) streamFailed(err error) {
+// their last values. unhealthy says the server counts as failed (gRFC
+// A57: a connectivity failure, or a stream that ended without a
+// response).
+func (c *client) streamFailed(err error, unhealthy bool) {
 	err = fmt.Errorf("xds: ADS stream to %s: %w", c.cfg.server.URI, err)
 	c.cfg.logger.Warn("xds: stream failed; serving the last resources received", "error", err)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if unhealthy {
+		c.setHealth(healthUnhealthy)
+	}
 	c.connErr = err
 	for _, url := range c.typeURLs() {
 		for _, r := range c.types[url].resources {
@@ -465,6 +534,7 @@ func (c *client) timedOut(ts *typeState, name string, t *clock.Timer) {
 func (c *client) markMissing(r *resource) {
 	r.value, r.has, r.missing, r.err = nil, false, true, nil
 	for wt := range r.watchers {
+		wt.m.note(stateDoesNotExist)
 		c.queue.push(wt, wt.w.missing)
 	}
 }
@@ -484,6 +554,7 @@ func (c *client) handle(resp *discoveryv3.DiscoveryResponse) {
 	}
 	ts.nonce = resp.GetNonce()
 	c.connErr = nil
+	c.setHealth(healthy)
 	var problems []string
 	seen := make(map[string]bool, len(resp.GetResources()))
 	for i, a := range resp.GetResources() {
@@ -502,6 +573,11 @@ func (c *client) handle(resp *discoveryv3.DiscoveryResponse) {
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s %q (resources[%d]): %v", ts.rt.kind, name, i, err))
 			if r != nil {
+				for wt := range r.watchers {
+					if wt.m != nil {
+						wt.m.invalid.Add(1)
+					}
+				}
 				stopTimer(r)
 				refused := fmt.Errorf("xds: %s %q refused: %w", ts.rt.kind, name, err)
 				if r.err != nil && r.err.Error() == refused.Error() {
@@ -510,6 +586,7 @@ func (c *client) handle(resp *discoveryv3.DiscoveryResponse) {
 				r.err = refused
 				for wt := range r.watchers {
 					err := r.err
+					wt.m.note(stateOf(r))
 					c.queue.push(wt, func() { wt.w.failed(err) })
 				}
 			}
@@ -521,6 +598,10 @@ func (c *client) handle(resp *discoveryv3.DiscoveryResponse) {
 		stopTimer(r)
 		r.value, r.has, r.missing, r.err = value, true, false, nil
 		for wt := range r.watchers {
+			if wt.m != nil {
+				wt.m.valid.Add(1)
+			}
+			wt.m.note(stateAcked)
 			c.queue.pushUpdate(wt, func() { wt.w.update(value) })
 		}
 	}

@@ -51,8 +51,8 @@ func TestWholeSetResponseDeletesOnlyWhatWasReceived(t *testing.T) {
 	}
 	defer c.close()
 	w1, w2 := recordingWatcher{make(chan string, 8)}, recordingWatcher{make(chan string, 8)}
-	c.watch(ClusterType, "c1", w1)
-	c.watch(ClusterType, "c2", w2)
+	c.watch(ClusterType, "c1", w1, nil)
+	c.watch(ClusterType, "c2", w2, nil)
 	for _, w := range []recordingWatcher{w1, w2} {
 		if got := w.next(t); got != "failed" { // the stream's error, at once
 			t.Fatalf("first callback %q, want failed", got)

@@ -64,6 +64,10 @@ type xdsResolver struct {
 	cc      resolver.ClientConn
 	cluster string
 	logger  *slog.Logger
+	// metrics makes the resolver's metric handles and stream records
+	// the stream's health; both nil without [WithMetrics].
+	metrics *resolverMetrics
+	stream  *streamMetrics
 
 	mu        sync.Mutex
 	closed    bool
@@ -146,6 +150,9 @@ func (r *xdsResolver) Close() {
 	if edsw != nil {
 		edsw.Cancel()
 	}
+	if r.stream != nil {
+		r.c.removeStreamMetrics(r.stream)
+	}
 	release(r.key)
 }
 
@@ -210,6 +217,15 @@ func (w endpointWatcher) missing() {
 	})
 }
 
+// watchMetrics returns the handles of a new subscription of type url, or
+// nil without metrics.
+func (r *xdsResolver) watchMetrics(url string) *watchMetrics {
+	if r.metrics == nil {
+		return nil
+	}
+	return r.metrics.watch(url)
+}
+
 // followEndpoints switches the EDS subscription to name ("" for none).
 // The caller holds r.mu.
 func (r *xdsResolver) followEndpoints(name string) {
@@ -219,7 +235,7 @@ func (r *xdsResolver) followEndpoints(name string) {
 	}
 	r.edsName, r.cla, r.namer = name, nil, eds.Namer{}
 	if name != "" {
-		r.edsWatch = r.c.watch(EndpointType, name, endpointWatcher{r})
+		r.edsWatch = r.c.watch(EndpointType, name, endpointWatcher{r}, r.watchMetrics(EndpointType))
 	}
 }
 

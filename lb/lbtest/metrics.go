@@ -1,6 +1,7 @@
 package lbtest
 
 import (
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,5 +72,39 @@ func (m *Metrics) Want(tb TB, want int64, name string, labelValues ...string) {
 	tb.Helper()
 	if got := m.Value(name, labelValues...); got != want {
 		tb.Errorf("metric %s = %d, want %d", metricKey(name, labelValues), got, want)
+	}
+}
+
+// WantDocumented fails tb unless the Markdown file at path has a table row
+// for every metric of descs, starting "| `NAME`" and naming the metric's
+// unit, kind and every label: a check that a metrics table stays
+// complete.
+func WantDocumented(tb TB, path string, descs []*lb.MetricDesc) {
+	tb.Helper()
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatalf("reading the metrics table: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, d := range descs {
+		if seen[d.Name] {
+			tb.Errorf("metric %s listed twice", d.Name)
+		}
+		seen[d.Name] = true
+		row := ""
+		for _, line := range strings.Split(string(doc), "\n") {
+			if strings.HasPrefix(line, "| `"+d.Name+"`") {
+				row = line
+			}
+		}
+		if row == "" {
+			tb.Errorf("%s has no row for %s", path, d.Name)
+			continue
+		}
+		for _, l := range append([]string{d.Unit, d.Kind.String()}, d.Labels...) {
+			if !strings.Contains(row, l) {
+				tb.Errorf("%s: the row of %s does not name %q", path, d.Name, l)
+			}
+		}
 	}
 }

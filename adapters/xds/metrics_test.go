@@ -1,0 +1,125 @@
+package xds_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+
+	"github.com/lbkit/lbkit/adapters/xds"
+	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// TestXdsClientMetrics checks gRFC A78's XdsClient metrics through a
+// resolver following a real go-control-plane server: valid and invalid
+// resources, the cache states of the resources the channel watches, the
+// stream's health across a server restart, and the gauges a closed
+// resolver leaves at 0.
+func TestXdsClientMetrics(t *testing.T) {
+	const (
+		cdsType = "envoy.config.cluster.v3.Cluster"
+		edsType = "envoy.config.endpoint.v3.ClusterLoadAssignment"
+	)
+	cp := startControlPlane(t)
+	good := twoPriorityAssignment("c1")
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{good})
+	m := lbtest.NewMetrics()
+	clk := clock.NewMock()
+	logs := newLogWaiter()
+	cc, r := follow(t, testBuilder(t, cp.addr, xds.WithMetrics(m)), "c1", clk, logs)
+	target := resolver.Target{Scheme: xds.Scheme, Endpoint: "c1"}.String()
+	server := cp.addr
+	states := func(typ string, want map[string]int64) {
+		t.Helper()
+		for _, s := range []string{"requested", "does_not_exist", "acked", "nacked", "nacked_but_cached"} {
+			m.Want(t, want[s], "grpc.xds_client.resources", target, "#old", s, typ)
+		}
+	}
+
+	cc.NextState(t)
+	ctx := ctxFor(t)
+	cp.waitRequest(ctx, acked(xds.EndpointType, "1"))
+	m.Want(t, 1, "grpc.xds_client.connected", target, server)
+	m.Want(t, 0, "grpc.xds_client.server_failure", target, server)
+	for _, typ := range []string{cdsType, edsType} {
+		// Each copy counts, changed or not: a server may send one again.
+		if n := m.Value("grpc.xds_client.resource_updates_valid", target, server, typ); n < 1 {
+			t.Errorf("valid %s updates = %d, want at least 1", typ, n)
+		}
+	}
+	states(cdsType, map[string]int64{"acked": 1})
+	states(edsType, map[string]int64{"acked": 1})
+
+	// A refused assignment: the last good one stays cached.
+	bad := assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.9:80"}})
+	bad.Endpoints[0].LbEndpoints[0].GetEndpoint().GetAddress().GetSocketAddress().PortSpecifier = nil
+	cp.set("2", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{bad})
+	cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.EndpointType && r.GetErrorDetail() != nil
+	})
+	if n := m.Value("grpc.xds_client.resource_updates_invalid", target, server, edsType); n < 1 {
+		t.Errorf("invalid endpoints updates = %d, want at least 1", n)
+	}
+	states(edsType, map[string]int64{"nacked_but_cached": 1})
+	states(cdsType, map[string]int64{"acked": 1})
+	m.Want(t, 0, "grpc.xds_client.resource_updates_invalid", target, server, cdsType)
+
+	// The server goes away: the stream had responses, so its end is not
+	// a failure (gRFC A57); the reconnection that finds no server is.
+	cp.stop()
+	logs.wait(t, "reconnecting after backoff", 1)
+	m.Want(t, 0, "grpc.xds_client.connected", target, server)
+	m.Want(t, 1, "grpc.xds_client.server_failure", target, server)
+
+	// Back, and answering: connected again; no other failure.
+	cp.restart()
+	clk.Add(time.Second)
+	cp.set("3", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{
+		assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.5:80"}}),
+	})
+	cc.NextState(t)
+	m.Want(t, 1, "grpc.xds_client.connected", target, server)
+	m.Want(t, 1, "grpc.xds_client.server_failure", target, server)
+	states(edsType, map[string]int64{"acked": 1})
+
+	// A closed resolver's channel has no stream and watches nothing.
+	r.Close()
+	m.Want(t, 0, "grpc.xds_client.connected", target, server)
+	states(cdsType, nil)
+	states(edsType, nil)
+}
+
+// TestXdsClientMetricsOfAMissingCluster checks the requested and
+// does_not_exist cache states: a cluster the server never sends is
+// requested until the resource timer says it does not exist.
+func TestXdsClientMetricsOfAMissingCluster(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("other")}, nil)
+	m := lbtest.NewMetrics()
+	clk := clock.NewMock()
+	logs := newLogWaiter()
+	cc, _ := follow(t, testBuilder(t, cp.addr, xds.WithMetrics(m)), "c1", clk, logs)
+	target := resolver.Target{Scheme: xds.Scheme, Endpoint: "c1"}.String()
+	const cdsType = "envoy.config.cluster.v3.Cluster"
+	logs.wait(t, "waiting for the resource", 1)
+	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "requested", cdsType)
+	clk.Add(xds.DefaultResourceTimeout)
+	cc.NextState(t) // the empty tree of a cluster that does not exist
+	m.Want(t, 0, "grpc.xds_client.resources", target, "#old", "requested", cdsType)
+	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "does_not_exist", cdsType)
+}
+
+func TestWithMetricsRefusesNil(t *testing.T) {
+	if _, err := xds.NewBuilder(xds.WithMetrics(nil)); err == nil {
+		t.Fatal("WithMetrics(nil): no error")
+	}
+}
+
+// docs/observability.md lists every XdsClient metric with its labels.
+func TestObservabilityDocListsTheXdsClientMetrics(t *testing.T) {
+	lbtest.WantDocumented(t, "../../docs/observability.md", xds.MetricDescs())
+}

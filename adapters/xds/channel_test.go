@@ -19,8 +19,8 @@ import (
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/conn/debugpage"
 	"github.com/lbkit/lbkit/lb"
-	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/backoff"
+	"github.com/lbkit/lbkit/lb/lbtest"
 )
 
 // namedServers starts an HTTP server per name that answers with its name,

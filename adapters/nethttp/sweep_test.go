@@ -2,6 +2,8 @@ package nethttp_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/internal/testpki"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/manual"
 	_ "github.com/lbkit/lbkit/lb/roundrobin"
@@ -29,10 +32,16 @@ type countingBackend struct {
 }
 
 func newCountingBackend(t *testing.T) *countingBackend {
-	b := &countingBackend{changed: make(chan struct{}, 1)}
-	b.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	return startCountingBackend(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok"))
-	}))
+	}), nil)
+}
+
+// startCountingBackend starts a countingBackend serving h, over TLS with
+// HTTP/2 when cert is not nil.
+func startCountingBackend(t *testing.T, h http.Handler, cert *tls.Certificate) *countingBackend {
+	b := &countingBackend{changed: make(chan struct{}, 1)}
+	b.Server = httptest.NewUnstartedServer(h)
 	b.Config.ConnState = func(c net.Conn, s http.ConnState) {
 		switch s {
 		case http.StateActive:
@@ -48,7 +57,13 @@ func newCountingBackend(t *testing.T) *countingBackend {
 			}
 		}
 	}
-	b.Start()
+	if cert != nil {
+		b.EnableHTTP2 = true
+		b.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}}
+		b.StartTLS()
+	} else {
+		b.Start()
+	}
 	t.Cleanup(b.Close)
 	return b
 }
@@ -88,18 +103,11 @@ func waitClosed(t *testing.T, b *countingBackend, why string) {
 }
 
 // TestBackendsThatLeaveAreDropped checks that the pool of a backend the
-// channel no longer has is dropped and its idle connection closed: when a
-// new backend arrives, and, with no new backend, after enough requests.
+// channel no longer has is dropped and its idle connection closed after
+// enough requests, while the other backends keep theirs.
 func TestBackendsThatLeaveAreDropped(t *testing.T) {
-	a, b, c := newCountingBackend(t), newCountingBackend(t), newCountingBackend(t)
-	addrs := func(bs ...*countingBackend) resolver.State {
-		var s resolver.State
-		for _, x := range bs {
-			s.Addresses = append(s.Addresses, resolver.Address{Addr: hostOf(x.Server)})
-		}
-		return s
-	}
-	r := manual.NewBuilder("sweep", manual.WithInitialState(addrs(a, b)))
+	a, b := newCountingBackend(t), newCountingBackend(t)
+	r := manual.NewBuilder("sweep", manual.WithInitialState(addrsOf(a, b)))
 	ch, err := conn.New("sweep:///svc", conn.WithResolver(r),
 		conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
 	if err != nil {
@@ -112,26 +120,97 @@ func TestBackendsThatLeaveAreDropped(t *testing.T) {
 	servedBy(t, client, hostOf(a.Server))
 	servedBy(t, client, hostOf(b.Server))
 
-	// a leaves and c arrives: the first request to c drops a's pool.
-	if err := r.UpdateState(addrs(b, c)); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, ch)
-	servedBy(t, client, hostOf(c.Server))
-	waitClosed(t, a, "a left and c arrived")
-
-	// b leaves, nothing arrives: a sweep after enough requests drops it.
-	if err := r.UpdateState(addrs(c)); err != nil {
+	if err := r.UpdateState(addrsOf(b)); err != nil {
 		t.Fatal(err)
 	}
 	settle(t, ch)
 	for range 1024 {
-		servedBy(t, client, hostOf(c.Server))
+		servedBy(t, client, hostOf(b.Server))
 	}
-	waitClosed(t, b, "b left, then 1024 requests")
-	if n := c.closed.Load(); n != 0 {
-		t.Fatalf("%d connections to c were closed while c is still a backend", n)
+	waitClosed(t, a, "a left, then 1024 requests")
+	if n := b.closed.Load(); n != 0 {
+		t.Fatalf("%d connections to b were closed while b is still a backend", n)
 	}
+}
+
+// TestPoolInUseIsKeptUntilItsLastResponse checks that a backend that
+// leaves while an HTTP/2 request is in flight keeps its pool until the
+// response body is closed, and that CloseIdleConnections then drops the
+// pool and closes the connection (a dropped pool's connections could not
+// be closed by anything).
+func TestPoolInUseIsKeptUntilItsLastResponse(t *testing.T) {
+	cert, roots := testpki.SelfSigned(t, testpki.Leaf{CommonName: "svc", Usage: x509.ExtKeyUsageServerAuth, DNSNames: []string{"svc"}})
+	entered, release := make(chan struct{}), make(chan struct{})
+	slow := startCountingBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(entered)
+			<-release
+		}
+		_, _ = w.Write([]byte(r.Proto))
+	}), &cert)
+	other := newCountingBackend(t)
+	r := manual.NewBuilder("inflight", manual.WithInitialState(addrsOf(slow)))
+	ch, err := conn.New("inflight:///svc", conn.WithResolver(r),
+		conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSClientConfig = &tls.Config{RootCAs: roots}
+	base.ForceAttemptHTTP2 = true
+	base.IdleConnTimeout = 0 // only the Transport may close the connection
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true, Base: base}
+	defer tr.CloseIdleConnections()
+
+	type result struct {
+		body string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://svc/slow", nil)
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- result{string(body), err}
+	}()
+	select {
+	case <-entered:
+	case res := <-done:
+		t.Fatalf("the request ended before reaching the handler: %q, %v", res.body, res.err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request did not reach the backend")
+	}
+	if err := r.UpdateState(addrsOf(other)); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, ch)
+	tr.CloseIdleConnections() // the pool is in use: kept
+	close(release)
+	res := <-done
+	if res.err != nil || res.body != "HTTP/2.0" {
+		t.Fatalf("the request in flight: %q, %v; want an HTTP/2.0 answer", res.body, res.err)
+	}
+	if n := slow.closed.Load(); n != 0 {
+		t.Fatalf("%d connections closed while the request was in flight", n)
+	}
+	tr.CloseIdleConnections() // no request left: dropped, its connection closed
+	waitClosed(t, slow, "the backend left, its last response was closed, then CloseIdleConnections")
+}
+
+func addrsOf(bs ...*countingBackend) resolver.State {
+	var s resolver.State
+	for _, x := range bs {
+		s.Addresses = append(s.Addresses, resolver.Address{Addr: x.Listener.Addr().String()})
+	}
+	return s
 }
 
 func settle(t *testing.T, ch *conn.Channel) {

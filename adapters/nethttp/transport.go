@@ -70,11 +70,35 @@ type Transport struct {
 
 // backend is the connection pool of one backend address, and the SubConn
 // a request last reached it through: once the channel has closed that
-// SubConn, the address has left the channel and the pool can go.
+// SubConn (the address left the channel) and no request uses the pool,
+// a sweep retires it.
 type backend struct {
 	tr *http.Transport
 	sc atomic.Pointer[conn.SubConn]
+	// users counts the requests using the pool, from backendFor until
+	// their response body is closed (or their round trip failed); the
+	// retired bit, set only while there are none, admits no more.
+	users atomic.Int64
 }
+
+// retired marks a backend's users count once a sweep has dropped it.
+const retired = int64(1) << 62
+
+// acquire counts a user of b, unless b is retired.
+func (b *backend) acquire() bool {
+	for {
+		n := b.users.Load()
+		if n&retired != 0 {
+			return false
+		}
+		if b.users.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release ends a use counted by acquire.
+func (b *backend) release() { b.users.Add(-1) }
 
 // backendKey is the context key under which a request sent to a backend
 // carries that backend's address.
@@ -91,21 +115,40 @@ func BackendOf(resp *http.Response) (resolver.Address, bool) {
 	return a, ok
 }
 
-// backendTransport returns the transport of the backend at addr, reached
-// through sc, making it on first use. A new backend, and every
-// max(sweepEvery, 4 * backends) requests, sweep away the backends the
-// channel no longer has.
-func (t *Transport) backendTransport(sc *conn.SubConn, addr resolver.Address) *http.Transport {
-	if n := t.requests.Add(1); n >= max(sweepEvery, 4*t.size.Load()) {
+// backendFor returns the backend at addr, reached through sc, counting
+// the caller as a user (the caller releases it), and making it on first
+// use. Every max(sweepEvery, 4 * backends) requests, one of them sweeps
+// away the backends the channel no longer has.
+func (t *Transport) backendFor(sc *conn.SubConn, addr resolver.Address) *backend {
+	if n := t.requests.Add(1); n >= max(sweepEvery, 4*t.size.Load()) && t.requests.CompareAndSwap(n, 0) {
 		t.sweep()
 	}
-	if v, ok := t.backends.Load(addr.Addr); ok {
-		b := v.(*backend)
-		if b.sc.Load() != sc {
-			b.sc.Store(sc)
+	for {
+		if v, ok := t.backends.Load(addr.Addr); ok {
+			b := v.(*backend)
+			if !b.acquire() {
+				t.backends.CompareAndDelete(addr.Addr, b) // being dropped: make another
+				continue
+			}
+			// A request through a SubConn closed since its pick must not
+			// hide the live one from sweeps.
+			if cur := b.sc.Load(); cur != sc && !sc.Closed() {
+				b.sc.Store(sc)
+			}
+			return b
 		}
-		return b.tr
+		b := t.newBackend(sc, addr)
+		b.users.Store(1)
+		if _, loaded := t.backends.LoadOrStore(addr.Addr, b); loaded {
+			continue // another request made it first: use that one
+		}
+		t.size.Add(1)
+		return b
 	}
+}
+
+// newBackend returns a backend for addr with a pool of its own.
+func (t *Transport) newBackend(sc *conn.SubConn, addr resolver.Address) *backend {
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport.(*http.Transport)
@@ -118,30 +161,24 @@ func (t *Transport) backendTransport(sc *conn.SubConn, addr resolver.Address) *h
 	b.tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return conn.DialAddress(ctx, dialer, addr)
 	}
-	actual, loaded := t.backends.LoadOrStore(addr.Addr, b)
-	if loaded {
-		b.tr.CloseIdleConnections()
-		return actual.(*backend).tr
-	}
-	t.size.Add(1)
-	t.sweep()
-	return b.tr
+	return b
 }
 
 // sweepEvery is the fewest requests between two sweeps.
 const sweepEvery = 1024
 
 // sweep drops the backends whose SubConn the channel has closed (the
-// address left the channel), closing their idle connections. A request
-// still in flight to such a backend finishes; its connection then idles
-// in the dropped pool until the pool's IdleConnTimeout (or the server)
-// closes it.
+// address left the channel) and that no request is using, closing their
+// idle connections, which are then all of their connections. A backend
+// still in use stays until a sweep after its last response body is
+// closed.
 func (t *Transport) sweep() {
-	t.requests.Store(0)
 	t.backends.Range(func(key, v any) bool {
 		b := v.(*backend)
-		if b.sc.Load().Closed() && t.backends.CompareAndDelete(key, b) {
-			t.size.Add(-1)
+		if b.sc.Load().Closed() && b.users.CompareAndSwap(0, retired) {
+			if t.backends.CompareAndDelete(key, b) {
+				t.size.Add(-1)
+			}
 			b.tr.CloseIdleConnections()
 		}
 		return true
@@ -149,10 +186,10 @@ func (t *Transport) sweep() {
 }
 
 // CloseIdleConnections closes the idle connections of every backend, and
-// drops the backends that have left the channel. A Transport keeps one
-// pool per backend address it has sent to, while the channel has that
-// address (see sweep); a pool with no connection costs a few hundred
-// bytes.
+// drops the backends that have left the channel and have no request in
+// flight. A Transport keeps one pool per backend address it has sent to
+// while the channel has that address (see sweep); a pool with no
+// connection costs a few hundred bytes.
 func (t *Transport) CloseIdleConnections() {
 	t.sweep()
 	t.backends.Range(func(_, v any) bool {
@@ -190,15 +227,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			done(picked, lb.DoneInfo{Err: fmt.Errorf("%w: %w", lb.ErrRequestNotSent, err)})
 			return nil, err
 		}
-		resp, err := t.backendTransport(picked.SubConn, addr).RoundTrip(out)
+		b := t.backendFor(picked.SubConn, addr)
+		resp, err := b.tr.RoundTrip(out)
 		if err == nil {
-			if picked.Done != nil {
-				resp.Body = &doneBody{ReadCloser: resp.Body, done: func(err error) {
+			resp.Body = &doneBody{ReadCloser: resp.Body, done: func(err error) {
+				b.release()
+				if picked.Done != nil {
 					picked.Done(lb.DoneInfo{Err: t.classify(resp, err), Status: resp.StatusCode, Metadata: resp.Header})
-				}}
-			}
+				}
+			}}
 			return resp, nil
 		}
+		b.release()
 		dialFailed := isDialError(err)
 		if dialFailed {
 			picked.SubConn.ReportError(err)

@@ -116,9 +116,10 @@ func withOrigin(t0 uint64) Option { return optionFunc(func(c *config) { c.origin
 // on demand, at most 128n for at most 16 entries: see lazyTable) or from a
 // ring of blocks of the schedule generated exactly, in order, ahead of the
 // picks (see ring). It never allocates; it takes a lock only when picks
-// outrun the generator, and then for the generation of one block (or of
-// one word of 16 picks of a lazy table). Memory is O(n), independent of
-// the weights.
+// outrun the generator, and then for the generation of one block (for a
+// lazy table, of the words up to its position: one word of 16 picks,
+// unless a Skip jumped past the filled part). Memory is O(n), independent
+// of the weights.
 //
 // The zero Scheduler has no entries: Pick returns the zero T and Skip does
 // nothing.
@@ -388,8 +389,11 @@ func (s *Scheduler[T]) pickSlow() T {
 // Skip advances the schedule by n picks without returning them, as if Pick
 // had been called n times. It costs O(1); the first pick after a skip past
 // the blocks generated ahead repositions the generator in
-// O(len log maxweight), independent of n. It is safe for concurrent use
-// with Pick; n may be any value, e.g. to move past 2^64 picks in two calls.
+// O(len log maxweight), independent of n (with a lazily filled table, the
+// first pick past its filled part fills it up to that pick's position,
+// O(len * period) once: at most 128*len^2 steps, len <= 16). It is safe
+// for concurrent use with Pick; n may be any value, e.g. to move past 2^64
+// picks in two calls.
 func (s *Scheduler[T]) Skip(n uint64) {
 	switch {
 	case s.counted():

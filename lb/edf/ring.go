@@ -27,7 +27,7 @@ const noBlock = ^uint64(0)
 // Slots are seqlocks: a slot's block number is cleared before its words
 // are rewritten and set after, and a reader accepts a word only if the
 // slot held its block before and after reading it. Words are atomic, so
-// a reader never races with the writer. A word holds 8, 4 or 2 picks
+// a reader never races with the writer. A word holds 16, 8, 4 or 2 picks
 // (entry indices of 4, 8, 16 or 32 bits, as few as the entries need).
 //
 // Ticket arithmetic is modulo 2^64 (block numbers modulo 2^(64-shift)):

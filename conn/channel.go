@@ -307,9 +307,10 @@ func (c *Channel) exitIdle() {
 	cc := &resolverCC{c: c}
 	c.resCC = cc
 	r, err := c.rb.Build(c.parsed, cc, resolver.BuildOptions{
-		Clock:  c.clock,
-		Logger: c.logger,
-		Rand:   rand.New(rand.NewPCG(c.rand.Uint64(), c.rand.Uint64())),
+		Clock:         c.clock,
+		Logger:        c.logger,
+		Rand:          rand.New(rand.NewPCG(c.rand.Uint64(), c.rand.Uint64())),
+		ChannelTarget: c.target,
 	})
 	if err != nil {
 		c.resCC = nil

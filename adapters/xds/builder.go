@@ -185,12 +185,15 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts res
 	}
 	r := &xdsResolver{c: c, key: key, cc: cc, cluster: name, logger: opts.Logger.With("cluster", name)}
 	if b.cfg != nil && b.cfg.metrics != nil {
-		r.metrics = &resolverMetrics{rec: b.cfg.metrics, target: target.String(), server: c.cfg.server.URI}
-		r.stream = r.metrics.stream()
-		c.addStreamMetrics(r.stream)
+		label := opts.ChannelTarget
+		if label == "" {
+			label = target.String()
+		}
+		r.metrics = newResolverMetrics(b.cfg.metrics, b.cfg, label, c.cfg.server.URI)
+		c.addStreamMetrics(r.metrics)
 	}
 	r.mu.Lock()
-	r.cdsWatch = c.watch(ClusterType, name, clusterWatcher{r}, r.watchMetrics(ClusterType))
+	r.cdsWatch = c.watch(ClusterType, name, clusterWatcher{r}, r.metrics)
 	r.mu.Unlock()
 	return r, nil
 }

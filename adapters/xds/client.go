@@ -92,10 +92,23 @@ type client struct {
 	connErr error
 	rng     *rand.Rand
 	// health is the server's health as gRFC A78 defines it for
-	// grpc.xds_client.connected, and streams the resolvers' handles
-	// that record it.
+	// grpc.xds_client.connected, and streams the handles that record it,
+	// one set per channel target however many resolvers it has.
 	health  serverHealth
-	streams map[*streamMetrics]struct{}
+	streams map[metricsKey]*streamEntry
+}
+
+// streamEntry is a target's stream handles and the resolvers using them.
+type streamEntry struct {
+	m    *streamMetrics
+	refs int
+}
+
+// watchEntry is a target's handles for one resource and the
+// subscriptions using them.
+type watchEntry struct {
+	m    *watchMetrics
+	refs int
 }
 
 // serverHealth is whether the management server is known to work.
@@ -127,11 +140,14 @@ type typeState struct {
 // resource is one subscribed resource.
 type resource struct {
 	watchers map[*subscription]struct{}
-	value    any
-	has      bool  // value is the last valid value
-	missing  bool  // known not to exist
-	err      error // why the last copy received was refused
-	timer    *clock.Timer
+	// metrics are the resource's handles, one set per channel target
+	// watching it (a resource is counted once per target).
+	metrics map[metricsKey]*watchEntry
+	value   any
+	has     bool  // value is the last valid value
+	missing bool  // known not to exist
+	err     error // why the last copy received was refused
+	timer   *clock.Timer
 }
 
 // subscription is one watcher's subscription to a resource. Cancel ends
@@ -141,7 +157,7 @@ type subscription struct {
 	url      string
 	name     string
 	w        watcher
-	m        *watchMetrics // nil without metrics; guarded by c.mu
+	rm       *resolverMetrics // nil without metrics
 	canceled atomic.Bool
 }
 
@@ -163,7 +179,7 @@ func newClient(cfg clientConfig, types ...*resourceType) (*client, error) {
 		wake:    make(chan struct{}, 1),
 		types:   make(map[string]*typeState, len(types)),
 		rng:     rand.New(rand.NewPCG(cfg.seed, 0x7864735f61647321)),
-		streams: make(map[*streamMetrics]struct{}),
+		streams: make(map[metricsKey]*streamEntry),
 	}
 	for _, rt := range types {
 		c.types[rt.url] = &typeState{rt: rt, resources: make(map[string]*resource)}
@@ -189,9 +205,9 @@ func (c *client) close() {
 
 // watch subscribes w to the resource of type url named name. What the
 // client already knows of it (its value, or that it does not exist) is
-// given to w at once, on the callback goroutine. m, if not nil, records
-// the subscription's metrics.
-func (c *client) watch(url, name string, w watcher, m *watchMetrics) *subscription {
+// given to w at once, on the callback goroutine. rm, if not nil, records
+// the resource's metrics for its channel target.
+func (c *client) watch(url, name string, w watcher, rm *resolverMetrics) *subscription {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ts := c.types[url]
@@ -209,10 +225,26 @@ func (c *client) watch(url, name string, w watcher, m *watchMetrics) *subscripti
 		ts.resources[name] = r
 		ts.dirty = true
 		c.signal()
+	} else if !ts.dirty && !r.has && !r.missing && r.err == nil && r.timer == nil {
+		// A resource kept subscribed after its last watcher left (see
+		// Cancel) lost its timer then; no request will restart it.
+		c.armTimer(ts, name, r)
 	}
-	wt := &subscription{c: c, url: url, name: name, w: w, m: m}
+	wt := &subscription{c: c, url: url, name: name, w: w, rm: rm}
 	r.watchers[wt] = struct{}{}
-	m.note(stateOf(r))
+	if rm != nil {
+		key := rm.key()
+		e := r.metrics[key]
+		if e == nil {
+			if r.metrics == nil {
+				r.metrics = make(map[metricsKey]*watchEntry)
+			}
+			e = &watchEntry{m: rm.watch(url)}
+			r.metrics[key] = e
+		}
+		e.refs++
+		e.m.note(stateOf(r))
+	}
 	switch {
 	case r.has:
 		v := r.value
@@ -239,13 +271,21 @@ func (wt *subscription) Cancel() {
 	c := wt.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	wt.m.note(stateNone)
 	ts := c.types[wt.url]
 	r := ts.resources[wt.name]
 	if r == nil {
 		return
 	}
 	delete(r.watchers, wt)
+	if wt.rm != nil {
+		key := wt.rm.key()
+		if e := r.metrics[key]; e != nil {
+			if e.refs--; e.refs == 0 {
+				e.m.note(stateNone)
+				delete(r.metrics, key)
+			}
+		}
+	}
 	if len(r.watchers) > 0 {
 		return
 	}
@@ -265,24 +305,35 @@ func (wt *subscription) Cancel() {
 	c.signal()
 }
 
-// addStreamMetrics makes m record the server's health from now on, until
-// removeStreamMetrics.
-func (c *client) addStreamMetrics(m *streamMetrics) {
+// addStreamMetrics makes rm's target record the server's health from now
+// on, until as many removeStreamMetrics.
+func (c *client) addStreamMetrics(rm *resolverMetrics) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.streams[m] = struct{}{}
-	if c.health != healthUnknown {
-		m.connected.Set(boolGauge(c.health == healthy))
+	key := rm.key()
+	e := c.streams[key]
+	if e == nil {
+		e = &streamEntry{m: rm.stream()}
+		c.streams[key] = e
+		if c.health != healthUnknown {
+			e.m.connected.Set(boolGauge(c.health == healthy))
+		}
 	}
+	e.refs++
 }
 
-// removeStreamMetrics stops m recording and sets its gauge to 0: its
-// channel no longer has the stream.
-func (c *client) removeStreamMetrics(m *streamMetrics) {
+// removeStreamMetrics undoes one addStreamMetrics; the target's last
+// sets its gauge to 0: its channels no longer have the stream.
+func (c *client) removeStreamMetrics(rm *resolverMetrics) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.streams, m)
-	m.connected.Set(0)
+	key := rm.key()
+	if e := c.streams[key]; e != nil {
+		if e.refs--; e.refs == 0 {
+			delete(c.streams, key)
+			e.m.connected.Set(0)
+		}
+	}
 }
 
 // setHealth records the server's health. The caller holds c.mu.
@@ -292,10 +343,10 @@ func (c *client) setHealth(h serverHealth) {
 	}
 	failed := h == healthUnhealthy
 	c.health = h
-	for m := range c.streams {
-		m.connected.Set(boolGauge(!failed))
+	for _, e := range c.streams {
+		e.m.connected.Set(boolGauge(!failed))
 		if failed {
-			m.failures.Add(1)
+			e.m.failures.Add(1)
 		}
 	}
 }
@@ -506,14 +557,23 @@ func (c *client) startTimers(req *discoveryv3.DiscoveryRequest) {
 	ts := c.types[req.TypeUrl]
 	for _, name := range req.ResourceNames {
 		r := ts.resources[name]
-		if r == nil || r.has || r.missing || r.timer != nil {
-			continue
+		if r == nil || r.has || r.missing || r.err != nil || r.timer != nil {
+			continue // received (valid or not), known missing, or waited for
 		}
-		var t *clock.Timer
-		t = c.cfg.clock.AfterFunc(c.cfg.resourceTimeout, func() { c.timedOut(ts, name, t) })
-		r.timer = t
-		c.cfg.logger.Debug("xds: waiting for the resource", "type", ts.rt.kind, "resource", name, "timeout", c.cfg.resourceTimeout)
+		c.armTimer(ts, name, r)
 	}
+}
+
+// armTimer starts r's does-not-exist timer. The caller holds c.mu; the
+// stream must be up.
+func (c *client) armTimer(ts *typeState, name string, r *resource) {
+	if !c.live {
+		return
+	}
+	var t *clock.Timer
+	t = c.cfg.clock.AfterFunc(c.cfg.resourceTimeout, func() { c.timedOut(ts, name, t) })
+	r.timer = t
+	c.cfg.logger.Debug("xds: waiting for the resource", "type", ts.rt.kind, "resource", name, "timeout", c.cfg.resourceTimeout)
 }
 
 // timedOut marks a resource that its timer t waited for as not existing.
@@ -533,8 +593,10 @@ func (c *client) timedOut(ts *typeState, name string, t *clock.Timer) {
 // caller holds c.mu.
 func (c *client) markMissing(r *resource) {
 	r.value, r.has, r.missing, r.err = nil, false, true, nil
+	for _, e := range r.metrics {
+		e.m.note(stateDoesNotExist)
+	}
 	for wt := range r.watchers {
-		wt.m.note(stateDoesNotExist)
 		c.queue.push(wt, wt.w.missing)
 	}
 }
@@ -547,14 +609,14 @@ func (c *client) markMissing(r *resource) {
 func (c *client) handle(resp *discoveryv3.DiscoveryResponse) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.connErr = nil
+	c.setHealth(healthy) // any response: the stream works
 	ts := c.types[resp.GetTypeUrl()]
 	if ts == nil {
 		c.cfg.logger.Warn("xds: response of a type never asked for; ignored", "type_url", resp.GetTypeUrl())
 		return
 	}
 	ts.nonce = resp.GetNonce()
-	c.connErr = nil
-	c.setHealth(healthy)
 	var problems []string
 	seen := make(map[string]bool, len(resp.GetResources()))
 	for i, a := range resp.GetResources() {
@@ -573,20 +635,21 @@ func (c *client) handle(resp *discoveryv3.DiscoveryResponse) {
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s %q (resources[%d]): %v", ts.rt.kind, name, i, err))
 			if r != nil {
-				for wt := range r.watchers {
-					if wt.m != nil {
-						wt.m.invalid.Add(1)
-					}
+				for _, e := range r.metrics {
+					e.m.invalid.Add(1)
 				}
 				stopTimer(r)
+				r.missing = false // it exists, if not in a form lbkit can use
 				refused := fmt.Errorf("xds: %s %q refused: %w", ts.rt.kind, name, err)
 				if r.err != nil && r.err.Error() == refused.Error() {
 					continue // told already: a server resending a NACKed version
 				}
 				r.err = refused
+				for _, e := range r.metrics {
+					e.m.note(stateOf(r))
+				}
 				for wt := range r.watchers {
 					err := r.err
-					wt.m.note(stateOf(r))
 					c.queue.push(wt, func() { wt.w.failed(err) })
 				}
 			}
@@ -597,11 +660,11 @@ func (c *client) handle(resp *discoveryv3.DiscoveryResponse) {
 		}
 		stopTimer(r)
 		r.value, r.has, r.missing, r.err = value, true, false, nil
+		for _, e := range r.metrics {
+			e.m.valid.Add(1)
+			e.m.note(stateAcked)
+		}
 		for wt := range r.watchers {
-			if wt.m != nil {
-				wt.m.valid.Add(1)
-			}
-			wt.m.note(stateAcked)
 			c.queue.pushUpdate(wt, func() { wt.w.update(value) })
 		}
 	}

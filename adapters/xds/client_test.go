@@ -83,3 +83,59 @@ func TestWholeSetResponseDeletesOnlyWhatWasReceived(t *testing.T) {
 		t.Fatalf("c1 left out after it was received: %q, want missing", got)
 	}
 }
+
+// A resource kept subscribed after its last watcher left (the last of its
+// type, see Cancel) and then watched again gets its does-not-exist timer
+// back: no request is sent for it, so none would start the timer (found by
+// review). The stream is pretended up; nothing listens.
+func TestRewatchedKeptResourceGetsItsTimer(t *testing.T) {
+	clk := clock.NewMock()
+	c, err := newClient(clientConfig{
+		server:          Server{URI: "127.0.0.1:1"},
+		node:            &corev3.Node{Id: "n"},
+		dialOptions:     []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+		clock:           clk,
+		logger:          slog.New(slog.DiscardHandler),
+		backoff:         backoff.Config{BaseDelay: time.Hour, Multiplier: 1, MaxDelay: time.Hour}, // no retry within the test
+		resourceTimeout: DefaultResourceTimeout,
+	}, clusterResource, endpointResource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	w1 := recordingWatcher{make(chan string, 8)}
+	s1 := c.watch(EndpointType, "e1", w1, nil)
+	if got := w1.next(t); got != "failed" { // the stream's error; the client then backs off
+		t.Fatalf("first callback %q, want failed", got)
+	}
+	timed := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.types[EndpointType].resources["e1"].timer != nil
+	}
+	c.mu.Lock()
+	c.live = true // as if a stream had sent the subscription
+	ts := c.types[EndpointType]
+	ts.sent, ts.dirty = true, false
+	c.mu.Unlock()
+	c.startTimers(&discoveryv3.DiscoveryRequest{TypeUrl: EndpointType, ResourceNames: []string{"e1"}})
+	if !timed() {
+		t.Fatal("no timer after the request")
+	}
+	s1.Cancel() // e1 is the last endpoints resource: kept, its timer stopped
+	if timed() {
+		t.Fatal("the timer of a resource without watchers still runs")
+	}
+	w2 := recordingWatcher{make(chan string, 8)}
+	c.watch(EndpointType, "e1", w2, nil)
+	if !timed() {
+		t.Fatal("watched again: no timer, so it would never be found missing")
+	}
+	if got := w2.next(t); got != "failed" { // a new watcher learns the stream's last error
+		t.Fatalf("first callback %q, want failed", got)
+	}
+	clk.Add(DefaultResourceTimeout)
+	if got := w2.next(t); got != "missing" {
+		t.Fatalf("after the timeout: %q, want missing", got)
+	}
+}

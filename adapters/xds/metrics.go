@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"reflect"
 	"strings"
 
 	"github.com/lbkit/lbkit/lb"
@@ -104,20 +105,42 @@ type watchMetrics struct {
 }
 
 // resolverMetrics makes a resolver's handles: rec, its target and the
-// management server label them.
+// management server label them. Resolvers of one target (two channels
+// with the same target) share their handles through the client, which
+// keys them by key(), so a target's series count each event once.
 type resolverMetrics struct {
 	rec            lb.MetricsRecorder
+	id             any // rec when comparable, else a value standing for it
 	target, server string
 }
 
-func (m resolverMetrics) stream() *streamMetrics {
+// metricsKey identifies a target's series at one client.
+type metricsKey struct {
+	rec    any
+	target string
+}
+
+func (m *resolverMetrics) key() metricsKey { return metricsKey{m.id, m.target} }
+
+// newResolverMetrics returns the handle maker of a resolver recording into
+// rec for target; self stands for rec in keys when rec's type cannot be
+// compared (self must be the same for every resolver recording into rec).
+func newResolverMetrics(rec lb.MetricsRecorder, self any, target, server string) *resolverMetrics {
+	id := any(rec)
+	if !reflect.TypeOf(rec).Comparable() {
+		id = self
+	}
+	return &resolverMetrics{rec: rec, id: id, target: target, server: server}
+}
+
+func (m *resolverMetrics) stream() *streamMetrics {
 	return &streamMetrics{
 		connected: m.rec.Gauge(MetricConnected, m.target, m.server),
 		failures:  m.rec.Counter(MetricServerFailure, m.target, m.server),
 	}
 }
 
-func (m resolverMetrics) watch(typeURL string) *watchMetrics {
+func (m *resolverMetrics) watch(typeURL string) *watchMetrics {
 	typ := strings.TrimPrefix(typeURL, "type.googleapis.com/")
 	w := &watchMetrics{
 		valid:   m.rec.Counter(MetricResourceUpdatesValid, m.target, m.server, typ),

@@ -1,6 +1,7 @@
 package xds_test
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -9,10 +10,41 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 
+	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/adapters/xds"
+	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
+
+// Resource types as grpc.xds.resource_type labels them.
+const (
+	cdsType = "envoy.config.cluster.v3.Cluster"
+	edsType = "envoy.config.endpoint.v3.ClusterLoadAssignment"
+)
+
+// metricsCase is a resolver for cluster c1 of a real control plane,
+// recording into m, with its mock clock, logs and target label.
+type metricsCase struct {
+	cp     *testPlane
+	m      *lbtest.Metrics
+	clk    *clock.Mock
+	logs   *logWaiter
+	cc     *lbtest.ResolverClientConn
+	r      resolver.Resolver
+	target string
+}
+
+// newMetricsCase serves clusters and assignments as version 1 and follows
+// c1 with metrics.
+func newMetricsCase(t *testing.T, clusters []*clusterv3.Cluster, assignments []*endpointv3.ClusterLoadAssignment) *metricsCase {
+	t.Helper()
+	c := &metricsCase{cp: startControlPlane(t), m: lbtest.NewMetrics(), clk: clock.NewMock(), logs: newLogWaiter()}
+	c.cp.set("1", clusters, assignments)
+	c.cc, c.r = follow(t, testBuilder(t, c.cp.addr, xds.WithMetrics(c.m)), "c1", c.clk, c.logs)
+	c.target = resolver.Target{Scheme: xds.Scheme, Endpoint: "c1"}.String()
+	return c
+}
 
 // TestXdsClientMetrics checks gRFC A78's XdsClient metrics through a
 // resolver following a real go-control-plane server: valid and invalid
@@ -20,18 +52,8 @@ import (
 // stream's health across a server restart, and the gauges a closed
 // resolver leaves at 0.
 func TestXdsClientMetrics(t *testing.T) {
-	const (
-		cdsType = "envoy.config.cluster.v3.Cluster"
-		edsType = "envoy.config.endpoint.v3.ClusterLoadAssignment"
-	)
-	cp := startControlPlane(t)
-	good := twoPriorityAssignment("c1")
-	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{good})
-	m := lbtest.NewMetrics()
-	clk := clock.NewMock()
-	logs := newLogWaiter()
-	cc, r := follow(t, testBuilder(t, cp.addr, xds.WithMetrics(m)), "c1", clk, logs)
-	target := resolver.Target{Scheme: xds.Scheme, Endpoint: "c1"}.String()
+	c := newMetricsCase(t, []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
+	cp, m, clk, logs, cc, r, target := c.cp, c.m, c.clk, c.logs, c.cc, c.r, c.target
 	server := cp.addr
 	states := func(typ string, want map[string]int64) {
 		t.Helper()
@@ -97,14 +119,8 @@ func TestXdsClientMetrics(t *testing.T) {
 // does_not_exist cache states: a cluster the server never sends is
 // requested until the resource timer says it does not exist.
 func TestXdsClientMetricsOfAMissingCluster(t *testing.T) {
-	cp := startControlPlane(t)
-	cp.set("1", []*clusterv3.Cluster{clusterNamed("other")}, nil)
-	m := lbtest.NewMetrics()
-	clk := clock.NewMock()
-	logs := newLogWaiter()
-	cc, _ := follow(t, testBuilder(t, cp.addr, xds.WithMetrics(m)), "c1", clk, logs)
-	target := resolver.Target{Scheme: xds.Scheme, Endpoint: "c1"}.String()
-	const cdsType = "envoy.config.cluster.v3.Cluster"
+	c := newMetricsCase(t, []*clusterv3.Cluster{clusterNamed("other")}, nil)
+	m, clk, logs, cc, target := c.m, c.clk, c.logs, c.cc, c.target
 	logs.wait(t, "waiting for the resource", 1)
 	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "requested", cdsType)
 	clk.Add(xds.DefaultResourceTimeout)
@@ -122,4 +138,88 @@ func TestWithMetricsRefusesNil(t *testing.T) {
 // docs/observability.md lists every XdsClient metric with its labels.
 func TestObservabilityDocListsTheXdsClientMetrics(t *testing.T) {
 	lbtest.WantDocumented(t, "../../docs/observability.md", xds.MetricDescs())
+}
+
+// TestInvalidCopyOfAMissingResourceIsNacked checks that a resource the
+// timer found missing and then received invalid is "nacked" (A78:
+// received but not valid), not "does_not_exist" (found by review).
+func TestInvalidCopyOfAMissingResourceIsNacked(t *testing.T) {
+	c := newMetricsCase(t, []*clusterv3.Cluster{clusterNamed("c1")}, nil)
+	cp, m, clk, logs, cc, target := c.cp, c.m, c.clk, c.logs, c.cc, c.target
+	logs.wait(t, "waiting for the resource type=endpoints", 1)
+	clk.Add(xds.DefaultResourceTimeout)
+	cc.NextState(t) // the empty tree: the endpoints do not exist
+	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "does_not_exist", edsType)
+
+	bad := assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.9:80"}})
+	bad.Endpoints[0].LbEndpoints[0].GetEndpoint().GetAddress().GetSocketAddress().PortSpecifier = nil
+	cp.set("2", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{bad})
+	cp.waitRequest(ctxFor(t), func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.EndpointType && r.GetErrorDetail() != nil
+	})
+	m.Want(t, 0, "grpc.xds_client.resources", target, "#old", "does_not_exist", edsType)
+	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "nacked", edsType)
+	// go-control-plane sends a NACKed version again: each copy counts.
+	if n := m.Value("grpc.xds_client.resource_updates_invalid", target, cp.addr, edsType); n < 1 {
+		t.Errorf("invalid endpoints updates = %d, want at least 1", n)
+	}
+}
+
+// TestTwoChannelsOfOneTargetCountOnce checks that two resolvers of one
+// target (two channels) record each event once and that closing one
+// leaves the other's series as they are, as one XdsClient per target
+// would (found by review).
+func TestTwoChannelsOfOneTargetCountOnce(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
+	m := lbtest.NewMetrics()
+	clk := clock.NewMock()
+	logs := newLogWaiter()
+	b := testBuilder(t, cp.addr, xds.WithMetrics(m))
+	cc1, r1 := follow(t, b, "c1", clk, logs)
+	cc2, _ := follow(t, b, "c1", clk, logs)
+	cc1.NextState(t)
+	cc2.NextState(t)
+	target := resolver.Target{Scheme: xds.Scheme, Endpoint: "c1"}.String()
+	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "acked", cdsType)
+
+	cp.stop()
+	logs.wait(t, "reconnecting after backoff", 1)
+	m.Want(t, 1, "grpc.xds_client.server_failure", target, cp.addr)
+	cp.restart()
+	clk.Add(time.Second)
+	cp.set("2", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{
+		assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.5:80"}}),
+	})
+	cc1.NextState(t)
+	cc2.NextState(t)
+	r1.Close()
+	m.Want(t, 1, "grpc.xds_client.connected", target, cp.addr)
+	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "acked", cdsType)
+	m.Want(t, 1, "grpc.xds_client.server_failure", target, cp.addr)
+}
+
+// TestTargetLabelIsTheChannelsTarget checks that grpc.target is the
+// channel's target as given, the label of the channel's own metrics, and
+// not the parsed form (found by review).
+func TestTargetLabelIsTheChannelsTarget(t *testing.T) {
+	addrs, stop := exampleServers("blue")
+	defer stop()
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("shop")}, []*endpointv3.ClusterLoadAssignment{
+		assignment("shop", locality{Zone: "a", Weight: 1, Addrs: addrs}),
+	})
+	m := lbtest.NewMetrics()
+	ch, err := conn.New("xds:shop", conn.WithResolver(testBuilder(t, cp.addr, xds.WithMetrics(m))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
+	defer tr.CloseIdleConnections()
+	if name, err := get(&http.Client{Transport: tr}); name != "blue" {
+		t.Fatalf("request: %q, %v", name, err)
+	}
+	m.Want(t, 1, "grpc.xds_client.connected", "xds:shop", cp.addr)
+	m.Want(t, 0, "grpc.xds_client.connected", "xds:///shop", cp.addr)
 }

@@ -64,10 +64,9 @@ type xdsResolver struct {
 	cc      resolver.ClientConn
 	cluster string
 	logger  *slog.Logger
-	// metrics makes the resolver's metric handles and stream records
-	// the stream's health; both nil without [WithMetrics].
+	// metrics makes the resolver's metric handles; nil without
+	// [WithMetrics].
 	metrics *resolverMetrics
-	stream  *streamMetrics
 
 	mu        sync.Mutex
 	closed    bool
@@ -150,8 +149,8 @@ func (r *xdsResolver) Close() {
 	if edsw != nil {
 		edsw.Cancel()
 	}
-	if r.stream != nil {
-		r.c.removeStreamMetrics(r.stream)
+	if r.metrics != nil {
+		r.c.removeStreamMetrics(r.metrics)
 	}
 	release(r.key)
 }
@@ -217,15 +216,6 @@ func (w endpointWatcher) missing() {
 	})
 }
 
-// watchMetrics returns the handles of a new subscription of type url, or
-// nil without metrics.
-func (r *xdsResolver) watchMetrics(url string) *watchMetrics {
-	if r.metrics == nil {
-		return nil
-	}
-	return r.metrics.watch(url)
-}
-
 // followEndpoints switches the EDS subscription to name ("" for none).
 // The caller holds r.mu.
 func (r *xdsResolver) followEndpoints(name string) {
@@ -235,7 +225,7 @@ func (r *xdsResolver) followEndpoints(name string) {
 	}
 	r.edsName, r.cla, r.namer = name, nil, eds.Namer{}
 	if name != "" {
-		r.edsWatch = r.c.watch(EndpointType, name, endpointWatcher{r}, r.watchMetrics(EndpointType))
+		r.edsWatch = r.c.watch(EndpointType, name, endpointWatcher{r}, r.metrics)
 	}
 }
 

@@ -117,6 +117,10 @@ type BuildOptions struct {
 	// for it alone: it is not safe for concurrent use. Nil means a source
 	// seeded at random.
 	Rand *rand.Rand
+	// ChannelTarget is the channel's dial target as it was given (the
+	// grpc.target label of the channel's metrics), for a resolver's own
+	// logs and metric labels. Empty when no channel builds the resolver.
+	ChannelTarget string
 }
 
 // WithDefaults returns o with every nil field set to its documented default.

@@ -3,6 +3,7 @@ package xds_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -230,7 +231,9 @@ func TestParseClusterConfigsParseInAServiceConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sc := parseServiceConfig(t, cfg.Policies)
+			// Only a TypedStruct's own fields may be unknown: they are
+			// listed in Ignored.
+			sc := checkServiceConfig(t, cfg.Policies, len(cfg.Ignored) > 0 && strings.Contains(name, "TypedStruct"))
 			wantOD := len(cfg.Policies.OutlierDetection) > 0
 			if got := strings.Count(sc, outlierdetection.Name); wantOD && got != 2 || !wantOD && got != 0 {
 				t.Errorf("%d outlier_detection_experimental policies in %s, want one per priority iff set", got, sc)
@@ -247,6 +250,13 @@ func TestParseClusterConfigsParseInAServiceConfig(t *testing.T) {
 // loadBalancingConfig.
 func parseServiceConfig(t *testing.T, p eds.Policies) string {
 	t.Helper()
+	return checkServiceConfig(t, p, false)
+}
+
+// checkServiceConfig is parseServiceConfig, allowing fields the policies
+// do not know when unknownOK (a TypedStruct's, listed in Ignored).
+func checkServiceConfig(t *testing.T, p eds.Policies, unknownOK bool) string {
+	t.Helper()
 	var n eds.Namer
 	conv, err := n.Convert(twoPriorities, p)
 	if err != nil {
@@ -262,7 +272,7 @@ func parseServiceConfig(t *testing.T, p eds.Policies) string {
 	if err != nil {
 		t.Fatalf("lb.ParseLoadBalancingConfig(%s): %v", sc.LoadBalancingConfig, err)
 	}
-	if parsed.Name != "priority_experimental" || len(parsed.Unknown) != 0 {
+	if parsed.Name != "priority_experimental" || len(parsed.Unknown) != 0 && !unknownOK {
 		t.Errorf("parsed %q with unknown fields %v", parsed.Name, parsed.Unknown)
 	}
 	return string(sc.LoadBalancingConfig)
@@ -510,12 +520,20 @@ func FuzzParseCluster(f *testing.F) {
 			}
 			return
 		}
-		if _, err := lb.ParsePolicyList(cfg.Policies.Endpoint); err != nil {
+		leaf, err := lb.ParsePolicyList(cfg.Policies.Endpoint)
+		if err != nil {
 			t.Fatalf("endpoint policy %s: %v", cfg.Policies.Endpoint, err)
+		}
+		// Fields the endpoint policy does not know (a TypedStruct's) are
+		// listed in Ignored.
+		for _, u := range leaf.Unknown {
+			if !slices.ContainsFunc(cfg.Ignored, func(s string) bool { return strings.Contains(s, u) }) {
+				t.Fatalf("endpoint policy %s: unknown field %s not in Ignored %q", cfg.Policies.Endpoint, u, cfg.Ignored)
+			}
 		}
 		if len(cfg.Policies.OutlierDetection) > 0 {
 			_ = parseOD(t, cfg.Policies)
 		}
-		_ = parseServiceConfig(t, cfg.Policies)
+		_ = checkServiceConfig(t, cfg.Policies, len(leaf.Unknown) > 0)
 	})
 }

@@ -152,9 +152,15 @@ func convertPolicy(typed *anypb.Any, at string, depth int) (c chosenPolicy, ok b
 		return chosenPolicy{}, true, err
 	}
 	// gRFC A52: the converted config must parse with the LB policy
-	// registry, or the Cluster is NACKed.
-	if _, perr := lb.ParsePolicyList(c.leaf); perr != nil {
+	// registry, or the Cluster is NACKed. Fields the policy does not know
+	// (only a TypedStruct can carry them) are ignored, as gRPC's JSON
+	// configs ignore them, and listed.
+	parsed, perr := lb.ParsePolicyList(c.leaf)
+	if perr != nil {
 		return chosenPolicy{}, true, fieldErrorf(at, "lbkit refuses the converted config %s: %w", c.leaf, perr)
+	}
+	for _, u := range parsed.Unknown {
+		c.ignored = append(c.ignored, fmt.Sprintf("%s: %s: a field %s does not know; ignored", at, u, parsed.Name))
 	}
 	return c, true, nil
 }

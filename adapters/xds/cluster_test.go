@@ -245,16 +245,10 @@ func TestParseClusterConfigsParseInAServiceConfig(t *testing.T) {
 	}
 }
 
-// parseServiceConfig converts the twoPriorities assignment with p, parses
+// checkServiceConfig converts the twoPriorities assignment with p, parses
 // the service config with lb's registry and returns its
-// loadBalancingConfig.
-func parseServiceConfig(t *testing.T, p eds.Policies) string {
-	t.Helper()
-	return checkServiceConfig(t, p, false)
-}
-
-// checkServiceConfig is parseServiceConfig, allowing fields the policies
-// do not know when unknownOK (a TypedStruct's, listed in Ignored).
+// loadBalancingConfig. Fields the policies do not know fail the test
+// unless unknownOK (a TypedStruct's, listed in Ignored).
 func checkServiceConfig(t *testing.T, p eds.Policies, unknownOK bool) string {
 	t.Helper()
 	var n eds.Namer

@@ -221,3 +221,143 @@ func settle(t *testing.T, ch *conn.Channel) {
 		t.Fatal(err)
 	}
 }
+
+// heldCloseBody is a one-byte request body whose Close waits for gate.
+// The HTTP/2 client closes a sent request body before it forgets the
+// stream, so this keeps the stream on its connection after the response
+// body has returned io.EOF.
+type heldCloseBody struct {
+	read bool
+	gate chan struct{}
+}
+
+func (b *heldCloseBody) Read(p []byte) (int, error) {
+	if b.read {
+		return 0, io.EOF
+	}
+	b.read = true
+	p[0] = 'x'
+	return 1, io.EOF
+}
+
+func (b *heldCloseBody) Close() error { <-b.gate; return nil }
+
+// TestDroppedPoolClosesAStreamStillEnding checks that dropping a pool
+// closes its HTTP/2 connection even while the connection still ends the
+// stream of a response its caller has read to the end: idle-connection
+// closing skips such a connection, and once the pool is out of the map
+// nothing else could close it (found by review).
+func TestDroppedPoolClosesAStreamStillEnding(t *testing.T) {
+	cert, roots := testpki.SelfSigned(t, testpki.Leaf{CommonName: "svc", Usage: x509.ExtKeyUsageServerAuth, DNSNames: []string{"svc"}})
+	entered, release := make(chan struct{}), make(chan struct{})
+	slow := startCountingBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		close(entered)
+		<-release
+		_, _ = w.Write([]byte(r.Proto))
+	}), &cert)
+	other := newCountingBackend(t)
+	r := manual.NewBuilder("ending", manual.WithInitialState(addrsOf(slow)))
+	ch, err := conn.New("ending:///svc", conn.WithResolver(r),
+		conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSClientConfig = &tls.Config{RootCAs: roots}
+	base.ForceAttemptHTTP2 = true
+	base.IdleConnTimeout = 0 // only the Transport may close the connection
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true, Base: base}
+	defer tr.CloseIdleConnections()
+
+	gate := make(chan struct{})
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	got := make(chan result, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://svc/", &heldCloseBody{gate: gate})
+		req.ContentLength = 1
+		resp, err := tr.RoundTrip(req)
+		got <- result{resp, err}
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request did not reach the backend")
+	}
+	if err := r.UpdateState(addrsOf(other)); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, ch)
+	close(release)
+	res := <-got
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if body, err := io.ReadAll(res.resp.Body); err != nil || string(body) != "HTTP/2.0" {
+		t.Fatalf("response %q, %v", body, err)
+	}
+	tr.CloseIdleConnections() // no user left: the pool is dropped while its stream still ends
+	close(gate)
+	_ = res.resp.Body.Close()
+	waitClosed(t, slow, "the pool was dropped while its last stream was ending")
+}
+
+// TestUpgradeResponseBodyIsWritable checks that a 101 Switching
+// Protocols response's body stays a connection the caller can write to
+// (httputil.ReverseProxy upgrades need io.ReadWriteCloser), with a policy
+// that counts requests in flight (a Done) and one that does not (found by
+// review).
+func TestUpgradeResponseBodyIsWritable(t *testing.T) {
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		c, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		_ = rw.Flush()
+		line, _ := rw.ReadString('\n')
+		_, _ = rw.WriteString(line)
+		_ = rw.Flush()
+	}))
+	defer echo.Close()
+	for _, policy := range []string{"round_robin", "least_request_experimental"} {
+		t.Run(policy, func(t *testing.T) {
+			ch, err := conn.New("fixed:///svc", conn.WithResolver(staticBuilder{addrs: []string{hostOf(echo)}}),
+				conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"`+policy+`":{}}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ch.Close()
+			tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
+			defer tr.CloseIdleConnections()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc/", nil)
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", "echo")
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			rwc, ok := resp.Body.(io.ReadWriteCloser)
+			if resp.StatusCode != http.StatusSwitchingProtocols || !ok {
+				t.Fatalf("status %d, body %T: want 101 and an io.ReadWriteCloser", resp.StatusCode, resp.Body)
+			}
+			if _, err := io.WriteString(rwc, "ping\n"); err != nil {
+				t.Fatal(err)
+			}
+			line := make([]byte, 5)
+			if _, err := io.ReadFull(rwc, line); err != nil || string(line) != "ping\n" {
+				t.Fatalf("echo %q, %v", line, err)
+			}
+		})
+	}
+}

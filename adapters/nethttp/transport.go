@@ -79,6 +79,55 @@ type backend struct {
 	// their response body is closed (or their round trip failed); the
 	// retired bit, set only while there are none, admits no more.
 	users atomic.Int64
+
+	// conns are the pool's open connections. A retired pool closes them
+	// all: an HTTP/2 connection may still be finishing a stream whose
+	// body its caller has read, and nothing could close it later.
+	mu      sync.Mutex
+	conns   map[*trackedConn]struct{}
+	dropped bool // retired: conns closed, and any later one at once
+}
+
+// trackedConn is a pool's connection, which it forgets when closed.
+type trackedConn struct {
+	net.Conn
+	b *backend
+}
+
+func (c *trackedConn) Close() error {
+	c.b.mu.Lock()
+	delete(c.b.conns, c)
+	c.b.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// track adds c to b's connections, or closes it if b is retired.
+func (b *backend) track(c net.Conn) (net.Conn, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dropped {
+		c.Close()
+		return nil, errors.New("nethttp: the backend's pool was dropped: it left the channel")
+	}
+	tc := &trackedConn{Conn: c, b: b}
+	b.conns[tc] = struct{}{}
+	return tc, nil
+}
+
+// closeAll closes b's pool and every connection it has: b is retired, so
+// no request uses them.
+func (b *backend) closeAll() {
+	b.tr.CloseIdleConnections()
+	b.mu.Lock()
+	b.dropped = true
+	conns := make([]*trackedConn, 0, len(b.conns))
+	for c := range b.conns {
+		conns = append(conns, c)
+	}
+	b.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
 }
 
 // retired marks a backend's users count once a sweep has dropped it.
@@ -127,7 +176,11 @@ func (t *Transport) backendFor(sc *conn.SubConn, addr resolver.Address) *backend
 		if v, ok := t.backends.Load(addr.Addr); ok {
 			b := v.(*backend)
 			if !b.acquire() {
-				t.backends.CompareAndDelete(addr.Addr, b) // being dropped: make another
+				// Being dropped: take it out (if its sweep has not yet)
+				// and make another.
+				if t.backends.CompareAndDelete(addr.Addr, b) {
+					t.size.Add(-1)
+				}
 				continue
 			}
 			// A request through a SubConn closed since its pick must not
@@ -153,13 +206,17 @@ func (t *Transport) newBackend(sc *conn.SubConn, addr resolver.Address) *backend
 	if base == nil {
 		base = http.DefaultTransport.(*http.Transport)
 	}
-	b := &backend{tr: base.Clone()}
+	b := &backend{tr: base.Clone(), conns: make(map[*trackedConn]struct{})}
 	b.sc.Store(sc)
 	b.tr.Proxy = nil
 	b.tr.DialTLSContext = nil // TLS is layered over DialContext, for the URL's host
 	dialer := &net.Dialer{}
 	b.tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return conn.DialAddress(ctx, dialer, addr)
+		c, err := conn.DialAddress(ctx, dialer, addr)
+		if err != nil {
+			return nil, err
+		}
+		return b.track(c)
 	}
 	return b
 }
@@ -168,10 +225,9 @@ func (t *Transport) newBackend(sc *conn.SubConn, addr resolver.Address) *backend
 const sweepEvery = 1024
 
 // sweep drops the backends whose SubConn the channel has closed (the
-// address left the channel) and that no request is using, closing their
-// idle connections, which are then all of their connections. A backend
-// still in use stays until a sweep after its last response body is
-// closed.
+// address left the channel) and that no request is using, closing all
+// their connections. A backend still in use stays until a sweep after its
+// last response body is closed.
 func (t *Transport) sweep() {
 	t.backends.Range(func(key, v any) bool {
 		b := v.(*backend)
@@ -179,7 +235,7 @@ func (t *Transport) sweep() {
 			if t.backends.CompareAndDelete(key, b) {
 				t.size.Add(-1)
 			}
-			b.tr.CloseIdleConnections()
+			b.closeAll()
 		}
 		return true
 	})
@@ -201,7 +257,9 @@ func (t *Transport) CloseIdleConnections() {
 // RoundTrip picks a backend and sends req to it, unchanged, over that
 // backend's connections. It calls the pick's Done when the response body
 // is closed or read to the end (or at once on error), with the response's
-// status code and headers and the error Classify returns (nil: success). A
+// status code and headers and the error Classify returns (nil: success);
+// the body of a 101 Switching Protocols response stays writable, and Done
+// comes when it is closed. A
 // backend that cannot be reached (a dial error) is reported to the
 // channel, which re-checks it, and the request is tried on another backend
 // when that is safe (see MaxAttempts).
@@ -230,12 +288,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		b := t.backendFor(picked.SubConn, addr)
 		resp, err := b.tr.RoundTrip(out)
 		if err == nil {
-			resp.Body = &doneBody{ReadCloser: resp.Body, done: func(err error) {
+			resp.Body = withDone(resp.Body, func(err error) {
 				b.release()
 				if picked.Done != nil {
 					picked.Done(lb.DoneInfo{Err: t.classify(resp, err), Status: resp.StatusCode, Metadata: resp.Header})
 				}
-			}}
+			})
 			return resp, nil
 		}
 		b.release()
@@ -316,6 +374,25 @@ func isDialError(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
 }
+
+// withDone returns body calling done once, when it hits EOF, fails, or
+// is closed. The body of a 101 Switching Protocols response, a
+// connection to write to as well (io.ReadWriteCloser), stays one.
+func withDone(body io.ReadCloser, done func(error)) io.ReadCloser {
+	d := &doneBody{ReadCloser: body, done: done}
+	if w, ok := body.(io.Writer); ok {
+		return &doneReadWriteBody{doneBody: d, w: w}
+	}
+	return d
+}
+
+// doneReadWriteBody is a doneBody that can be written to.
+type doneReadWriteBody struct {
+	*doneBody
+	w io.Writer
+}
+
+func (b *doneReadWriteBody) Write(p []byte) (int, error) { return b.w.Write(p) }
 
 // doneBody calls done once, when the body hits EOF, fails, or is closed.
 type doneBody struct {

@@ -9,9 +9,9 @@
 // picked address (TCP, or a Unix socket for unix: targets).
 //
 // Each backend has a connection pool of its own while the channel has it;
-// once the channel has closed the backend's SubConn (its address left),
-// the pool and its idle connections are dropped at the next sweep (see
-// [Transport.CloseIdleConnections]).
+// once the channel has closed the backend's SubConn (its address left) and
+// no request uses the pool, the pool and its connections are dropped at
+// the next sweep (see [Transport.CloseIdleConnections]).
 //
 // # Concurrency
 //

@@ -133,35 +133,55 @@ func TestBackendsThatLeaveAreDropped(t *testing.T) {
 	}
 }
 
+// slowH2Case is an HTTP/2 backend over TLS whose handler signals entered
+// and answers only after release, another backend, and a Transport over a
+// round_robin channel whose manual resolver r holds the slow one first.
+type slowH2Case struct {
+	slow, other      *countingBackend
+	entered, release chan struct{}
+	r                *manual.Builder
+	ch               *conn.Channel
+	tr               *nethttp.Transport
+}
+
+// newSlowH2Case starts a slowH2Case; scheme names its resolver. The
+// slow backend reads each request's body before it signals.
+func newSlowH2Case(t *testing.T, scheme string) *slowH2Case {
+	t.Helper()
+	cert, roots := testpki.SelfSigned(t, testpki.Leaf{CommonName: "svc", Usage: x509.ExtKeyUsageServerAuth, DNSNames: []string{"svc"}})
+	c := &slowH2Case{entered: make(chan struct{}), release: make(chan struct{})}
+	c.slow = startCountingBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		close(c.entered)
+		<-c.release
+		_, _ = w.Write([]byte(r.Proto))
+	}), &cert)
+	c.other = newCountingBackend(t)
+	c.r = manual.NewBuilder(scheme, manual.WithInitialState(addrsOf(c.slow)))
+	ch, err := conn.New(scheme+":///svc", conn.WithResolver(c.r),
+		conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch.Close() })
+	c.ch = ch
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.TLSClientConfig = &tls.Config{RootCAs: roots}
+	base.ForceAttemptHTTP2 = true
+	base.IdleConnTimeout = 0 // only the Transport may close the connection
+	c.tr = &nethttp.Transport{Channel: ch, WaitForReady: true, Base: base}
+	t.Cleanup(c.tr.CloseIdleConnections)
+	return c
+}
+
 // TestPoolInUseIsKeptUntilItsLastResponse checks that a backend that
 // leaves while an HTTP/2 request is in flight keeps its pool until the
 // response body is closed, and that CloseIdleConnections then drops the
 // pool and closes the connection (a dropped pool's connections could not
 // be closed by anything).
 func TestPoolInUseIsKeptUntilItsLastResponse(t *testing.T) {
-	cert, roots := testpki.SelfSigned(t, testpki.Leaf{CommonName: "svc", Usage: x509.ExtKeyUsageServerAuth, DNSNames: []string{"svc"}})
-	entered, release := make(chan struct{}), make(chan struct{})
-	slow := startCountingBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/slow" {
-			close(entered)
-			<-release
-		}
-		_, _ = w.Write([]byte(r.Proto))
-	}), &cert)
-	other := newCountingBackend(t)
-	r := manual.NewBuilder("inflight", manual.WithInitialState(addrsOf(slow)))
-	ch, err := conn.New("inflight:///svc", conn.WithResolver(r),
-		conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.TLSClientConfig = &tls.Config{RootCAs: roots}
-	base.ForceAttemptHTTP2 = true
-	base.IdleConnTimeout = 0 // only the Transport may close the connection
-	tr := &nethttp.Transport{Channel: ch, WaitForReady: true, Base: base}
-	defer tr.CloseIdleConnections()
+	c := newSlowH2Case(t, "inflight")
+	slow, other, entered, release, r, ch, tr := c.slow, c.other, c.entered, c.release, c.r, c.ch, c.tr
 
 	type result struct {
 		body string
@@ -171,7 +191,7 @@ func TestPoolInUseIsKeptUntilItsLastResponse(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://svc/slow", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://svc/", nil)
 		resp, err := (&http.Client{Transport: tr}).Do(req)
 		if err != nil {
 			done <- result{err: err}
@@ -248,28 +268,8 @@ func (b *heldCloseBody) Close() error { <-b.gate; return nil }
 // closing skips such a connection, and once the pool is out of the map
 // nothing else could close it (found by review).
 func TestDroppedPoolClosesAStreamStillEnding(t *testing.T) {
-	cert, roots := testpki.SelfSigned(t, testpki.Leaf{CommonName: "svc", Usage: x509.ExtKeyUsageServerAuth, DNSNames: []string{"svc"}})
-	entered, release := make(chan struct{}), make(chan struct{})
-	slow := startCountingBackend(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.ReadAll(r.Body)
-		close(entered)
-		<-release
-		_, _ = w.Write([]byte(r.Proto))
-	}), &cert)
-	other := newCountingBackend(t)
-	r := manual.NewBuilder("ending", manual.WithInitialState(addrsOf(slow)))
-	ch, err := conn.New("ending:///svc", conn.WithResolver(r),
-		conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.TLSClientConfig = &tls.Config{RootCAs: roots}
-	base.ForceAttemptHTTP2 = true
-	base.IdleConnTimeout = 0 // only the Transport may close the connection
-	tr := &nethttp.Transport{Channel: ch, WaitForReady: true, Base: base}
-	defer tr.CloseIdleConnections()
+	c := newSlowH2Case(t, "ending")
+	slow, other, entered, release, r, ch, tr := c.slow, c.other, c.entered, c.release, c.r, c.ch, c.tr
 
 	gate := make(chan struct{})
 	type result struct {

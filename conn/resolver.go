@@ -29,6 +29,10 @@ type resolverCC struct {
 	state     *resolver.State // newest State not yet applied
 	err       error           // newest error not yet applied, newer than state
 	scheduled bool            // a hop to apply them is queued
+
+	// degraded is the Degraded reason of the State the balancer tree
+	// applied last, for the snapshot. Owned by the serializer.
+	degraded error
 }
 
 // UpdateState records s as the newest State and returns at once. It returns
@@ -239,6 +243,7 @@ func (c *Channel) onResolverState(r *resolverCC, s resolver.State) {
 		return
 	}
 	w := c.switchTo(p)
+	r.degraded = s.Degraded
 	err = w.b.UpdateClientConnState(lb.ClientConnState{ResolverState: s, BalancerConfig: p.Config})
 	if errors.Is(err, lb.ErrBadResolverState) {
 		c.reResolveWithBackoff()

@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lbkit/lbkit/lb"
@@ -48,10 +49,7 @@ func (c *Channel) Snapshot(ctx context.Context) (Snapshot, error) {
 		s = Snapshot{Target: c.target, Time: c.clock.Now(), State: c.State()}
 		s.Balancer = c.describe(c.current)
 		s.Pending = c.describe(c.pending)
-		if d, ok := c.res.(resolver.Describer); ok {
-			desc := d.Describe()
-			s.Resolver = &desc
-		}
+		s.Resolver = c.describeResolver()
 	})
 	switch {
 	case err == nil && s.Target == "":
@@ -62,6 +60,31 @@ func (c *Channel) Snapshot(ctx context.Context) (Snapshot, error) {
 		return Snapshot{}, fmt.Errorf("conn: snapshot: %w", err)
 	}
 	return s, nil
+}
+
+// describeResolver returns the resolver's account of itself, with the
+// Degraded reason of the State the tree applied last in front of its
+// LastError, so the resolver and the tree show that reason together;
+// nil when the resolver gives no account and the State has no reason.
+// Runs serialized.
+func (c *Channel) describeResolver() *resolver.Description {
+	var desc resolver.Description
+	d, ok := c.res.(resolver.Describer)
+	if ok {
+		desc = d.Describe()
+	}
+	if c.resCC != nil && c.resCC.degraded != nil {
+		ok = true
+		problems := []string{c.resCC.degraded.Error()}
+		if desc.LastError != "" {
+			problems = append(problems, desc.LastError)
+		}
+		desc.LastError = strings.Join(problems, "; ")
+	}
+	if !ok {
+		return nil
+	}
+	return &desc
 }
 
 // describe returns w's tree with the channel's view of every endpoint's

@@ -124,9 +124,8 @@ func TestChannelFollowsTheControlPlane(t *testing.T) {
 	})
 
 	// Snapshot 3 removes the cluster: the channel fails requests with the
-	// reason. (The resolver publishes the empty tree, then the reason: a
-	// pick in between fails with the priority policy's "empty priority
-	// list" alone.)
+	// reason (TestClusterRemovalFailsEveryPickWithTheReason checks every
+	// pick of the transition).
 	cp.set("3", nil, nil)
 	for {
 		_, err = ch.Pick(ctx, conn.PickOptions{})
@@ -136,7 +135,7 @@ func TestChannelFollowsTheControlPlane(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatalf("pick after the removal: %v, want the cluster named as not existing", err)
 		}
-		runtime.Gosched() // the reason follows the empty tree at once
+		runtime.Gosched()
 	}
 	if st := ch.State(); st != lb.TransientFailure {
 		t.Errorf("channel state %v after the removal, want TRANSIENT_FAILURE", st)
@@ -144,6 +143,58 @@ func TestChannelFollowsTheControlPlane(t *testing.T) {
 	failFast := &http.Client{Transport: &nethttp.Transport{Channel: ch}}
 	if _, err := get(failFast); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("request after the removal: %v", err)
+	}
+}
+
+// A cluster removed and added back, again and again, under fail-fast
+// picks in a tight loop: from the moment the channel stops serving, every
+// failed pick names the reason ("cluster ... does not exist"). The reason
+// travels with the empty tree (resolver.State.Degraded); before issue 32
+// it followed it, and a pick in between failed with the priority policy's
+// bare "empty priority list".
+func TestClusterRemovalFailsEveryPickWithTheReason(t *testing.T) {
+	const cycles = 20
+	addrs := namedServers(t, "one")
+	cp := startControlPlane(t)
+	cluster := []*clusterv3.Cluster{clusterNamed("demo")}
+	assignments := []*endpointv3.ClusterLoadAssignment{assignment("demo", locality{Zone: "a", Weight: 1, Addrs: addrs})}
+	ch, err := conn.New("xds:///demo", conn.WithResolver(testBuilder(t, cp.addr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	ctx := ctxFor(t)
+	// pick picks fail-fast until a pick succeeds (want true) or fails
+	// (want false), and returns the failure.
+	pick := func(want bool) error {
+		for {
+			r, err := ch.Pick(ctx, conn.PickOptions{})
+			if err == nil && r.Done != nil {
+				r.Done(lb.DoneInfo{})
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("no pick %s before the deadline (last error %v)", map[bool]string{true: "succeeded", false: "failed"}[want], err)
+			}
+			if (err == nil) == want {
+				return err
+			}
+			if err != nil && !strings.Contains(err.Error(), `cluster "demo" does not exist`) {
+				return err
+			}
+		}
+	}
+	version := 0
+	for i := range cycles {
+		version++
+		cp.set(fmt.Sprint(version), cluster, assignments)
+		if err := pick(true); err != nil {
+			t.Fatalf("cycle %d: while the cluster came back, a pick failed with %q, which does not name the removal", i, err)
+		}
+		version++
+		cp.set(fmt.Sprint(version), nil, nil)
+		if err := pick(false); !strings.Contains(err.Error(), `cluster "demo" does not exist`) {
+			t.Fatalf("cycle %d: the first failed pick after the removal says %q; want the cluster named as not existing", i, err)
+		}
 	}
 }
 

@@ -121,9 +121,15 @@ func (r *xdsResolver) Describe() resolver.Description {
 		facts = append(facts, resolver.Fact{Name: "addresses published", Value: strconv.Itoa(len(r.published.Addresses))})
 	}
 	d := resolver.Description{Facts: facts}
+	// The reason of the state published last is left out: the channel's
+	// snapshot shows it as the tree applies it (resolver.Description).
+	var reason string
+	if r.published != nil && r.published.Degraded != nil {
+		reason = r.published.Degraded.Error()
+	}
 	var problems []string
 	for _, err := range []error{r.cdsErr, r.edsErr, r.treeErr} {
-		if err != nil && !slices.Contains(problems, err.Error()) {
+		if err != nil && err.Error() != reason && !slices.Contains(problems, err.Error()) {
 			problems = append(problems, err.Error())
 		}
 	}
@@ -257,7 +263,11 @@ func (r *xdsResolver) publish() {
 		r.logger.Warn("xds: cannot build the tree; keeping the last good state", "error", err)
 		return
 	}
-	if r.published != nil && sameState(*r.published, conv.State) {
+	if conv.State.Degraded != nil {
+		conv.State.Degraded = fmt.Errorf("xds: cluster %q: %w", r.cluster, conv.State.Degraded)
+	}
+	r.treeErr = nil
+	if r.published != nil && resolver.SameState(*r.published, conv.State) {
 		return
 	}
 	if len(conv.LeftOut) > 0 || conv.NotUsable > 0 {
@@ -268,28 +278,26 @@ func (r *xdsResolver) publish() {
 		return
 	}
 	r.published = &conv.State
-	r.treeErr = nil
-	if conv.Empty != nil {
-		r.treeErr = fmt.Errorf("xds: cluster %q: %w", r.cluster, conv.Empty)
-		r.cc.ReportError(r.treeErr)
+	if conv.State.Degraded != nil {
+		r.logger.Warn("xds: no endpoints to serve", "error", conv.State.Degraded)
 	}
 	r.logger.Debug("xds: published", "addresses", len(conv.State.Addresses))
 }
 
-// publishEmpty publishes a tree without endpoints and reports why, so
-// that picks fail with err. The caller holds r.mu.
+// publishEmpty publishes a tree without endpoints whose reason
+// (resolver.State.Degraded) is err, so that picks fail with err from the
+// first picker of that tree. The caller holds r.mu.
 func (r *xdsResolver) publishEmpty(err error) {
-	conv, cerr := r.namer.Convert(&eds.ClusterLoadAssignment{ClusterName: r.cluster}, eds.Policies{})
-	if cerr == nil {
-		if uerr := r.cc.UpdateState(conv.State); uerr == nil {
-			r.published = &conv.State
-		}
-	}
 	r.logger.Warn("xds: no endpoints to serve", "error", err)
-	r.cc.ReportError(err)
-}
-
-// sameState reports whether a and b publish the same thing.
-func sameState(a, b resolver.State) bool {
-	return slices.Equal(a.Addresses, b.Addresses) && string(a.ServiceConfig) == string(b.ServiceConfig) && a.Attributes == b.Attributes
+	conv, cerr := r.namer.Convert(&eds.ClusterLoadAssignment{ClusterName: r.cluster}, eds.Policies{})
+	if cerr != nil {
+		// An empty assignment always converts; should it not, the
+		// channel still hears why there is nothing to serve.
+		r.cc.ReportError(err)
+		return
+	}
+	conv.State.Degraded = err
+	if uerr := r.cc.UpdateState(conv.State); uerr == nil {
+		r.published = &conv.State
+	}
 }

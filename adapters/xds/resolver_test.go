@@ -407,12 +407,13 @@ func TestRemovedClusterFailsWithAClearError(t *testing.T) {
 	cc.NextState(t)
 
 	cp.set("2", []*clusterv3.Cluster{clusterNamed("c2")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c2")})
-	if st := cc.NextState(t); len(st.Addresses) != 0 {
+	st := cc.NextState(t)
+	if len(st.Addresses) != 0 {
 		t.Errorf("after the cluster's removal: %v, want no address", endpoints(st))
 	}
-	err := cc.NextError(t)
-	if !strings.Contains(err.Error(), `cluster "c1" does not exist`) {
-		t.Errorf("error %q does not say the cluster does not exist", err)
+	// The reason travels with the empty state, in the same update.
+	if err := st.Degraded; err == nil || !strings.Contains(err.Error(), `cluster "c1" does not exist`) {
+		t.Errorf("the empty state's reason %v does not say the cluster does not exist", err)
 	}
 
 	// Back again: followed again.
@@ -433,11 +434,12 @@ func TestUnsentResourceDoesNotExistAfterTheTimeout(t *testing.T) {
 		t.Fatalf("a resource counted as missing before its timeout")
 	}
 	clk.Add(time.Nanosecond)
-	if st := cc.NextState(t); len(st.Addresses) != 0 {
+	st := cc.NextState(t)
+	if len(st.Addresses) != 0 {
 		t.Errorf("state %v, want no address", endpoints(st))
 	}
-	if err := cc.NextError(t); !strings.Contains(err.Error(), `cluster "c1" does not exist`) {
-		t.Errorf("error %q", err)
+	if err := st.Degraded; err == nil || !strings.Contains(err.Error(), `cluster "c1" does not exist`) {
+		t.Errorf("the empty state's reason: %v", err)
 	}
 }
 

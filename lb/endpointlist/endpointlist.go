@@ -116,26 +116,25 @@ func New[T any](cc lb.ClientConn, sched lb.Scheduler, logger *slog.Logger, p Pol
 }
 
 // errorf returns an error prefixed with the policy's name.
-// ErrNoAddresses is wrapped by the picker error of a policy built on a
-// List after an update with no address. Match it with errors.Is.
-var ErrNoAddresses = errors.New("resolver produced zero addresses")
-
 func (l *List[T]) errorf(format string, args ...any) error {
 	return fmt.Errorf(l.policy.Name+": "+format, args...)
 }
 
-// Update takes a new address list from the parent and always publishes a new
-// state and picker. Each address names an endpoint by its [Key]; the first
+// Update takes a new resolver state from the parent and always publishes a
+// new state and picker. Each address names an endpoint by its [Key]; the first
 // address of an endpoint gives its place, later ones are dropped. visit,
 // when not nil, is called with each address that gives an endpoint its
 // place, and the endpoint (new or kept), before the picker is built.
 // Endpoints no longer listed are shut down; new ones get a SubConn that is
 // asked to connect at once.
 //
-// An empty list shuts every SubConn down, publishes TRANSIENT_FAILURE and
-// returns an error wrapping [lb.ErrBadResolverState]. Update is O(n) plus
+// An empty list shuts every SubConn down, publishes TRANSIENT_FAILURE with
+// an error wrapping [resolver.ErrNoAddresses] and the state's Degraded
+// reason ([resolver.State.Explain]), and returns it wrapping
+// [lb.ErrBadResolverState]. Update is O(n) plus
 // the cost of BuildPicker. After Close it does nothing.
-func (l *List[T]) Update(addrs []resolver.Address, visit func(resolver.Address, *Endpoint[T])) error {
+func (l *List[T]) Update(s resolver.State, visit func(resolver.Address, *Endpoint[T])) error {
+	addrs := s.Addresses
 	if l.closed {
 		return nil
 	}
@@ -167,7 +166,7 @@ func (l *List[T]) Update(addrs []resolver.Address, visit func(resolver.Address, 
 	l.list = list
 
 	if len(addrs) == 0 {
-		err := l.errorf("%w", ErrNoAddresses)
+		err := s.Explain(l.errorf("%w", resolver.ErrNoAddresses))
 		l.publish(lb.TransientFailure, lb.NewErrPicker(lb.TransientFailureError(err)))
 		return fmt.Errorf("%w: %w", err, lb.ErrBadResolverState)
 	}

@@ -53,7 +53,7 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 		return err
 	}
 	b.cfg = cfg
-	return b.Update(s.ResolverState.Addresses, initEndpoint)
+	return b.Update(s.ResolverState, initEndpoint)
 }
 
 // initEndpoint gives a new endpoint its Done callback.

@@ -1,7 +1,6 @@
 package pickfirst
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -9,10 +8,6 @@ import (
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
-
-// ErrNoAddresses is wrapped by the picker error after an update with no
-// address. Match it with errors.Is.
-var ErrNoAddresses = errors.New("pickfirst: resolver produced zero addresses")
 
 // balancer is one pick_first policy instance.
 //
@@ -93,8 +88,9 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 		b.shutdownAll(old)
 		b.selected = nil
 		b.firstPass = false
-		b.report(lb.TransientFailure, lb.NewErrPicker(lb.TransientFailureError(ErrNoAddresses)))
-		return fmt.Errorf("%w: %w", ErrNoAddresses, lb.ErrBadResolverState)
+		err := s.ResolverState.Explain(fmt.Errorf("pickfirst: %w", resolver.ErrNoAddresses))
+		b.report(lb.TransientFailure, lb.NewErrPicker(lb.TransientFailureError(err)))
+		return fmt.Errorf("%w: %w", err, lb.ErrBadResolverState)
 	}
 
 	if b.selected != nil {

@@ -227,8 +227,8 @@ func TestEmptyAddressListIsNotSticky(t *testing.T) {
 	}
 	e.want(shutdown(0, "a"), state(tf))
 	e.wantTF()
-	if err := e.pickErr(); !errors.Is(err, pickfirst.ErrNoAddresses) {
-		t.Fatalf("pick error %v, want pickfirst.ErrNoAddresses", err)
+	if err := e.pickErr(); !errors.Is(err, resolver.ErrNoAddresses) {
+		t.Fatalf("pick error %v, want resolver.ErrNoAddresses", err)
 	}
 
 	// Not sticky: the next good update reports CONNECTING.

@@ -166,6 +166,7 @@ func (b *priorityBalancer) updateChild(c *child, childCfg ChildConfig) error {
 		Addresses:     b.addrs[c.Name()],
 		ServiceConfig: b.resolverState.ServiceConfig,
 		Attributes:    b.resolverState.Attributes,
+		Degraded:      b.resolverState.Degraded,
 	}
 	if err := c.Update(childCfg.Policy, rs); err != nil {
 		return fmt.Errorf("priority: child %q: %w", c.Name(), err)

@@ -31,7 +31,7 @@ func (b *priorityBalancer) choosePriority(force bool) error {
 		b.current = nil
 		b.publish(published{own: ownEmptyPriorities}, lb.State{
 			ConnectivityState: lb.TransientFailure,
-			Picker:            lb.NewErrPicker(lb.TransientFailureError(ErrEmptyPriorities)),
+			Picker:            lb.NewErrPicker(lb.TransientFailureError(b.resolverState.Explain(ErrEmptyPriorities))),
 		}, force)
 		return nil
 	}

@@ -41,7 +41,8 @@
 //   - The choice is idempotent: run again with no change, it publishes
 //     nothing.
 //   - An empty priority list reports TRANSIENT_FAILURE, "priority policy
-//     has empty priority list".
+//     has empty priority list", followed by the resolver state's reason
+//     when it has one ([resolver.State.Degraded]), in the same picker.
 //   - ResolverError reaches every existing child; with none, the policy
 //     reports TRANSIENT_FAILURE with the error; with an empty priority
 //     list, TRANSIENT_FAILURE with "priority policy has empty priority

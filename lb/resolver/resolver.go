@@ -8,14 +8,36 @@
 // resolvers publish the full address list and the service config on every
 // update, never a delta.
 //
+// # Degraded states and errors
+//
+// A resolver tells the channel of a problem in one of two ways, never
+// both for one event:
+//
+//   - It has a State to publish, but a degraded one (an empty address
+//     list because every endpoint is UNHEALTHY, a cluster removed): it
+//     publishes the State with [State.Degraded] set to the reason. The
+//     balancer gets the State and its reason in one call, so a policy
+//     that fails because of the State fails every pick with the reason
+//     from its first picker on ([State.Explain]); no pick ever sees the
+//     failure without it.
+//   - It has no new State at all (a lookup failed, a file cannot be
+//     read): it calls [ClientConn.ReportError]; the last State stays in
+//     force.
+//
+// A [Describer] leaves the Degraded reason of its last State out of its
+// [Description]: the channel's snapshot shows the reason of the State the
+// tree applied last, so the resolver and the tree agree at every moment.
+//
 // This package must not import the balancer package (lb); lb imports it.
 package resolver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/benbjohnson/clock"
@@ -70,6 +92,57 @@ type State struct {
 	ServiceConfig json.RawMessage
 	// Attributes is metadata about the whole update, for the balancer.
 	Attributes attributes.Attributes
+	// Degraded, when non-nil, says why this State lacks what the resolver
+	// would normally serve: for example an empty list because every
+	// endpoint is UNHEALTHY, or because the cluster was removed. It
+	// travels with the State, so the balancer that applies the State
+	// knows the reason at the same moment: a policy that fails picks
+	// because of the State (an empty priority list, zero addresses)
+	// wraps it in its picker's error, and no picker is ever published
+	// from such a State without it. Nil means the State is what the
+	// resolver means to serve.
+	//
+	// A resolver that has no new State at all (a lookup failed, a file
+	// cannot be read) reports that with [ClientConn.ReportError] instead.
+	Degraded error
+}
+
+// ErrNoAddresses is wrapped by the error of a policy that fails because
+// its resolver state has no address (round_robin, pick_first and the
+// other leaf policies), and by a resolver's error when a resolution
+// answered with none (the dns resolver's). Match it with errors.Is.
+var ErrNoAddresses = errors.New("resolver produced zero addresses")
+
+// Explain returns err, followed by s's [State.Degraded] reason when s has
+// one: the error a policy fails picks with when it fails because of s (no
+// address, no priority, no target), so that the pick says why. Both err
+// and the reason match with errors.Is.
+func (s State) Explain(err error) error {
+	if s.Degraded == nil {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, s.Degraded)
+}
+
+// SameState reports whether a and b publish the same thing: the same
+// addresses in the same order, the same service config bytes, equal
+// attributes, and Degraded reasons with the same text (both nil, or both
+// non-nil with equal messages). Resolvers use it to skip publishing an
+// update that changes nothing.
+func SameState(a, b State) bool {
+	return slices.Equal(a.Addresses, b.Addresses) &&
+		string(a.ServiceConfig) == string(b.ServiceConfig) &&
+		a.Attributes == b.Attributes &&
+		sameError(a.Degraded, b.Degraded)
+}
+
+// sameError reports whether a and b are both nil, or both non-nil with the
+// same message.
+func sameError(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Error() == b.Error()
 }
 
 // Target is a parsed dial target, "scheme://authority/endpoint" as in gRPC's
@@ -101,8 +174,12 @@ type ClientConn interface {
 	// rejects an update (ErrBadResolverState) the channel itself asks for
 	// a new resolution with backoff.
 	UpdateState(State) error
-	// ReportError reports that resolution failed. The channel passes the
-	// error to its balancer; the last good State stays in force.
+	// ReportError reports that resolution failed and there is no new
+	// State. The channel passes the error to its balancer; the last good
+	// State stays in force. A resolver that has a State to publish, but a
+	// degraded one (say, without endpoints), publishes it with
+	// [State.Degraded] set instead, so the reason reaches the balancer
+	// with the State, in the same step.
 	ReportError(error)
 }
 
@@ -192,6 +269,12 @@ type Description struct {
 	Facts []Fact `json:"facts,omitempty"`
 	// LastError is the last problem the resolver met that still stands
 	// (a refused update, a lost connection); empty when there is none.
+	//
+	// A resolver leaves out the [State.Degraded] reason of the State it
+	// published last: the channel's snapshot adds the reason of the State
+	// its balancer tree applied last, so that the resolver and the tree
+	// show the same reason at every moment, never one without the other
+	// while an update is on its way.
 	LastError string `json:"lastError,omitempty"`
 }
 

@@ -52,7 +52,7 @@ type balancer struct {
 // UpdateClientConnState takes the parent's addresses; weights and the
 // config are ignored. It always publishes a new state and picker.
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
-	return b.Update(s.ResolverState.Addresses, nil)
+	return b.Update(s.ResolverState, nil)
 }
 
 // buildPicker returns a picker over ready that starts at an index drawn

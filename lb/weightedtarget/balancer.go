@@ -62,6 +62,9 @@ type wtBalancer struct {
 
 	// config is the latest config; nil before the first update.
 	config *Config
+	// resolverState is the latest update's resolver state, whose
+	// Degraded reason explains a config without targets.
+	resolverState resolver.State
 
 	// updating is set while a parent call reaches the children.
 	updating bool
@@ -126,7 +129,7 @@ func (b *wtBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 				"target", name, "count", len(groups.Children[name]))
 		}
 	}
-	b.config = cfg
+	b.config, b.resolverState = cfg, s.ResolverState
 
 	var errs []error
 	b.updating = true
@@ -155,6 +158,7 @@ func (b *wtBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 			Addresses:     groups.Children[name],
 			ServiceConfig: s.ResolverState.ServiceConfig,
 			Attributes:    s.ResolverState.Attributes,
+			Degraded:      s.ResolverState.Degraded,
 		}
 		if err := c.Update(t.ChildPolicy, rs); err != nil {
 			errs = append(errs, fmt.Errorf("weightedtarget: target %q: %w", name, err))

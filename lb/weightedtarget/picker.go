@@ -132,7 +132,7 @@ func (b *wtBalancer) buildPicker(key pubKey) lb.Picker {
 		return b.readyPicker(key.ready)
 	case lb.TransientFailure:
 		if key.own == ownNoTargets {
-			return lb.NewErrPicker(lb.TransientFailureError(ErrNoTargets))
+			return lb.NewErrPicker(lb.TransientFailureError(b.resolverState.Explain(ErrNoTargets)))
 		}
 		if key.failed == nil {
 			return lb.NewErrPicker(lb.TransientFailureError(errNotUsable))

@@ -66,7 +66,7 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 	if len(s.ResolverState.Addresses) == 0 {
 		b.ready = nil
 	}
-	return b.Update(s.ResolverState.Addresses, b.setWeight)
+	return b.Update(s.ResolverState, b.setWeight)
 }
 
 // setWeight records the weight a of an update gives its endpoint.

@@ -33,10 +33,6 @@ const (
 // without one.
 const defaultServerPort = "53"
 
-// ErrNoAddresses is wrapped by the error reported when a lookup succeeds
-// with no A or AAAA record.
-var ErrNoAddresses = errors.New("dns: lookup returned no addresses")
-
 func init() { resolver.Register(&Builder{}) }
 
 // LookupFunc returns the IP addresses of host. It must return when ctx is

@@ -314,7 +314,7 @@ func TestEmptyAnswerIsAnError(t *testing.T) {
 	stub := &stubLookup{clock: clk, respond: answer()}
 	cc := &fakeCC{}
 	build(t, mustBuilder(t, dns.WithLookup(stub.lookup)), "a.test", cc, clk)
-	if err := cc.NextError(t); !errors.Is(err, dns.ErrNoAddresses) {
+	if err := cc.NextError(t); !errors.Is(err, resolver.ErrNoAddresses) {
 		t.Errorf("reported %v, want ErrNoAddresses", err)
 	}
 }

@@ -41,7 +41,8 @@
 //
 // # Errors
 //
-// A lookup failure or an empty answer ([ErrNoAddresses]) is reported with
+// A lookup failure or an empty answer (an error wrapping
+// [resolver.ErrNoAddresses]) is reported with
 // the ClientConn's ReportError, never as an empty update; the channel keeps
 // the last good addresses. The target itself is checked by
 // [Builder.ValidateTarget], which [resolver.ParseTarget] calls.

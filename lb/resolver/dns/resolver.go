@@ -141,7 +141,7 @@ func (r *dnsResolver) lookupWithTimeout(parent context.Context) ([]netip.Addr, e
 		return nil, fmt.Errorf("dns: resolving %q: %w", r.host, err)
 	}
 	if len(ips) == 0 {
-		return nil, fmt.Errorf("%w for %q", ErrNoAddresses, r.host)
+		return nil, fmt.Errorf("dns: lookup of %q returned no A or AAAA record: %w", r.host, resolver.ErrNoAddresses)
 	}
 	return ips, nil
 }

@@ -111,11 +111,12 @@
 // addresses; an assignment with nothing usable gives an empty address list
 // and a config with no children, which the priority policy reports as
 // TRANSIENT_FAILURE. The resolver logs what it leaves out at WARN, once per
-// distinct content, and when nothing is left it also reports the reason
-// and the place to the channel (ReportError), such as "priority 0 has no
-// locality with a load_balancing_weight ... (endpoints[0] (locality
-// "/a/", priority 0): no load_balancing_weight)"; the priority policy
-// fails picks with that reason after its own "empty priority list".
+// distinct content, and when nothing is left it publishes the empty state
+// with the reason and the place in [resolver.State.Degraded], such as
+// "priority 0 has no locality with a load_balancing_weight ...
+// (endpoints[0] (locality "/a/", priority 0): no load_balancing_weight)";
+// the priority policy fails picks with that reason after its own "empty
+// priority list", from the first picker it publishes for the state.
 //
 // Each used endpoint becomes one address, in priority order, then document
 // order, carrying:

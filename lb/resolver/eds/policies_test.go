@@ -34,8 +34,8 @@ func TestConvertPlacesThePolicies(t *testing.T) {
 	if got := string(c.State.ServiceConfig); got != want {
 		t.Errorf("service config:\n got %s\nwant %s", got, want)
 	}
-	if c.Empty != nil || len(c.LeftOut) != 0 || c.NotUsable != 0 {
-		t.Errorf("Convert reports %v, %v, %d for a full tree", c.Empty, c.LeftOut, c.NotUsable)
+	if c.State.Degraded != nil || len(c.LeftOut) != 0 || c.NotUsable != 0 {
+		t.Errorf("Convert reports %v, %v, %d for a full tree", c.State.Degraded, c.LeftOut, c.NotUsable)
 	}
 }
 
@@ -69,8 +69,8 @@ func TestConvertReportsAnEmptyTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Empty == nil || !strings.Contains(c.Empty.Error(), "no load_balancing_weight") || len(c.LeftOut) != 1 {
-		t.Errorf("Empty = %v, LeftOut = %q; want the locality without a weight named", c.Empty, c.LeftOut)
+	if c.State.Degraded == nil || !strings.Contains(c.State.Degraded.Error(), "no load_balancing_weight") || len(c.LeftOut) != 1 {
+		t.Errorf("State.Degraded = %v, LeftOut = %q; want the locality without a weight named", c.State.Degraded, c.LeftOut)
 	}
 }
 

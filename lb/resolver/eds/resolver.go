@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -184,7 +183,13 @@ func (r *fileResolver) process(data []byte, err error, forced bool) {
 		r.report(err)
 		return
 	}
-	if r.accepted != nil && sameState(*r.accepted, st) {
+	if len(st.Addresses) == 0 {
+		// The reason travels with the state: the priority policy fails
+		// picks with it beside its "empty priority list" from the first
+		// picker it publishes for this state.
+		st.Degraded = fmt.Errorf("eds: file %s: %w", r.file, dropped.emptyTree())
+	}
+	if r.accepted != nil && resolver.SameState(*r.accepted, st) {
 		r.logger.Debug("eds: file changed but the state did not; nothing to publish")
 		r.describe(nil)
 		return
@@ -194,26 +199,21 @@ func (r *fileResolver) process(data []byte, err error, forced bool) {
 		r.logger.Warn("eds: parts of the assignment are left out of the tree", "cluster", cla.ClusterName,
 			"localities", dropped.localities, "empty_priorities", dropped.priorities, "endpoints_not_healthy", dropped.unusable)
 	}
+	if st.Degraded != nil {
+		r.logger.Warn("eds: the assignment has no usable endpoint; publishing an empty state", "cluster", cla.ClusterName, "reason", dropped.emptyTree())
+	}
 	// Describe shows the new state before the channel hears of it, so
-	// that whoever sees the update sees its description.
+	// that whoever sees the update sees its description. Its reason is
+	// not among the problems described: the channel's snapshot shows it
+	// as the tree applies it (resolver.Description.LastError).
 	prev := r.accepted
 	r.accepted = &st
-	var problem error
-	if len(st.Addresses) == 0 {
-		problem = fmt.Errorf("eds: file %s: %w", r.file, dropped.emptyTree())
-	}
-	r.describe(problem)
+	r.describe(nil)
 	if err := r.cc.UpdateState(st); err != nil {
 		r.namer, r.accepted = *saved, prev
 		r.logger.Warn("eds: the channel rejected the state; it is published again on the next change or ResolveNow", "error", err)
 		r.describeWith(fmt.Errorf("eds: the channel rejected the state: %w", err))
 		return
-	}
-	if problem != nil {
-		// The priority policy fails picks with this reason beside its
-		// "empty priority list".
-		r.logger.Warn("eds: the assignment has no usable endpoint; publishing an empty state", "cluster", cla.ClusterName, "reason", dropped.emptyTree())
-		r.cc.ReportError(problem)
 	}
 	r.logger.Debug("eds: published", "cluster", cla.ClusterName, "addresses", len(st.Addresses))
 }
@@ -224,9 +224,4 @@ func (r *fileResolver) report(err error) {
 	err = fmt.Errorf("eds: file %s: %w", r.file, err)
 	r.describe(err)
 	r.cc.ReportError(err)
-}
-
-// sameState reports whether a and b publish the same thing.
-func sameState(a, b resolver.State) bool {
-	return slices.Equal(a.Addresses, b.Addresses) && string(a.ServiceConfig) == string(b.ServiceConfig) && a.Attributes == b.Attributes
 }

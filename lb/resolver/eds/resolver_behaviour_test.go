@@ -309,7 +309,8 @@ func TestDefaultPollInterval(t *testing.T) {
 
 // A locality left out is logged at WARN once per distinct content: an
 // unchanged file costs a read and a hash, not a parse, so it logs nothing
-// again. An empty tree is reported to the channel with its reason, once.
+// again. An empty tree is published with its reason (State.Degraded), in
+// the same update, once; no separate ReportError follows.
 func TestDroppedLocalitiesWarnOncePerContent(t *testing.T) {
 	w := &lbtest.Logs{}
 	cc := &fakeCC{}
@@ -325,10 +326,9 @@ func TestDroppedLocalitiesWarnOncePerContent(t *testing.T) {
 	empty := `{"cluster_name":"c","endpoints":[{"locality":{"zone":"a"},"lb_endpoints":[` + ep("10.0.0.1", 80) + `]}]}`
 	e.write(t, empty)
 	e.poll(t)
-	cc.NextState(t)
-	err := cc.NextError(t)
+	err := cc.NextState(t).Degraded
 	if want := `priority 0 has no locality with a load_balancing_weight and an endpoint UNKNOWN or HEALTHY (endpoints[0] (locality "/a/", priority 0): no load_balancing_weight)`; err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("reported %v, want the reason %s", err, want)
+		t.Fatalf("published the empty state with reason %v, want the reason %s", err, want)
 	}
 	e.poll(t)
 	e.r.Close()

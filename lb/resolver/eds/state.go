@@ -129,13 +129,12 @@ type Conversion struct {
 	LeftOut []string
 	// NotUsable counts the endpoints left out for their health_status.
 	NotUsable int
-	// Empty, when State has no address, says why, naming the priorities
-	// and localities at fault; nil otherwise.
-	Empty error
 }
 
 // Convert is [Namer.State] with the policies p and a report of what the
-// tree leaves out. The policies' JSON is placed in the service config as
+// tree leaves out. A State without addresses carries the reason in
+// [resolver.State.Degraded], naming the priorities and localities at
+// fault, for the resolver to publish with it. The policies' JSON is placed in the service config as
 // it is: the channel's config parsers validate it. An invalid cla, or a
 // Policies whose OutlierDetection is not a JSON object, is an error and
 // leaves n unchanged.
@@ -144,11 +143,10 @@ func (n *Namer) Convert(cla *ClusterLoadAssignment, p Policies) (Conversion, err
 	if err != nil {
 		return Conversion{}, fmt.Errorf("eds: %w", err)
 	}
-	c := Conversion{State: st, LeftOut: d.localities, NotUsable: d.unusable}
 	if len(st.Addresses) == 0 {
-		c.Empty = d.emptyTree()
+		st.Degraded = d.emptyTree()
 	}
-	return c, nil
+	return Conversion{State: st, LeftOut: d.localities, NotUsable: d.unusable}, nil
 }
 
 // stateAndDrops is Convert's work, also returning what the tree leaves

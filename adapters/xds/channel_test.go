@@ -195,6 +195,14 @@ func TestClusterRemovalFailsEveryPickWithTheReason(t *testing.T) {
 		if err := pick(false); !strings.Contains(err.Error(), `cluster "demo" does not exist`) {
 			t.Fatalf("cycle %d: the first failed pick after the removal says %q; want the cluster named as not existing", i, err)
 		}
+		// The snapshot shows the reason on the resolver and the tree.
+		s, err := ch.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Resolver == nil || s.Balancer == nil || !strings.Contains(s.Resolver.LastError, "does not exist") || !strings.Contains(s.Balancer.LastError, "does not exist") {
+			t.Fatalf("cycle %d: snapshot after the removal: resolver %+v, balancer %+v; want the reason on both", i, s.Resolver, s.Balancer)
+		}
 	}
 }
 

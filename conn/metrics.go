@@ -15,13 +15,13 @@ type channelMetrics struct {
 func newChannelMetrics(r lb.MetricsRecorder, target string) channelMetrics {
 	var m channelMetrics
 	for s := range m.stateChanges {
-		m.stateChanges[s] = r.Counter(lb.MetricSubConnStateChanges, target, lb.ConnectivityState(s).String())
+		m.stateChanges[s] = r.Counter(MetricSubConnStateChanges, target, lb.ConnectivityState(s).String())
 	}
-	m.healthPassing = r.Counter(lb.MetricHealthTransitions, target, "passing")
-	m.healthFailing = r.Counter(lb.MetricHealthTransitions, target, "failing")
-	m.pickTransientFailure = r.Counter(lb.MetricFailedPicks, target, "transient_failure")
-	m.pickDropped = r.Counter(lb.MetricFailedPicks, target, "dropped")
-	m.pickDeadline = r.Counter(lb.MetricFailedPicks, target, "deadline")
+	m.healthPassing = r.Counter(MetricHealthTransitions, target, "passing")
+	m.healthFailing = r.Counter(MetricHealthTransitions, target, "failing")
+	m.pickTransientFailure = r.Counter(MetricFailedPicks, target, "transient_failure")
+	m.pickDropped = r.Counter(MetricFailedPicks, target, "dropped")
+	m.pickDeadline = r.Counter(MetricFailedPicks, target, "deadline")
 	return m
 }
 
@@ -42,3 +42,19 @@ func (m *channelMetrics) pickFailed(err error) error {
 	}
 	return err
 }
+
+// The metrics the channel records; docs/observability.md describes each.
+var (
+	// MetricHealthTransitions counts health verdict changes of connections,
+	// by the new verdict.
+	MetricHealthTransitions = lb.RegisterMetric(&lb.MetricDesc{Name: "lbkit.health.transitions", Unit: "{transition}",
+		Description: "Number of health verdict changes of connections.", Labels: []string{lb.LabelTarget, lb.LabelHealth}})
+	// MetricSubConnStateChanges counts connection state changes, by the new
+	// state.
+	MetricSubConnStateChanges = lb.RegisterMetric(&lb.MetricDesc{Name: "lbkit.subconn.state_changes", Unit: "{change}",
+		Description: "Number of connectivity state changes of connections.", Labels: []string{lb.LabelTarget, lb.LabelState}})
+	// MetricFailedPicks counts requests that [Channel.Pick] failed, by
+	// reason.
+	MetricFailedPicks = lb.RegisterMetric(&lb.MetricDesc{Name: "lbkit.channel.failed_picks", Unit: "{pick}",
+		Description: "Number of picks that failed.", Labels: []string{lb.LabelTarget, lb.LabelReason}})
+)

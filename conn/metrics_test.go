@@ -21,17 +21,17 @@ func TestMetricsStateHealthAndFailedPicks(t *testing.T) {
 	target := e.c.Target()
 	e.start()
 	e.waitCall()
-	metrics.Want(t, 1, lb.MetricSubConnStateChanges.Name, target, "CONNECTING")
-	metrics.Want(t, 1, lb.MetricSubConnStateChanges.Name, target, "READY")
-	metrics.Want(t, 0, lb.MetricHealthTransitions.Name, target, "passing")
+	metrics.Want(t, 1, MetricSubConnStateChanges.Name, target, "CONNECTING")
+	metrics.Want(t, 1, MetricSubConnStateChanges.Name, target, "READY")
+	metrics.Want(t, 0, MetricHealthTransitions.Name, target, "passing")
 	e.answer(nil)
-	metrics.Want(t, 1, lb.MetricHealthTransitions.Name, target, "passing")
+	metrics.Want(t, 1, MetricHealthTransitions.Name, target, "passing")
 
 	advance(t, e.c, e.m, interval-time.Nanosecond)
-	metrics.Want(t, 0, lb.MetricHealthTransitions.Name, target, "failing")
+	metrics.Want(t, 0, MetricHealthTransitions.Name, target, "failing")
 	advance(t, e.c, e.m, time.Nanosecond)
 	e.check(errors.New("unhealthy"))
-	metrics.Want(t, 1, lb.MetricHealthTransitions.Name, target, "failing")
+	metrics.Want(t, 1, MetricHealthTransitions.Name, target, "failing")
 	e.want(lb.TransientFailure, "1 failure, threshold 1")
 
 }
@@ -51,19 +51,19 @@ func TestMetricsFailedPicksByReason(t *testing.T) {
 	if _, err := c.Pick(guard(t), PickOptions{}); err == nil {
 		t.Fatal("picked in TRANSIENT_FAILURE")
 	}
-	metrics.Want(t, 1, lb.MetricFailedPicks.Name, target, "transient_failure")
+	metrics.Want(t, 1, MetricFailedPicks.Name, target, "transient_failure")
 
 	ctx, cancel := context.WithCancel(guard(t))
 	cancel()
 	if _, err := c.Pick(ctx, PickOptions{WaitForReady: true}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("wait-for-ready pick with an ended context: %v, want context.Canceled", err)
 	}
-	metrics.Want(t, 1, lb.MetricFailedPicks.Name, target, "deadline")
+	metrics.Want(t, 1, MetricFailedPicks.Name, target, "deadline")
 
 	c.Close()
 	if _, err := c.Pick(guard(t), PickOptions{WaitForReady: true}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("pick on a closed channel: %v, want ErrClosed", err)
 	}
-	metrics.Want(t, 1, lb.MetricFailedPicks.Name, target, "dropped")
-	metrics.Want(t, 1, lb.MetricFailedPicks.Name, target, "transient_failure")
+	metrics.Want(t, 1, MetricFailedPicks.Name, target, "dropped")
+	metrics.Want(t, 1, MetricFailedPicks.Name, target, "transient_failure")
 }

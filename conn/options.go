@@ -154,7 +154,7 @@ func WithoutHealthCheck() Option {
 }
 
 // WithMetricsRecorder records the channel's and its policies' metrics
-// (listed by [lb.MetricDescs]) with r; adapters/otel makes one that records
+// (listed by [lb.MetricDescs], such as [MetricFailedPicks]) with r; adapters/otel makes one that records
 // into OpenTelemetry. If this option is not supplied, or r is nil, nothing
 // is recorded.
 func WithMetricsRecorder(r lb.MetricsRecorder) Option {

@@ -1,5 +1,12 @@
 package lb
 
+import (
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
+
 // MetricKind says how a metric's values combine.
 type MetricKind int8
 
@@ -20,8 +27,8 @@ func (k MetricKind) String() string {
 
 // MetricDesc describes one metric: its name, unit, kind and the names of its
 // labels, in the order label values are given to [MetricsRecorder]. The
-// descriptors lbkit records are listed by [MetricDescs]; a value of this
-// type is never changed after it is made.
+// descriptors registered with [RegisterMetric] are listed by
+// [MetricDescs]; a value of this type is never changed after it is made.
 type MetricDesc struct {
 	// Name is the metric's name, such as
 	// "grpc.lb.pick_first.disconnections".
@@ -100,67 +107,37 @@ const (
 	LabelReason = "lbkit.reason"
 )
 
-// The metrics lbkit records. Names starting with "grpc." are gRFC A78's;
-// the others are lbkit's own. docs/observability.md describes each.
-var (
-	// MetricPickFirstSucceeded counts pick_first's successful connection
-	// attempts: each time it selects a SubConn that became READY.
-	MetricPickFirstSucceeded = &MetricDesc{Name: "grpc.lb.pick_first.connection_attempts_succeeded", Unit: "{attempt}",
-		Description: "Number of successful connection attempts.", Labels: []string{LabelTarget}}
-	// MetricPickFirstFailed counts pick_first's failed connection attempts:
-	// each TRANSIENT_FAILURE of one of its SubConns.
-	MetricPickFirstFailed = &MetricDesc{Name: "grpc.lb.pick_first.connection_attempts_failed", Unit: "{attempt}",
-		Description: "Number of failed connection attempts.", Labels: []string{LabelTarget}}
-	// MetricPickFirstDisconnections counts the times pick_first's selected
-	// SubConn left READY.
-	MetricPickFirstDisconnections = &MetricDesc{Name: "grpc.lb.pick_first.disconnections", Unit: "{disconnection}",
-		Description: "Number of times the selected subchannel becomes disconnected.", Labels: []string{LabelTarget}}
-	// MetricWRRFallback counts weighted_round_robin pickers built with
-	// fewer than two READY endpoints carrying a weight: round robin in
-	// effect.
-	MetricWRRFallback = &MetricDesc{Name: "grpc.lb.wrr.rr_fallback", Unit: "{update}",
-		Description: "Number of scheduler updates in which there were not enough endpoints with valid weight, which caused the WRR policy to fall back to RR behavior.",
-		Labels:      []string{LabelTarget, LabelLocality}}
-	// MetricWRRNotYetUsable counts, per weighted_round_robin picker built,
-	// the READY endpoints whose address carries no weight.
-	MetricWRRNotYetUsable = &MetricDesc{Name: "grpc.lb.wrr.endpoint_weight_not_yet_usable", Unit: "{endpoint}",
-		Description: "Number of endpoints from each scheduler update that don't yet have usable weight information.",
-		Labels:      []string{LabelTarget, LabelLocality}}
-	// MetricPrioritySwitches counts the times priority changed the child
-	// in use; the label names the new child.
-	MetricPrioritySwitches = &MetricDesc{Name: "lbkit.priority.switches", Unit: "{switch}",
-		Description: "Number of times the priority policy changed the child in use.", Labels: []string{LabelTarget, LabelChild}}
-	// MetricPriorityFailoverFired counts priority failover timers that
-	// fired; the label names the child that failed to connect in time.
-	MetricPriorityFailoverFired = &MetricDesc{Name: "lbkit.priority.failover_timer_fires", Unit: "{timer}",
-		Description: "Number of failover timers that fired.", Labels: []string{LabelTarget, LabelChild}}
-	// MetricOutlierEjections counts outlier_detection ejections.
-	MetricOutlierEjections = &MetricDesc{Name: "lbkit.outlier_detection.ejections", Unit: "{ejection}",
-		Description: "Number of addresses ejected as outliers.", Labels: []string{LabelTarget}}
-	// MetricOutlierUnejections counts outlier_detection un-ejections.
-	MetricOutlierUnejections = &MetricDesc{Name: "lbkit.outlier_detection.unejections", Unit: "{ejection}",
-		Description: "Number of ejected addresses returned to service.", Labels: []string{LabelTarget}}
-	// MetricHealthTransitions counts health verdict changes of connections,
-	// by the new verdict.
-	MetricHealthTransitions = &MetricDesc{Name: "lbkit.health.transitions", Unit: "{transition}",
-		Description: "Number of health verdict changes of connections.", Labels: []string{LabelTarget, LabelHealth}}
-	// MetricSubConnStateChanges counts connection state changes, by the new
-	// state.
-	MetricSubConnStateChanges = &MetricDesc{Name: "lbkit.subconn.state_changes", Unit: "{change}",
-		Description: "Number of connectivity state changes of connections.", Labels: []string{LabelTarget, LabelState}}
-	// MetricFailedPicks counts requests that [conn.Channel.Pick] failed, by
-	// reason.
-	MetricFailedPicks = &MetricDesc{Name: "lbkit.channel.failed_picks", Unit: "{pick}",
-		Description: "Number of picks that failed.", Labels: []string{LabelTarget, LabelReason}}
-)
+// metricRegistry holds every registered metric descriptor, by name: like
+// the policy registry, written by package-level declarations of the
+// packages that record the metrics.
+var metricRegistry = struct {
+	sync.Mutex
+	m map[string]*MetricDesc
+}{m: make(map[string]*MetricDesc)}
 
-// MetricDescs returns every metric lbkit records, in a new slice.
-func MetricDescs() []*MetricDesc {
-	return []*MetricDesc{
-		MetricPickFirstSucceeded, MetricPickFirstFailed, MetricPickFirstDisconnections,
-		MetricWRRFallback, MetricWRRNotYetUsable,
-		MetricPrioritySwitches, MetricPriorityFailoverFired,
-		MetricOutlierEjections, MetricOutlierUnejections,
-		MetricHealthTransitions, MetricSubConnStateChanges, MetricFailedPicks,
+// RegisterMetric registers d, so that [MetricDescs] lists it, and returns
+// it. Each package registers the metrics it records in a package-level
+// declaration, such as
+//
+//	var MetricSwitches = lb.RegisterMetric(&lb.MetricDesc{...})
+//
+// A second descriptor under a name already registered is a programming
+// error: RegisterMetric panics with a message naming the metric.
+func RegisterMetric(d *MetricDesc) *MetricDesc {
+	metricRegistry.Lock()
+	defer metricRegistry.Unlock()
+	if old, ok := metricRegistry.m[d.Name]; ok && old != d {
+		panic("lb: RegisterMetric: metric " + d.Name + " registered twice")
 	}
+	metricRegistry.m[d.Name] = d
+	return d
+}
+
+// MetricDescs returns every registered metric, sorted by name, in a new
+// slice: those of the packages linked into the program (lbkit's policies
+// and channel register theirs; docs/observability.md lists them).
+func MetricDescs() []*MetricDesc {
+	metricRegistry.Lock()
+	defer metricRegistry.Unlock()
+	return slices.SortedFunc(maps.Values(metricRegistry.m), func(a, b *MetricDesc) int { return strings.Compare(a.Name, b.Name) })
 }

@@ -3,6 +3,7 @@ package lb_test
 import (
 	"testing"
 
+	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
 )
@@ -14,8 +15,8 @@ func TestObservabilityDocListsEveryMetric(t *testing.T) {
 
 // The no-op recorder's handles do nothing and allocate nothing.
 func TestNopMetricsDoesNotAllocate(t *testing.T) {
-	c := lb.NopMetrics().Counter(lb.MetricFailedPicks, "t", "dropped")
-	g := lb.NopMetrics().Gauge(lb.MetricFailedPicks, "t", "dropped")
+	c := lb.NopMetrics().Counter(conn.MetricFailedPicks, "t", "dropped")
+	g := lb.NopMetrics().Gauge(conn.MetricFailedPicks, "t", "dropped")
 	if n := testing.AllocsPerRun(100, func() { c.Add(1); g.Set(2) }); n != 0 {
 		t.Fatalf("%v allocations per Add+Set, want 0", n)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/lbkit/lbkit/adapters/otel"
+	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
 )
 
@@ -45,15 +46,15 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]metricdata
 // label names as attributes and the descriptor's unit.
 func TestCounterThroughManualReader(t *testing.T) {
 	reader, rec := newReader(t)
-	tf := rec.Counter(lb.MetricFailedPicks, "dns:///svc", "transient_failure")
-	dropped := rec.Counter(lb.MetricFailedPicks, "dns:///svc", "dropped")
+	tf := rec.Counter(conn.MetricFailedPicks, "dns:///svc", "transient_failure")
+	dropped := rec.Counter(conn.MetricFailedPicks, "dns:///svc", "dropped")
 	tf.Add(2)
 	tf.Add(1)
 	dropped.Add(1)
 
-	m, ok := collect(t, reader)[lb.MetricFailedPicks.Name]
+	m, ok := collect(t, reader)[conn.MetricFailedPicks.Name]
 	if !ok {
-		t.Fatalf("no %s collected", lb.MetricFailedPicks.Name)
+		t.Fatalf("no %s collected", conn.MetricFailedPicks.Name)
 	}
 	if m.Unit != "{pick}" {
 		t.Errorf("unit %q, want {pick}", m.Unit)
@@ -112,8 +113,8 @@ func BenchmarkCounterAdd(b *testing.B) {
 		name string
 		c    lb.Counter
 	}{
-		{"nop", lb.NopMetrics().Counter(lb.MetricFailedPicks, "t", "dropped")},
-		{"otel", rec.Counter(lb.MetricFailedPicks, "t", "dropped")},
+		{"nop", lb.NopMetrics().Counter(conn.MetricFailedPicks, "t", "dropped")},
+		{"otel", rec.Counter(conn.MetricFailedPicks, "t", "dropped")},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -87,7 +87,8 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 	})
 }
 
-// WithMetrics records gRFC A78's XdsClient metrics ([MetricDescs]) into
+// WithMetrics records gRFC A78's XdsClient metrics ([MetricConnected] and
+// the others of this package, registered with [lb.RegisterMetric]) into
 // rec: each resolver records its own channel's view, labeled with its
 // target. The Builder's resolvers still share ADS streams with other
 // Builders'. rec must not be nil.

@@ -18,47 +18,42 @@ var (
 	// MetricConnected is 1 while the ADS stream works, 0 from a
 	// connectivity failure or a stream that ended without a response
 	// until the first response on a new stream (gRFC A57).
-	MetricConnected = &lb.MetricDesc{
+	MetricConnected = lb.RegisterMetric(&lb.MetricDesc{
 		Name: "grpc.xds_client.connected", Unit: "{bool}", Kind: lb.MetricGauge,
 		Description: "Whether the xDS client has a working ADS stream to the xDS server.",
 		Labels:      []string{"grpc.target", "grpc.xds.server"},
-	}
+	})
 	// MetricServerFailure counts the server going from healthy (or not
 	// yet known) to unhealthy.
-	MetricServerFailure = &lb.MetricDesc{
+	MetricServerFailure = lb.RegisterMetric(&lb.MetricDesc{
 		Name: "grpc.xds_client.server_failure", Unit: "{failure}", Kind: lb.MetricCounter,
 		Description: "xDS servers going from healthy to unhealthy.",
 		Labels:      []string{"grpc.target", "grpc.xds.server"},
-	}
+	})
 	// MetricResourceUpdatesValid counts valid copies received of the
 	// resources the channel watches, changed or not.
-	MetricResourceUpdatesValid = &lb.MetricDesc{
+	MetricResourceUpdatesValid = lb.RegisterMetric(&lb.MetricDesc{
 		Name: "grpc.xds_client.resource_updates_valid", Unit: "{resource}", Kind: lb.MetricCounter,
 		Description: "Resources received that were considered valid.",
 		Labels:      []string{"grpc.target", "grpc.xds.server", "grpc.xds.resource_type"},
-	}
+	})
 	// MetricResourceUpdatesInvalid counts invalid copies received of the
 	// resources the channel watches.
-	MetricResourceUpdatesInvalid = &lb.MetricDesc{
+	MetricResourceUpdatesInvalid = lb.RegisterMetric(&lb.MetricDesc{
 		Name: "grpc.xds_client.resource_updates_invalid", Unit: "{resource}", Kind: lb.MetricCounter,
 		Description: "Resources received that were considered invalid.",
 		Labels:      []string{"grpc.target", "grpc.xds.server", "grpc.xds.resource_type"},
-	}
+	})
 	// MetricResources is the number of the channel's watched resources
 	// in each cache state: "requested", "does_not_exist", "acked",
 	// "nacked" and "nacked_but_cached". The authority is "#old": lbkit
 	// has no xdstp names.
-	MetricResources = &lb.MetricDesc{
+	MetricResources = lb.RegisterMetric(&lb.MetricDesc{
 		Name: "grpc.xds_client.resources", Unit: "{resource}", Kind: lb.MetricGauge,
 		Description: "Number of xDS resources.",
 		Labels:      []string{"grpc.target", "grpc.xds.authority", "grpc.xds.cache_state", "grpc.xds.resource_type"},
-	}
+	})
 )
-
-// MetricDescs returns the descriptors of the metrics this package records.
-func MetricDescs() []*lb.MetricDesc {
-	return []*lb.MetricDesc{MetricConnected, MetricServerFailure, MetricResourceUpdatesValid, MetricResourceUpdatesInvalid, MetricResources}
-}
 
 // cacheState is a watched resource's state, as MetricResources labels it.
 type cacheState int8

@@ -61,8 +61,8 @@ type odBalancer struct {
 	updating bool
 	closed   bool
 
-	// ejections and unejections count ([lb.MetricOutlierEjections],
-	// [lb.MetricOutlierUnejections]).
+	// ejections and unejections count ([MetricEjections],
+	// [MetricUnejections]).
 	ejections, unejections lb.Counter
 }
 
@@ -73,8 +73,8 @@ func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *odBalancer {
 		logger:  opts.PolicyLogger(Name),
 		entries: make(map[string]*entry),
 
-		ejections:   opts.Metrics.Counter(lb.MetricOutlierEjections, cc.Target()),
-		unejections: opts.Metrics.Counter(lb.MetricOutlierUnejections, cc.Target()),
+		ejections:   opts.Metrics.Counter(MetricEjections, cc.Target()),
+		unejections: opts.Metrics.Counter(MetricUnejections, cc.Target()),
 	}
 	b.children = childmanager.New[struct{}](wrapCC{b}, opts, childmanager.Hooks[struct{}]{
 		StateChanged: func(*childmanager.Child[struct{}]) {

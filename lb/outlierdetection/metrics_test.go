@@ -3,8 +3,6 @@ package outlierdetection
 import (
 	"testing"
 	"time"
-
-	"github.com/lbkit/lbkit/lb"
 )
 
 // An ejection is counted at the sweep that ejects, and its end exactly when
@@ -15,12 +13,12 @@ func TestMetricsEjectionsAndUnejections(t *testing.T) {
 	e.update(fpConfig("10s", "30s", "300s", 10), five...)
 	e.calls("a", 10, 10)
 	e.h.Advance(10*time.Second - 1)
-	m.Want(t, 0, lb.MetricOutlierEjections.Name, target)
+	m.Want(t, 0, MetricEjections.Name, target)
 	e.h.Advance(1)
-	m.Want(t, 1, lb.MetricOutlierEjections.Name, target)
+	m.Want(t, 1, MetricEjections.Name, target)
 	e.h.Advance(30*time.Second - 1)
-	m.Want(t, 0, lb.MetricOutlierUnejections.Name, target)
+	m.Want(t, 0, MetricUnejections.Name, target)
 	e.h.Advance(1)
-	m.Want(t, 1, lb.MetricOutlierUnejections.Name, target)
-	m.Want(t, 1, lb.MetricOutlierEjections.Name, target)
+	m.Want(t, 1, MetricUnejections.Name, target)
+	m.Want(t, 1, MetricEjections.Name, target)
 }

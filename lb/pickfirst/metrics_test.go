@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/pickfirst"
 )
 
 // gRFC A78's pick_first metrics: a failed attempt, a successful one, and a
@@ -16,16 +16,16 @@ func TestMetricsConnectionAttemptsAndDisconnections(t *testing.T) {
 	e.mustUpdate("a", "b")
 	e.sc(0).Connecting()
 	e.sc(0).Fail(errors.New("a refused"))
-	m.Want(t, 1, lb.MetricPickFirstFailed.Name, "pf:///x")
-	m.Want(t, 0, lb.MetricPickFirstSucceeded.Name, "pf:///x")
+	m.Want(t, 1, pickfirst.MetricConnectionAttemptsFailed.Name, "pf:///x")
+	m.Want(t, 0, pickfirst.MetricConnectionAttemptsSucceeded.Name, "pf:///x")
 
 	e.sc(1).Connecting()
 	e.sc(1).Ready()
-	m.Want(t, 1, lb.MetricPickFirstSucceeded.Name, "pf:///x")
-	m.Want(t, 0, lb.MetricPickFirstDisconnections.Name, "pf:///x")
+	m.Want(t, 1, pickfirst.MetricConnectionAttemptsSucceeded.Name, "pf:///x")
+	m.Want(t, 0, pickfirst.MetricDisconnections.Name, "pf:///x")
 
 	e.h.Advance(backoff) // time passes; nothing is counted for it
 	e.sc(1).Idle()
-	m.Want(t, 1, lb.MetricPickFirstDisconnections.Name, "pf:///x")
-	m.Want(t, 1, lb.MetricPickFirstFailed.Name, "pf:///x")
+	m.Want(t, 1, pickfirst.MetricDisconnections.Name, "pf:///x")
+	m.Want(t, 1, pickfirst.MetricConnectionAttemptsFailed.Name, "pf:///x")
 }

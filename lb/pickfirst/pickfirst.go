@@ -71,8 +71,8 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 		seen:     make(map[resolver.Address]struct{}),
 		state:    lb.Idle,
 
-		attemptsSucceeded: opts.Metrics.Counter(lb.MetricPickFirstSucceeded, cc.Target()),
-		attemptsFailed:    opts.Metrics.Counter(lb.MetricPickFirstFailed, cc.Target()),
-		disconnections:    opts.Metrics.Counter(lb.MetricPickFirstDisconnections, cc.Target()),
+		attemptsSucceeded: opts.Metrics.Counter(MetricConnectionAttemptsSucceeded, cc.Target()),
+		attemptsFailed:    opts.Metrics.Counter(MetricConnectionAttemptsFailed, cc.Target()),
+		disconnections:    opts.Metrics.Counter(MetricDisconnections, cc.Target()),
 	}
 }

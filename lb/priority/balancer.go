@@ -30,7 +30,7 @@ type childData struct {
 	// CONNECTING report starts the failover timer only while it is set.
 	seenReadyOrIdleSinceTF bool
 	// switches and failoverFired are the child's metric handles
-	// ([lb.MetricPrioritySwitches], [lb.MetricPriorityFailoverFired]).
+	// ([MetricSwitches], [MetricFailoverTimerFires]).
 	switches, failoverFired lb.Counter
 	// failoverAt is when failover fires, for Describe; meaningful while
 	// failover is set.

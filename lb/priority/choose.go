@@ -107,8 +107,8 @@ func (b *priorityBalancer) createChild(name string) (*child, error) {
 	initial := c.State()
 	c.Data = childData{
 		state: initial.ConnectivityState, picker: initial.Picker,
-		switches:      b.opts.Metrics.Counter(lb.MetricPrioritySwitches, b.cc.Target(), name),
-		failoverFired: b.opts.Metrics.Counter(lb.MetricPriorityFailoverFired, b.cc.Target(), name),
+		switches:      b.opts.Metrics.Counter(MetricSwitches, b.cc.Target(), name),
+		failoverFired: b.opts.Metrics.Counter(MetricFailoverTimerFires, b.cc.Target(), name),
 	}
 	b.startFailoverTimer(c)
 	childCfg := b.config.Children[name]

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/wrr"
 )
 
 // Each READY picker built counts its endpoints without a weight, and counts
@@ -13,12 +14,12 @@ func TestMetricsFallbackAndUnweightedEndpoints(t *testing.T) {
 	m, target := e.h.Metrics, e.h.CC.Target()
 	scs := e.readyAll(ep("a", 3), ep("b", noWeight))
 	// Pickers over [a] (one weight: round robin) and [a b].
-	m.Want(t, 1, lb.MetricWRRFallback.Name, target, "")
-	m.Want(t, 1, lb.MetricWRRNotYetUsable.Name, target, "")
+	m.Want(t, 1, wrr.MetricRRFallback.Name, target, "")
+	m.Want(t, 1, wrr.MetricEndpointWeightNotYetUsable.Name, target, "")
 
 	scs[0].Idle() // picker over [b]: unweighted, round robin
-	m.Want(t, 2, lb.MetricWRRFallback.Name, target, "")
-	m.Want(t, 2, lb.MetricWRRNotYetUsable.Name, target, "")
+	m.Want(t, 2, wrr.MetricRRFallback.Name, target, "")
+	m.Want(t, 2, wrr.MetricEndpointWeightNotYetUsable.Name, target, "")
 }
 
 // Describe lists every endpoint, in update order, with its state and weight.

@@ -72,8 +72,8 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	opts = opts.WithDefaults()
 	b := &balancer{
 		rand: opts.Rand, logger: opts.PolicyLogger(Name),
-		rrFallback:   opts.Metrics.Counter(lb.MetricWRRFallback, cc.Target(), ""),
-		notYetUsable: opts.Metrics.Counter(lb.MetricWRRNotYetUsable, cc.Target(), ""),
+		rrFallback:   opts.Metrics.Counter(MetricRRFallback, cc.Target(), ""),
+		notYetUsable: opts.Metrics.Counter(MetricEndpointWeightNotYetUsable, cc.Target(), ""),
 	}
 	b.List = endpointlist.New(cc, opts.Scheduler, b.logger, endpointlist.Policy[endpointData]{
 		Name:        "wrr",

@@ -1,7 +1,11 @@
 package lb_test
 
 import (
+	"os"
 	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -69,9 +73,8 @@ func rankOf(pkg string) (int, bool) {
 	return 0, false
 }
 
-// Dependencies point one way, as docs/architecture.md draws them:
-// attributes ← resolver ← hierarchy, weight ← lb and the resolvers ←
-// childmanager, lbtest ← policies ← conn ← adapters and commands.
+// Dependencies point one way: a package imports only packages of a lower
+// layer (see layers, which docs/architecture.md draws).
 func TestPackageOrder(t *testing.T) {
 	const module = "github.com/lbkit/lbkit/"
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"...").CombinedOutput()
@@ -94,6 +97,42 @@ func TestPackageOrder(t *testing.T) {
 			if r, _ := rankOf(imp); r >= rank {
 				t.Errorf("%s (layer %d) imports %s (layer %d): imports must point to a lower layer", pkg, rank, imp, r)
 			}
+		}
+	}
+}
+
+// docs/architecture.md draws the layers as lines "N  entry, entry, ...
+// (comment)" in the code block of "Packages and their order": each line
+// names exactly the entries of layers at rank N.
+func TestArchitectureDocDrawsTheLayers(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## Packages and their order")
+	if !ok {
+		t.Fatal(`docs/architecture.md has no section "Packages and their order"`)
+	}
+	_, block, _ := strings.Cut(section, "```\n")
+	block, _, _ = strings.Cut(block, "```")
+	line := regexp.MustCompile(`^\s*(\d+)\s+(.*?)(\s{2,}\(.*\))?$`)
+	drawn := map[int][]string{}
+	for _, l := range strings.Split(strings.TrimSpace(block), "\n") {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("docs/architecture.md: layer line %q is not \"N  entry, entry  (comment)\"", l)
+		}
+		rank, _ := strconv.Atoi(m[1])
+		drawn[rank] = strings.Split(m[2], ", ")
+	}
+	want := map[int][]string{}
+	for _, l := range layers {
+		want[l.rank] = append(want[l.rank], l.pkg)
+	}
+	for rank := range max(len(want), len(drawn)) {
+		got, exp := slices.Sorted(slices.Values(drawn[rank])), slices.Sorted(slices.Values(want[rank]))
+		if !slices.Equal(got, exp) {
+			t.Errorf("docs/architecture.md draws layer %d as %q; lb/deps_test.go has %q", rank, got, exp)
 		}
 	}
 }

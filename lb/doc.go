@@ -48,7 +48,13 @@
 //
 // # Time and randomness
 //
-// Policies never read the wall clock or a global random source: both come in
-// [BuildOptions], so a test can drive 15 minutes of timers in a microsecond
-// and replay a shuffle from a seed.
+// Policies never read the wall clock: time comes in [BuildOptions], so a
+// test can drive 15 minutes of timers in a microsecond. Every random choice
+// that decides where a request goes (a shuffle, least_request's two
+// candidates) comes from the seeded source in BuildOptions, so it replays
+// from a seed. One use of the runtime's global generator remains, and
+// decides nothing a test can observe from one goroutine: when picks contend,
+// least_request's picker spreads them over several cursors chosen by
+// math/rand/v2's per-thread generator (its order then depends on the
+// goroutines' interleaving anyway).
 package lb

@@ -32,6 +32,13 @@ const (
 )
 
 // HealthChecker judges whether one backend is healthy.
+//
+// Check runs on goroutines of the channel's, concurrently for different
+// backends (and for every channel given the same checker), so an
+// implementation must be safe for concurrent use. For one backend the
+// channel waits for one check at a time; but a check that overruns its
+// timeout is abandoned with its context cancelled, and may still be
+// running when the next check of that backend starts.
 type HealthChecker interface {
 	// Check checks the backend at addr for service (the service config's
 	// healthCheckConfig.serviceName, or "" without one) and returns nil if

@@ -9,7 +9,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/benbjohnson/clock"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/internal/testpki"
 )
@@ -198,5 +203,47 @@ func TestDialOptionsErrors(t *testing.T) {
 				t.Errorf("error %v is not %v", err, tt.is)
 			}
 		})
+	}
+}
+
+// WithDialOptions's options reach the connection to the management
+// server: a stream interceptor given with it sees the ADS stream. A
+// Builder with dial options shares its client only among its own
+// resolvers: another Builder for the same server opens a stream of its own.
+func TestWithDialOptionsReachTheADSConnection(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{
+		assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80"}}),
+	})
+	var mu sync.Mutex
+	var methods []string
+	intercept := grpc.WithStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		mu.Lock()
+		methods = append(methods, method)
+		mu.Unlock()
+		return streamer(ctx, desc, cc, method, opts...)
+	})
+	withOptions := testBuilder(t, cp.addr, xds.WithDialOptions(intercept))
+	clk := clock.NewMock()
+	cc, _ := follow(t, withOptions, "c1", clk, newLogWaiter())
+	if got := endpoints(cc.NextState(t)); len(got) != 1 || got[0].addr != "10.0.0.1:80" {
+		t.Fatalf("through a builder with dial options: %v", got)
+	}
+	mu.Lock()
+	seen := slices.Clone(methods)
+	mu.Unlock()
+	if want := "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"; !slices.Equal(seen, []string{want}) {
+		t.Errorf("the interceptor saw streams %q, want one %s", seen, want)
+	}
+
+	other, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, newLogWaiter())
+	other.NextState(t)
+	if n := cp.streamCount(); n != 2 {
+		t.Errorf("%d ADS streams for a builder with dial options and one without, want 2", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(methods) != 1 {
+		t.Errorf("the interceptor saw %d streams after another builder followed the cluster, want 1 (its own)", len(methods))
 	}
 }

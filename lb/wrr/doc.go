@@ -8,6 +8,24 @@
 // through the registry ([lb.Get]) or directly with [Builder]; its config is
 // a [Config].
 //
+// # The name weighted_round_robin in grpc-go
+//
+// grpc-go registers a different policy under the same name: gRFC A58's
+// client-side weighted round robin, whose weights come from the backends'
+// ORCA load reports (qps, utilization), not from the addresses. Its config
+// fields (enableOobLoadReport, oobReportingPeriod, blackoutPeriod,
+// weightExpirationPeriod, weightUpdatePeriod, errorUtilizationPenalty) mean
+// nothing to this policy, which has no load reports: a service config
+// written for grpc-go's policy parses here, its A58 fields are reported as
+// unknown (logged at WARN by the channel, refused with
+// conn.WithStrictConfig), and requests are spread by the endpoints'
+// configured weights, as equal shares when no address carries one. The two
+// coincide when every backend reports the same load. Inside grpc-go, the
+// adapters/grpcgo module registers this policy as
+// lbkit_weighted_round_robin, so the two never collide there; an xDS
+// ClientSideWeightedRoundRobin cluster policy is not mapped to it
+// (docs/choices.md, "xDS clusters").
+//
 // # Endpoints and weights
 //
 // Each address of an update is an endpoint with one [lb.SubConn]. Its

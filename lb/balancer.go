@@ -283,15 +283,9 @@ func (o BuildOptions) PolicyLogger(name string) *slog.Logger {
 // WithDefaults returns o with every nil field set to its documented
 // default. Builders call it first thing in Build.
 func (o BuildOptions) WithDefaults() BuildOptions {
-	if o.Clock == nil {
-		o.Clock = clock.New()
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Rand == nil {
-		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-	}
+	// The clock, logger and random source default as a resolver's do.
+	shared := resolver.BuildOptions{Clock: o.Clock, Logger: o.Logger, Rand: o.Rand}.WithDefaults()
+	o.Clock, o.Logger, o.Rand = shared.Clock, shared.Logger, shared.Rand
 	if o.Scheduler == nil {
 		o.Scheduler = NewSerializer(o.Clock)
 	}

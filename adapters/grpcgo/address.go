@@ -37,9 +37,7 @@ func withLBKit(a *attributes.Attributes, f func(resolver.Address) resolver.Addre
 // [weight.Set]. Resolvers should not publish a weight of 0 (policies treat
 // it as 1).
 func SetWeight(addr grpcresolver.Address, w uint32) grpcresolver.Address {
-	addr.Attributes = withLBKit(addr.Attributes, func(a resolver.Address) resolver.Address {
-		return weight.Set(a, w)
-	})
+	addr.Attributes = withWeight(addr.Attributes, w)
 	return addr
 }
 
@@ -51,28 +49,32 @@ func SetWeight(addr grpcresolver.Address, w uint32) grpcresolver.Address {
 // path removes it. It sets addr.Attributes, as [SetWeight] does; the
 // bridge passes the path on with [hierarchy.Set].
 func SetHierarchyPath(addr grpcresolver.Address, path []string) grpcresolver.Address {
-	addr.Attributes = withLBKit(addr.Attributes, func(a resolver.Address) resolver.Address {
-		return hierarchy.Set(a, path)
-	})
+	addr.Attributes = withPath(addr.Attributes, path)
 	return addr
 }
 
 // SetEndpointWeight is [SetWeight] for a resolver that publishes Endpoints:
 // it sets ep.Attributes.
 func SetEndpointWeight(ep grpcresolver.Endpoint, w uint32) grpcresolver.Endpoint {
-	ep.Attributes = withLBKit(ep.Attributes, func(a resolver.Address) resolver.Address {
-		return weight.Set(a, w)
-	})
+	ep.Attributes = withWeight(ep.Attributes, w)
 	return ep
 }
 
 // SetEndpointHierarchyPath is [SetHierarchyPath] for a resolver that
 // publishes Endpoints: it sets ep.Attributes.
 func SetEndpointHierarchyPath(ep grpcresolver.Endpoint, path []string) grpcresolver.Endpoint {
-	ep.Attributes = withLBKit(ep.Attributes, func(a resolver.Address) resolver.Address {
-		return hierarchy.Set(a, path)
-	})
+	ep.Attributes = withPath(ep.Attributes, path)
 	return ep
+}
+
+// withWeight returns attrs with the lbkit weight w.
+func withWeight(attrs *attributes.Attributes, w uint32) *attributes.Attributes {
+	return withLBKit(attrs, func(a resolver.Address) resolver.Address { return weight.Set(a, w) })
+}
+
+// withPath returns attrs with the lbkit hierarchy path path.
+func withPath(attrs *attributes.Attributes, path []string) *attributes.Attributes {
+	return withLBKit(attrs, func(a resolver.Address) resolver.Address { return hierarchy.Set(a, path) })
 }
 
 // endpointRest is the lbkit attribute that tells apart endpoints with more

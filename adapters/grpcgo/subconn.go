@@ -55,37 +55,35 @@ func (s *subConn) onState(st balancer.SubConnState) {
 	})
 }
 
+// states pairs grpc-go's connectivity states with lbkit's, one to one.
+var states = [...]struct {
+	grpc connectivity.State
+	lb   lb.ConnectivityState
+}{
+	{connectivity.Idle, lb.Idle},
+	{connectivity.Connecting, lb.Connecting},
+	{connectivity.Ready, lb.Ready},
+	{connectivity.TransientFailure, lb.TransientFailure},
+	{connectivity.Shutdown, lb.Shutdown},
+}
+
 // toLBState maps grpc-go's connectivity states one to one onto lbkit's.
+// grpc-go has no other state; an unknown one is not usable.
 func toLBState(s connectivity.State) lb.ConnectivityState {
-	switch s {
-	case connectivity.Idle:
-		return lb.Idle
-	case connectivity.Connecting:
-		return lb.Connecting
-	case connectivity.Ready:
-		return lb.Ready
-	case connectivity.TransientFailure:
-		return lb.TransientFailure
-	case connectivity.Shutdown:
-		return lb.Shutdown
+	for _, p := range states {
+		if p.grpc == s {
+			return p.lb
+		}
 	}
-	// grpc-go has no other state; an unknown one is not usable.
 	return lb.TransientFailure
 }
 
 // toGRPCState maps lbkit's connectivity states one to one onto grpc-go's.
 func toGRPCState(s lb.ConnectivityState) connectivity.State {
-	switch s {
-	case lb.Idle:
-		return connectivity.Idle
-	case lb.Connecting:
-		return connectivity.Connecting
-	case lb.Ready:
-		return connectivity.Ready
-	case lb.TransientFailure:
-		return connectivity.TransientFailure
-	case lb.Shutdown:
-		return connectivity.Shutdown
+	for _, p := range states {
+		if p.lb == s {
+			return p.grpc
+		}
 	}
 	return connectivity.TransientFailure
 }

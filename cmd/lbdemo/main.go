@@ -36,12 +36,7 @@ import (
 	"github.com/lbkit/lbkit/internal/demo"
 )
 
-func main() {
-	demo.Main("lbdemo", func(ctx context.Context, args []string, out io.Writer) error {
-		_, err := run(ctx, args, out)
-		return err
-	})
-}
+func main() { demo.Main("lbdemo", run) }
 
 // options are the parsed flags.
 type options struct {

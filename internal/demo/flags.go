@@ -65,12 +65,13 @@ func (o Options) Check() error {
 }
 
 // Main runs a demo's command: run gets a context that ends on an interrupt,
-// the arguments and standard output. Main exits with status 2 after a
-// [*UsageError], 1 after any other error, each printed as one line on
+// the arguments and standard output; what it returns besides the error (a
+// summary, for the demo's tests) is dropped. Main exits with status 2 after
+// a [*UsageError], 1 after any other error, each printed as one line on
 // standard error after the command's name; it returns when run succeeds.
-func Main(name string, run func(ctx context.Context, args []string, out io.Writer) error) {
+func Main[T any](name string, run func(ctx context.Context, args []string, out io.Writer) (T, error)) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, os.Args[1:], os.Stdout)
+	_, err := run(ctx, os.Args[1:], os.Stdout)
 	stop()
 	if err == nil {
 		return

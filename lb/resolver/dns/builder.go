@@ -13,6 +13,7 @@ import (
 
 	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/resolver/internal/option"
 )
 
 // Scheme is the scheme this package resolves.
@@ -74,24 +75,24 @@ func WithDefaultPort(port uint16) Option {
 // [DefaultMinResolutionInterval], 30 s; 0 means no rate limit. d must not be
 // negative.
 func WithMinResolutionInterval(d time.Duration) Option {
-	return optionFunc(func(c *config) error {
-		if d < 0 {
-			return fmt.Errorf("WithMinResolutionInterval(%v): negative", d)
-		}
-		c.minInterval = d
-		return nil
-	})
+	return nonNegative("WithMinResolutionInterval", d, func(c *config) { c.minInterval = d })
 }
 
 // WithLookupTimeout bounds each lookup, on the resolver's clock. The
 // default is [DefaultLookupTimeout], 30 s; 0 means no bound (the lookup
 // still ends on Close). d must not be negative.
 func WithLookupTimeout(d time.Duration) Option {
+	return nonNegative("WithLookupTimeout", d, func(c *config) { c.lookupTimeout = d })
+}
+
+// nonNegative is the option named name that refuses a negative d and
+// otherwise calls set.
+func nonNegative(name string, d time.Duration, set func(*config)) Option {
 	return optionFunc(func(c *config) error {
 		if d < 0 {
-			return fmt.Errorf("WithLookupTimeout(%v): negative", d)
+			return fmt.Errorf("%s(%v): negative", name, d)
 		}
-		c.lookupTimeout = d
+		set(c)
 		return nil
 	})
 }
@@ -146,19 +147,15 @@ func defaultConfig() config {
 	}
 }
 
-var (
-	_ resolver.Builder         = (*Builder)(nil)
-	_ resolver.TargetValidator = (*Builder)(nil)
-)
+// Register in init checks that Builder is a resolver.Builder.
+var _ resolver.TargetValidator = (*Builder)(nil)
 
 // NewBuilder returns a builder with the given options applied in order, or
 // an error naming the first option whose value is out of range.
 func NewBuilder(opts ...Option) (*Builder, error) {
 	cfg := defaultConfig()
-	for _, o := range opts {
-		if err := o.apply(&cfg); err != nil {
-			return nil, fmt.Errorf("dns: NewBuilder: %w", err)
-		}
+	if err := option.Apply(&cfg, opts, Option.apply); err != nil {
+		return nil, fmt.Errorf("dns: NewBuilder: %w", err)
 	}
 	return &Builder{cfg: cfg}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/resolver/internal/option"
 )
 
 // Scheme is the scheme this package resolves.
@@ -116,19 +117,15 @@ type Builder struct {
 	cfg config // pollInterval == 0 only in the zero value
 }
 
-var (
-	_ resolver.Builder         = (*Builder)(nil)
-	_ resolver.TargetValidator = (*Builder)(nil)
-)
+// Register in init checks that Builder is a resolver.Builder.
+var _ resolver.TargetValidator = (*Builder)(nil)
 
 // NewBuilder returns a builder with the given options applied in order, or
 // an error naming the first option whose value is out of range.
 func NewBuilder(opts ...Option) (*Builder, error) {
 	cfg := defaultConfig()
-	for _, o := range opts {
-		if err := o.apply(&cfg); err != nil {
-			return nil, fmt.Errorf("eds: NewBuilder: %w", err)
-		}
+	if err := option.Apply(&cfg, opts, Option.apply); err != nil {
+		return nil, fmt.Errorf("eds: NewBuilder: %w", err)
 	}
 	return &Builder{cfg: cfg}, nil
 }

@@ -21,10 +21,8 @@ func init() { resolver.Register(Builder{}) }
 // no state and is safe for concurrent use.
 type Builder struct{}
 
-var (
-	_ resolver.Builder         = Builder{}
-	_ resolver.TargetValidator = Builder{}
-)
+// Register in init checks that Builder is a resolver.Builder.
+var _ resolver.TargetValidator = Builder{}
 
 // Scheme returns [Scheme].
 func (Builder) Scheme() string { return Scheme }

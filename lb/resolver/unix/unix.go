@@ -42,10 +42,8 @@ type Builder struct {
 	Abstract bool
 }
 
-var (
-	_ resolver.Builder         = Builder{}
-	_ resolver.TargetValidator = Builder{}
-)
+// Register in init checks that Builder is a resolver.Builder.
+var _ resolver.TargetValidator = Builder{}
 
 // Scheme returns [Scheme], or [AbstractScheme] when b.Abstract is set.
 func (b Builder) Scheme() string {

@@ -44,12 +44,7 @@ import (
 	"github.com/lbkit/lbkit/internal/demo"
 )
 
-func main() {
-	demo.Main("xdsdemo", func(ctx context.Context, args []string, out io.Writer) error {
-		_, err := run(ctx, args, out)
-		return err
-	})
-}
+func main() { demo.Main("xdsdemo", run) }
 
 // minDuration is the shortest run whose script has room for each push.
 const minDuration = 3 * time.Second

@@ -96,7 +96,7 @@ func (c *Channel) switchTo(p *lb.ParsedPolicy) *balancerWrapper {
 		subs:  make(map[*SubConn]struct{}),
 	}
 	opts := lb.BuildOptions{Clock: c.clock, Logger: c.logger, Rand: c.rand, Scheduler: c.ser, Target: c.target, Metrics: c.cfg.metrics,
-		OnEvent: c.emit}
+		OnEvent: c.emit}.WithDefaults()
 	from := ""
 	if l := c.latest(); l != nil {
 		from = l.name

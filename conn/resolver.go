@@ -99,7 +99,7 @@ var serviceConfigFields = []string{"loadBalancingConfig", "loadBalancingPolicy",
 // {"loadBalancingPolicy": "name"}, and {"healthCheckConfig": {"serviceName":
 // "..."}}. Other fields of gRPC's service config are ignored; a field it
 // does not have, or that the chosen policy's config does not have (as far
-// as the policy can say: [lb.UnknownFieldsParser]), is listed in unknown,
+// as the policy can say: [lb.ParseConfig]), is listed in unknown,
 // or, when strict, an error naming its path.
 func parseServiceConfig(raw json.RawMessage, reg *lb.Registry, strict bool) (*serviceConfig, error) {
 	obj, err := lb.ParseConfigObject(raw)
@@ -176,15 +176,21 @@ func parsePolicy(obj lb.ConfigObject, reg *lb.Registry) (*lb.ParsedPolicy, error
 	if b == nil {
 		return nil, fmt.Errorf("loadBalancingPolicy: no registered policy %q (registered: %s)", name, strings.Join(reg.Names(), ", "))
 	}
-	p := &lb.ParsedPolicy{Name: name, Builder: b}
-	if cp, ok := b.(lb.ConfigParser); ok {
-		cfg, err := cp.ParseConfig(nil)
-		if err != nil {
-			return nil, fmt.Errorf("loadBalancingPolicy %q: %w", name, err)
-		}
-		p.Config = cfg
+	p, err := withDefaultConfig(name, b)
+	if err != nil {
+		return nil, fmt.Errorf("loadBalancingPolicy %q: %w", name, err)
 	}
 	return p, nil
+}
+
+// withDefaultConfig returns the policy b, registered as name, with the
+// config it parses from none: its defaults.
+func withDefaultConfig(name string, b lb.Builder) (*lb.ParsedPolicy, error) {
+	cfg, _, err := lb.ParseConfig(b, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &lb.ParsedPolicy{Name: name, Builder: b, Config: cfg}, nil
 }
 
 // DefaultPolicy is the policy used when no service config names one.
@@ -205,13 +211,9 @@ func (c *Channel) policyFor() (*lb.ParsedPolicy, error) {
 	if b == nil {
 		return nil, errNoDefaultPolicy
 	}
-	p := &lb.ParsedPolicy{Name: DefaultPolicy, Builder: b}
-	if cp, ok := b.(lb.ConfigParser); ok {
-		cfg, err := cp.ParseConfig(nil)
-		if err != nil {
-			return nil, fmt.Errorf("default policy %s: %w", DefaultPolicy, err)
-		}
-		p.Config = cfg
+	p, err := withDefaultConfig(DefaultPolicy, b)
+	if err != nil {
+		return nil, fmt.Errorf("default policy %s: %w", DefaultPolicy, err)
 	}
 	return p, nil
 }

@@ -17,7 +17,10 @@ import (
 // [ConfigParser] to accept a config.
 type Builder interface {
 	// Build returns a new balancer that reports to cc. Build runs inside
-	// the tree's serializer, like every Balancer method.
+	// the tree's serializer, like every Balancer method. opts is complete:
+	// every caller (the channel, lb/childmanager, lbtest and the grpc-go
+	// adapter) applies [BuildOptions.WithDefaults] first, and code that
+	// calls Build itself must too.
 	Build(cc ClientConn, opts BuildOptions) Balancer
 	// Name returns the policy's name as it appears in loadBalancingConfig,
 	// such as "pick_first".
@@ -25,24 +28,19 @@ type Builder interface {
 }
 
 // ConfigParser is implemented by builders whose policy takes a config.
+// lbkit reaches it through [ParseConfig], which also accepts a builder
+// whose only parser is the older ParseConfig(raw) (Config, error).
 type ConfigParser interface {
-	// ParseConfig parses the policy's JSON config object. Unknown fields
-	// are ignored (an [UnknownFieldsParser] also lists them). An error
-	// should be a [*ConfigError] naming the field (relative to the
-	// policy's object) and the reason.
-	ParseConfig(raw json.RawMessage) (Config, error)
-}
-
-// UnknownFieldsParser is a [ConfigParser] that also says which fields of
-// its config it ignored because it does not know them: their JSON paths,
-// relative to the policy's object, in document order (nested policy lists
-// included, through [ParsedPolicy.Unknown]). [Registry.ParsePolicyList]
-// uses it when a builder has it, so that a channel can warn about a
-// misspelled field or refuse it (conn.WithStrictConfig). ParseConfig and
-// ParseConfigUnknown accept and reject the same configs.
-type UnknownFieldsParser interface {
-	ConfigParser
-	ParseConfigUnknown(raw json.RawMessage) (Config, []string, error)
+	// ParseConfig parses the policy's JSON config object; empty raw and
+	// null mean the policy's defaults. It returns the config and the JSON
+	// paths, relative to the object and in document order, of the fields
+	// it ignored because it does not know them, nested policy lists'
+	// included ([ParsedPolicy.Unknown]): a channel warns about them or
+	// refuses them (conn.WithStrictConfig). An error should be a
+	// [*ConfigError] naming the field (relative to the policy's object)
+	// and the reason, with a nil config. [ParseConfigWith] does the
+	// plumbing: a policy writes only how its fields are read.
+	ParseConfig(raw json.RawMessage) (Config, []string, error)
 }
 
 // Config is a policy's parsed configuration. Each policy defines its own
@@ -54,8 +52,8 @@ type Config interface{}
 type ClientConnState struct {
 	// ResolverState holds the addresses meant for this balancer.
 	ResolverState resolver.State
-	// BalancerConfig is this balancer's parsed config, as returned by its
-	// builder's ParseConfig; nil when the builder has no ConfigParser.
+	// BalancerConfig is this balancer's parsed config, as returned by
+	// [ParseConfig] for its builder; nil when the builder has no parser.
 	BalancerConfig Config
 }
 
@@ -281,7 +279,8 @@ func (o BuildOptions) PolicyLogger(name string) *slog.Logger {
 }
 
 // WithDefaults returns o with every nil field set to its documented
-// default. Builders call it first thing in Build.
+// default. Whoever calls [Builder.Build] calls it first, so that builders
+// need not.
 func (o BuildOptions) WithDefaults() BuildOptions {
 	// The clock, logger and random source default as a resolver's do.
 	shared := resolver.BuildOptions{Clock: o.Clock, Logger: o.Logger, Rand: o.Rand}.WithDefaults()

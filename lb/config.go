@@ -78,14 +78,12 @@ type ParsedPolicy struct {
 	Name string
 	// Builder builds the chosen policy.
 	Builder Builder
-	// Config is its parsed config; nil if the builder has no
-	// [ConfigParser].
+	// Config is its parsed config, as [ParseConfig] returns it; nil if
+	// the builder has no parser.
 	Config Config
 	// Unknown lists the JSON paths, relative to the list, of the fields
 	// of the chosen policy's config that the policy does not know and
-	// ignored: every field of a policy without a [ConfigParser], the
-	// fields an [UnknownFieldsParser] reports; nothing for another
-	// ConfigParser, which cannot say.
+	// ignored, as [ParseConfig] reports them.
 	Unknown []string
 }
 
@@ -163,18 +161,7 @@ func (r *Registry) ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
 			}
 			p := &ParsedPolicy{Name: name, Builder: b}
 			var unknown []string
-			var err error
-			switch cp := b.(type) {
-			case UnknownFieldsParser:
-				p.Config, unknown, err = cp.ParseConfigUnknown(cfg)
-			case ConfigParser:
-				p.Config, err = cp.ParseConfig(cfg)
-			default:
-				if o, oerr := ParseConfigObject(cfg); oerr == nil {
-					unknown = o.Keys()
-				}
-			}
-			if err != nil {
+			if p.Config, unknown, err = ParseConfig(b, cfg); err != nil {
 				return nil, PrefixConfigError(at+"."+name, err)
 			}
 			for _, u := range unknown {
@@ -185,6 +172,72 @@ func (r *Registry) ParsePolicyList(raw json.RawMessage) (*ParsedPolicy, error) {
 	}
 	return nil, ConfigErrorf("", "no registered policy in list (unregistered: %s; registered: %s)",
 		strings.Join(skipped, ", "), strings.Join(r.Names(), ", "))
+}
+
+// simpleConfigParser is the parser of a builder written before
+// [ConfigParser] listed unknown fields.
+type simpleConfigParser interface {
+	ParseConfig(raw json.RawMessage) (Config, error)
+}
+
+// ParseConfig parses raw, a config of b's policy, and lists the fields it
+// ignored because the policy does not know them, with paths relative to
+// the policy's object. It is how lbkit parses every policy's config (the
+// policy lists of [Registry.ParsePolicyList], the channel, lbtest and the
+// grpc-go adapter), whatever the builder offers:
+//   - a [ConfigParser] parses raw and lists its unknown fields;
+//   - a builder whose only parser is ParseConfig(raw json.RawMessage)
+//     (Config, error) parses raw; it cannot say which fields it ignored,
+//     so none are listed;
+//   - a builder with no parser takes no config: the config is nil, and
+//     every key of raw (when raw is an object) is unknown.
+//
+// An error is the parser's, for its caller to prefix; the config is then
+// nil.
+func ParseConfig(b Builder, raw json.RawMessage) (Config, []string, error) {
+	switch p := b.(type) {
+	case ConfigParser:
+		c, unknown, err := p.ParseConfig(raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, unknown, nil
+	case simpleConfigParser:
+		c, err := p.ParseConfig(raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, nil, nil
+	}
+	if o, err := ParseConfigObject(raw); err == nil {
+		return nil, o.Keys(), nil
+	}
+	return nil, nil, nil
+}
+
+// ParseConfigWith is the body of a [ConfigParser]: it parses raw as a
+// config object ([ParseConfigObject]), lets parse read the policy's fields
+// from it, and returns parse's config with the fields nothing read
+// ([ConfigObject.Unknown]). On an error, from either, the config is nil
+// (not a typed zero C), as ConfigParser asks.
+//
+//	func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
+//		return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (Config, error) {
+//			var c Config
+//			err := obj.Decode(&c.Verbose, "verbose")
+//			return c, err
+//		})
+//	}
+func ParseConfigWith[C any](raw json.RawMessage, parse func(ConfigObject) (C, error)) (Config, []string, error) {
+	obj, err := ParseConfigObject(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := parse(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, obj.Unknown(), nil
 }
 
 // decodeObject decodes a JSON object into its raw fields and its keys in
@@ -243,26 +296,55 @@ func jsonKind(raw json.RawMessage) string {
 // ConfigObject is a policy's JSON config object, decoded field by field with
 // case-sensitive names (as proto3 JSON requires) so that every error names
 // its field. A key given twice is an error. Unknown fields are ignored;
-// [ConfigObject.Unread] lists them for an [UnknownFieldsParser]. Copies of
-// a ConfigObject share what was asked for; it is not safe for concurrent
-// use.
+// [ConfigObject.Unknown] lists them for a [ConfigParser], with those of
+// the objects and policy lists read through [ConfigObject.ObjectAt] and
+// [ConfigObject.PolicyList]. Copies of a ConfigObject share what was asked
+// for; it is not safe for concurrent use.
 type ConfigObject struct {
 	fields map[string]json.RawMessage
 	keys   []string
-	asked  map[string]bool // names passed to Raw or Decode; shared by copies
+	read   *objectReads // shared by copies
 }
 
-// Unread returns, in document order, the keys never asked for by
-// [ConfigObject.Raw] or [ConfigObject.Decode] (under any of the names
-// given): after a parser has read its fields, the fields it does not know.
-func (o ConfigObject) Unread() []string {
-	var unread []string
+// objectReads is what a parser has read of a [ConfigObject].
+type objectReads struct {
+	// asked holds the names passed to Raw or Decode.
+	asked map[string]bool
+	// nested lists the objects and policy lists read inside the object,
+	// in the order they were read.
+	nested []nestedUnknown
+}
+
+// nestedUnknown is an object or a policy list read at path inside a
+// [ConfigObject]: unknown returns its unknown fields, relative to it.
+type nestedUnknown struct {
+	path    string
+	unknown func() []string
+}
+
+// Unknown returns the fields no parser has read: in document order, the
+// keys never asked for by [ConfigObject.Raw] or [ConfigObject.Decode]
+// (under any of the names given), then, in the order they were read, the
+// unknown fields of the objects read with [ConfigObject.ObjectAt] and of
+// the policies read with [ConfigObject.PolicyList], with paths relative
+// to o. After a parser has read its fields, these are the fields it does
+// not know.
+func (o ConfigObject) Unknown() []string {
+	if o.read == nil { // the zero ConfigObject
+		return nil
+	}
+	var unknown []string
 	for _, k := range o.keys {
-		if !o.asked[k] {
-			unread = append(unread, k)
+		if !o.read.asked[k] {
+			unknown = append(unknown, k)
 		}
 	}
-	return unread
+	for _, n := range o.read.nested {
+		for _, u := range n.unknown() {
+			unknown = append(unknown, JoinPath(n.path, u))
+		}
+	}
+	return unknown
 }
 
 // Keys returns the object's keys in document order.
@@ -273,22 +355,58 @@ func (o ConfigObject) Keys() []string { return o.keys }
 func ParseConfigObject(raw json.RawMessage) (ConfigObject, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-		return ConfigObject{}, nil
+		return ConfigObject{read: &objectReads{asked: map[string]bool{}}}, nil
 	}
 	obj, keys, err := decodeObject(trimmed)
 	if err != nil {
 		return ConfigObject{}, objectError(trimmed, "a JSON object", err)
 	}
-	return ConfigObject{fields: obj, keys: keys, asked: make(map[string]bool, len(keys))}, nil
+	return ConfigObject{fields: obj, keys: keys, read: &objectReads{asked: make(map[string]bool, len(keys))}}, nil
+}
+
+// ObjectAt decodes raw, a value found inside o at path (relative to o,
+// such as "successRateEjection" or `children["p1"]`), as a config object
+// ([ParseConfigObject]); an error is prefixed with path. The unknown
+// fields of the returned object, whenever they are asked for, are part of
+// o's ([ConfigObject.Unknown]) under path.
+func (o ConfigObject) ObjectAt(path string, raw json.RawMessage) (ConfigObject, error) {
+	sub, err := ParseConfigObject(raw)
+	if err != nil {
+		return ConfigObject{}, PrefixConfigError(path, err)
+	}
+	if o.read != nil {
+		o.read.nested = append(o.read.nested, nestedUnknown{path: path, unknown: sub.Unknown})
+	}
+	return sub, nil
+}
+
+// PolicyList parses the first present field among names as a policy list
+// ([Registry.ParsePolicyList]) against reg. A missing field is an empty
+// list, and so an error at names[0]; any error is prefixed with the
+// field's name. The chosen policy's unknown fields are part of o's
+// ([ConfigObject.Unknown]) under the field's name.
+func (o ConfigObject) PolicyList(reg *Registry, names ...string) (*ParsedPolicy, error) {
+	list, field, ok := o.Raw(names...)
+	if !ok && len(names) > 0 {
+		field = names[0]
+	}
+	p, err := reg.ParsePolicyList(list)
+	if err != nil {
+		return nil, PrefixConfigError(field, err)
+	}
+	if o.read != nil {
+		o.read.nested = append(o.read.nested, nestedUnknown{path: field, unknown: func() []string { return p.Unknown }})
+	}
+	return p, nil
 }
 
 // Raw returns the raw value of the first present field among names (for
 // example a lowerCamelCase name and its snake_case twin), the name found,
 // and whether one was present.
 func (o ConfigObject) Raw(names ...string) (json.RawMessage, string, bool) {
-	for _, n := range names {
-		if o.asked != nil {
-			o.asked[n] = true
+	if o.read != nil {
+		for _, n := range names {
+			o.read.asked[n] = true
 		}
 	}
 	for _, n := range names {
@@ -393,20 +511,6 @@ func decodeArray(raw json.RawMessage) ([]json.RawMessage, error) {
 	}
 	return elems, err
 }
-
-// NestedUnknown returns unknown followed by the unknown fields of p, a
-// policy parsed from the list at field (relative to the same object).
-func NestedUnknown(unknown []string, field string, p *ParsedPolicy) []string {
-	for _, u := range p.Unknown {
-		unknown = append(unknown, JoinPath(field, u))
-	}
-	return unknown
-}
-
-// DropUnknown returns c and err without the unknown fields, for a
-// ParseConfig written as a call of its ParseConfigUnknown
-// ([UnknownFieldsParser]).
-func DropUnknown(c Config, _ []string, err error) (Config, error) { return c, err }
 
 // ConfigOf returns the config of type C that an update carries as its
 // [ClientConnState.BalancerConfig]: c itself if it is a C, what it points

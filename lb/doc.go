@@ -44,7 +44,11 @@
 // loadBalancingConfig list is parsed with [ParseLoadBalancingConfig], and a
 // nested child policy list with [ParsePolicyList]; both follow gRPC's rules
 // (first registered entry wins, its config must be valid) and report every
-// error as a [*ConfigError] naming the JSON path.
+// error as a [*ConfigError] naming the JSON path. A policy that takes a
+// config implements [ConfigParser], whose one method returns the config
+// and the fields it does not know; [ParseConfigWith] and [ConfigObject] do
+// the reading. [ParseConfig] is how every caller parses one policy's
+// config, whatever its builder offers.
 //
 // # Time and randomness
 //

@@ -53,7 +53,7 @@ func newBridge(bb *Builder, cc balancer.ClientConn, bopts balancer.BuildOptions)
 		Rand:      o.newRand(),
 		Scheduler: b.ser,
 		Target:    b.target,
-	}
+	}.WithDefaults()
 	b.run(func() { b.lbb = bb.b.Build((*lbConn)(b), lbOpts) })
 	return b
 }

@@ -101,20 +101,17 @@ type lbConfig struct {
 	cfg lb.Config
 }
 
-// ParseConfig parses the policy's JSON config with the lbkit builder's
-// ParseConfig: the config is exactly the JSON the lbkit policy takes. Child
-// policy lists nested in it (priority's children, weighted_target's
-// targets) are parsed with [lb.ParsePolicyList] and so name lbkit policies
-// as registered with lbkit ("pick_first", "weighted_round_robin", ...),
-// not grpc-go's. A builder without an [lb.ConfigParser] ignores its config.
-// An error is the lbkit builder's, normally a [*lb.ConfigError] naming the
-// offending field.
+// ParseConfig parses the policy's JSON config as lbkit does
+// ([lb.ParseConfig]): the config is exactly the JSON the lbkit policy
+// takes. Child policy lists nested in it (priority's children,
+// weighted_target's targets) are parsed with an lbkit [lb.Registry] and so
+// name lbkit policies as registered with lbkit ("pick_first",
+// "weighted_round_robin", ...), not grpc-go's. A builder without a parser
+// ignores its config. The fields the policy does not know are ignored:
+// grpc-go's parser has no way to report them. An error is the lbkit
+// builder's, normally a [*lb.ConfigError] naming the offending field.
 func (bb *Builder) ParseConfig(raw json.RawMessage) (serviceconfig.LoadBalancingConfig, error) {
-	cp, ok := bb.b.(lb.ConfigParser)
-	if !ok {
-		return &lbConfig{}, nil
-	}
-	cfg, err := cp.ParseConfig(raw)
+	cfg, _, err := lb.ParseConfig(bb.b, raw)
 	if err != nil {
 		return nil, err
 	}

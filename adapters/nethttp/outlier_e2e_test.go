@@ -51,7 +51,7 @@ type capturingOD struct {
 }
 
 func (b *capturingOD) Name() string { return b.name }
-func (b *capturingOD) ParseConfig(raw json.RawMessage) (lb.Config, error) {
+func (b *capturingOD) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
 	return outlierdetection.Builder{}.ParseConfig(raw)
 }
 func (b *capturingOD) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {

@@ -11,45 +11,45 @@ import (
 )
 
 // CheckConfigParse is the body of a fuzz target for a policy's config
-// parser. It calls parse(raw) and fails tb unless the parser keeps lbkit's
-// contract for configs:
+// parser. It parses raw with b as lbkit does ([lb.ParseConfig]) and fails tb
+// unless the parser keeps lbkit's contract for configs:
 //
-//   - a rejected input gives a [*lb.ConfigError] and the zero config (nil
-//     for a pointer or an interface), and the error names a path whenever
-//     raw is a syntactically valid JSON object in valid UTF-8 (invalid
-//     UTF-8 makes the whole document invalid), so the fault is inside it;
-//   - an accepted input parses again to an equal config
-//     ([reflect.DeepEqual]): parsing is deterministic.
+//   - a rejected input gives a [*lb.ConfigError], a nil config and no
+//     unknown fields, and the error names a path whenever raw is a
+//     syntactically valid JSON object in valid UTF-8 (invalid UTF-8 makes
+//     the whole document invalid), so the fault is inside it;
+//   - an accepted input parses again to an equal config and the same
+//     unknown fields ([reflect.DeepEqual]): parsing is deterministic.
 //
-// A panic in parse fails the fuzz target by itself. CheckConfigParse
-// returns the config and true when raw was accepted, so the caller can check
-// its own invariants of an accepted config.
+// A panic in the parser fails the fuzz target by itself. CheckConfigParse
+// returns the config, its unknown fields and true when raw was accepted, so
+// the caller can check its own invariants of an accepted config.
 //
 //	f.Fuzz(func(t *testing.T, raw []byte) {
-//		lbtest.CheckConfigParse(t, mypolicy.Builder{}.ParseConfig, raw)
+//		lbtest.CheckConfigParse(t, mypolicy.Builder{}, raw)
 //	})
-func CheckConfigParse[C any](tb TB, parse func(json.RawMessage) (C, error), raw []byte) (C, bool) {
+func CheckConfigParse(tb TB, b lb.Builder, raw []byte) (lb.Config, []string, bool) {
 	tb.Helper()
-	cfg, err := parse(raw)
+	cfg, unknown, err := lb.ParseConfig(b, raw)
 	if err != nil {
 		var ce *lb.ConfigError
 		if !errors.As(err, &ce) {
 			tb.Fatalf("parse(%q): error %v is a %T, want a *lb.ConfigError", raw, err, err)
 		}
-		if !reflect.ValueOf(&cfg).Elem().IsZero() {
-			tb.Fatalf("parse(%q) returned %#v with error %v, want the zero config", raw, cfg, err)
+		if cfg != nil || unknown != nil {
+			tb.Fatalf("parse(%q) returned %#v and unknown fields %q with error %v, want neither", raw, cfg, unknown, err)
 		}
 		trimmed := bytes.TrimSpace(raw)
 		if ce.Path == "" && len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) && utf8.Valid(trimmed) {
 			tb.Fatalf("parse(%q): error %q on a JSON object names no path", raw, err)
 		}
-		return cfg, false
+		return nil, nil, false
 	}
-	again, err := parse(raw)
-	if err != nil || !reflect.DeepEqual(again, cfg) {
-		tb.Fatalf("parse(%q) gave %#v, then %#v, %v", raw, cfg, again, err)
+	again, againUnknown, err := lb.ParseConfig(b, raw)
+	if err != nil || !reflect.DeepEqual(again, cfg) || !reflect.DeepEqual(againUnknown, unknown) {
+		tb.Fatalf("parse(%q) gave %#v (unknown %q), then %#v (unknown %q), %v", raw, cfg, unknown, again, againUnknown, err)
 	}
-	return cfg, true
+	return cfg, unknown, true
 }
 
 // WantConfigError reports, with tb.Errorf, unless err is a [*lb.ConfigError]

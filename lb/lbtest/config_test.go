@@ -25,9 +25,18 @@ func (f *failureTB) Fatalf(format string, args ...any) {
 	panic(stopped{})
 }
 
+// parser is a builder whose ParseConfig is a function.
+type parser func(json.RawMessage) (lb.Config, []string, error)
+
+func (parser) Name() string                                     { return "parser" }
+func (parser) Build(lb.ClientConn, lb.BuildOptions) lb.Balancer { return nil }
+func (p parser) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
+	return p(raw)
+}
+
 // check runs CheckConfigParse with parse on raw and returns the failure
 // message, or "" if the check passed.
-func check(parse func(json.RawMessage) (*int, error), raw string) (msg string) {
+func check(parse parser, raw string) (msg string) {
 	tb := &failureTB{}
 	defer func() {
 		if r := recover(); r != nil {
@@ -46,28 +55,33 @@ func TestCheckConfigParse(t *testing.T) {
 	calls := 0
 	tests := []struct {
 		name  string
-		parse func(json.RawMessage) (*int, error)
+		parse parser
 		raw   string
 		want  string // a part of the failure message; "" for none
 	}{
-		{"accepted", func(json.RawMessage) (*int, error) { return &one, nil }, `{}`, ""},
-		{"rejected with a path", func(json.RawMessage) (*int, error) {
-			return nil, &lb.ConfigError{Path: "x", Err: errors.New("bad")}
+		{"accepted", func(json.RawMessage) (lb.Config, []string, error) { return &one, []string{"x"}, nil }, `{"x": 1}`, ""},
+		{"rejected with a path", func(json.RawMessage) (lb.Config, []string, error) {
+			return nil, nil, &lb.ConfigError{Path: "x", Err: errors.New("bad")}
 		}, `{"x": 1}`, ""},
-		{"rejected non-object without a path", func(json.RawMessage) (*int, error) {
-			return nil, &lb.ConfigError{Err: errors.New("want an object")}
+		{"rejected non-object without a path", func(json.RawMessage) (lb.Config, []string, error) {
+			return nil, nil, &lb.ConfigError{Err: errors.New("want an object")}
 		}, `[`, ""},
-		{"plain error", func(json.RawMessage) (*int, error) { return nil, errors.New("bad") }, `{}`, "want a *lb.ConfigError"},
-		{"config with error", func(json.RawMessage) (*int, error) {
-			return &one, &lb.ConfigError{Path: "x", Err: errors.New("bad")}
-		}, `{"x": 1}`, "want the zero config"},
-		{"object error without path", func(json.RawMessage) (*int, error) {
-			return nil, &lb.ConfigError{Err: errors.New("bad")}
+		{"plain error", func(json.RawMessage) (lb.Config, []string, error) { return nil, nil, errors.New("bad") }, `{}`, "want a *lb.ConfigError"},
+		// lb.ParseConfig drops what a parser returns beside its error.
+		{"config with error", func(json.RawMessage) (lb.Config, []string, error) {
+			return &one, []string{"x"}, &lb.ConfigError{Path: "x", Err: errors.New("bad")}
+		}, `{"x": 1}`, ""},
+		{"object error without path", func(json.RawMessage) (lb.Config, []string, error) {
+			return nil, nil, &lb.ConfigError{Err: errors.New("bad")}
 		}, ` {"x": 1} `, "names no path"},
-		{"not deterministic", func(json.RawMessage) (*int, error) {
+		{"not deterministic", func(json.RawMessage) (lb.Config, []string, error) {
 			calls++
 			v := calls
-			return &v, nil
+			return &v, nil, nil
+		}, `{}`, "then"},
+		{"unknown fields not deterministic", func(json.RawMessage) (lb.Config, []string, error) {
+			calls++
+			return &one, []string{fmt.Sprint(calls)}, nil
 		}, `{}`, "then"},
 	}
 	for _, tc := range tests {

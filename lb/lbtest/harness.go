@@ -94,7 +94,7 @@ func New(tb TB, options ...Option) *Harness {
 		Scheduler: s,
 		Target:    cfg.target,
 		Metrics:   h.Metrics,
-	}
+	}.WithDefaults()
 	tb.Cleanup(h.Close)
 	return h
 }
@@ -120,13 +120,9 @@ func (h *Harness) BuildPolicy(name, configJSON string) (lb.Balancer, lb.Config) 
 	if b == nil {
 		h.tb.Fatalf("lbtest: no policy registered as %q", name)
 	}
-	var cfg lb.Config
-	if cp, ok := b.(lb.ConfigParser); ok {
-		c, err := cp.ParseConfig([]byte(configJSON))
-		if err != nil {
-			h.tb.Fatalf("lbtest: parsing %s config: %v", name, err)
-		}
-		cfg = c
+	cfg, _, err := lb.ParseConfig(b, []byte(configJSON))
+	if err != nil {
+		h.tb.Fatalf("lbtest: parsing %s config: %v", name, err)
 	}
 	return h.Build(b), cfg
 }

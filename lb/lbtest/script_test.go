@@ -15,7 +15,7 @@ func TestScript(t *testing.T) {
 	h := lbtest.New(t)
 	b := lbtest.NewScriptBuilder("test_script")
 	h.Build(b)
-	cfg, err := b.(lb.ConfigParser).ParseConfig(json.RawMessage(`{"id": "a", "subConn": true, "inline": "CONNECTING"}`))
+	cfg, _, err := lb.ParseConfig(b, json.RawMessage(`{"id": "a", "subConn": true, "inline": "CONNECTING"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestScript(t *testing.T) {
 	if err := lb.FailureOf(failed); !errors.Is(err, lb.ErrTransientFailure) || err.Error() != "a: down" {
 		t.Fatalf("TRANSIENT_FAILURE picker fails with %v, want the transient failure \"a: down\"", err)
 	}
-	if _, err := b.(lb.ConfigParser).ParseConfig(json.RawMessage(`{"inline": "SOMETIMES"}`)); err == nil {
+	if _, _, err := lb.ParseConfig(b, json.RawMessage(`{"inline": "SOMETIMES"}`)); err == nil {
 		t.Fatal("an unknown inline state was accepted")
 	}
 }

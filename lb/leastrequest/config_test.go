@@ -45,7 +45,7 @@ func TestParseConfig(t *testing.T) {
 		{in: `[]`, errAt: true},
 		{in: `{"choiceCount": 2`, errAt: true},
 	} {
-		cfg, err := leastrequest.Builder{}.ParseConfig([]byte(tc.in))
+		cfg, _, err := leastrequest.Builder{}.ParseConfig([]byte(tc.in))
 		if tc.errPath == "" && !tc.errAt {
 			if want := (leastrequest.Config{ChoiceCount: tc.want}); err != nil || cfg != want {
 				t.Errorf("ParseConfig(%s) = %#v, %v; want %#v, nil", tc.in, cfg, err, want)
@@ -109,7 +109,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		cfg, ok := lbtest.CheckConfigParse(t, leastrequest.Builder{}.ParseConfig, raw)
+		cfg, _, ok := lbtest.CheckConfigParse(t, leastrequest.Builder{}, raw)
 		if !ok {
 			return
 		}
@@ -121,9 +121,9 @@ func FuzzParseConfig(f *testing.F) {
 }
 
 func ExampleBuilder_ParseConfig() {
-	cfg, err := leastrequest.Builder{}.ParseConfig([]byte(`{"choiceCount": 25}`))
+	cfg, _, err := leastrequest.Builder{}.ParseConfig([]byte(`{"choiceCount": 25}`))
 	fmt.Printf("%+v %v\n", cfg, err)
-	_, err = leastrequest.Builder{}.ParseConfig([]byte(`{"choiceCount": 1}`))
+	_, _, err = leastrequest.Builder{}.ParseConfig([]byte(`{"choiceCount": 1}`))
 	fmt.Println(err)
 	// Output:
 	// {ChoiceCount:10} <nil>

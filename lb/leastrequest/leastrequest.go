@@ -60,8 +60,8 @@ func (c Config) effective() int {
 type Builder struct{}
 
 var (
-	_ lb.Builder             = Builder{}
-	_ lb.UnknownFieldsParser = Builder{}
+	_ lb.Builder      = Builder{}
+	_ lb.ConfigParser = Builder{}
 )
 
 // Name returns [Name].
@@ -69,30 +69,22 @@ func (Builder) Name() string { return Name }
 
 // ParseConfig parses a least_request_experimental config object into a
 // [Config] whose ChoiceCount is the effective one, from [MinChoiceCount] to
-// [MaxChoiceCount]. Empty input and null mean the default; unknown fields
-// are ignored (ParseConfigUnknown lists them). An error is a
-// [*lb.ConfigError] naming the offending field.
-func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
-	return lb.DropUnknown(b.ParseConfigUnknown(raw))
-}
-
-// ParseConfigUnknown is ParseConfig, also returning the fields of raw it
-// does not know ([lb.UnknownFieldsParser]).
-func (Builder) ParseConfigUnknown(raw json.RawMessage) (lb.Config, []string, error) {
-	obj, err := lb.ParseConfigObject(raw)
-	if err != nil {
-		return nil, nil, err
-	}
-	c := Config{ChoiceCount: DefaultChoiceCount}
-	v, name, ok := obj.Raw("choiceCount", "choice_count")
-	if ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-		n, err := lb.ParseUint32(v, MinChoiceCount)
-		if err != nil {
-			return nil, nil, lb.PrefixConfigError(name, err)
+// [MaxChoiceCount], and lists the fields it does not know
+// ([lb.ConfigParser]). Empty input and null mean the default. An error is
+// a [*lb.ConfigError] naming the offending field.
+func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
+	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (Config, error) {
+		c := Config{ChoiceCount: DefaultChoiceCount}
+		v, name, ok := obj.Raw("choiceCount", "choice_count")
+		if ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			n, err := lb.ParseUint32(v, MinChoiceCount)
+			if err != nil {
+				return Config{}, lb.PrefixConfigError(name, err)
+			}
+			c.ChoiceCount = min(n, MaxChoiceCount)
 		}
-		c.ChoiceCount = min(n, MaxChoiceCount)
-	}
-	return c, obj.Unread(), nil
+		return c, nil
+	})
 }
 
 // Build returns a new least_request_experimental balancer reporting to cc.
@@ -100,7 +92,6 @@ func (Builder) ParseConfigUnknown(raw json.RawMessage) (lb.Config, []string, err
 // or nil (the default). Build publishes nothing; the first
 // UpdateClientConnState does.
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
-	opts = opts.WithDefaults()
 	b := &balancer{rand: opts.Rand, logger: opts.PolicyLogger(Name)}
 	b.List = endpointlist.New(cc, opts.Scheduler, b.logger, endpointlist.Policy[endpointData]{
 		Name:                Name,

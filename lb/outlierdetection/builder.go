@@ -20,29 +20,20 @@ type Builder struct{}
 // Name returns [Name].
 func (Builder) Name() string { return Name }
 
-// ParseConfig parses the policy's JSON config into a [*Config]; see [Config]
-// for the format, the defaults and the rules. Every error is an
-// [*lb.ConfigError] whose path is relative to the policy's object, such as
+// ParseConfig parses the policy's JSON config into a [*Config] and lists
+// the fields it does not know, its child policy's included
+// ([lb.ConfigParser]); see [Config] for the format, the defaults and the
+// rules. Every error is an [*lb.ConfigError] whose path is relative to the
+// policy's object, such as
 // `failurePercentageEjection.threshold: must be <= 100, got 101`.
-func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
-	return lb.DropUnknown(b.ParseConfigUnknown(raw))
-}
-
-// ParseConfigUnknown is ParseConfig, also returning the fields of raw it
-// does not know, its child policy's included ([lb.UnknownFieldsParser]).
-func (Builder) ParseConfigUnknown(raw json.RawMessage) (lb.Config, []string, error) {
-	cfg, unknown, err := parseConfigUnknown(raw)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, unknown, nil
+func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
+	return lb.ParseConfigWith(raw, readConfig)
 }
 
 // Build returns a new outlier detection balancer reporting to cc. Its child
-// shares opts (after [lb.BuildOptions.WithDefaults]): the sweep timer runs
-// on opts.Scheduler and enforcement draws use opts.Rand. The balancer does
-// nothing until its first UpdateClientConnState, which must carry a
-// [*Config].
+// shares opts: the sweep timer runs on opts.Scheduler and enforcement draws
+// use opts.Rand. The balancer does nothing until its first
+// UpdateClientConnState, which must carry a [*Config].
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
-	return newBalancer(cc, opts.WithDefaults())
+	return newBalancer(cc, opts)
 }

@@ -137,19 +137,8 @@ func (c *Config) maxEjectionTime() time.Duration { return max(c.MaxEjectionTime,
 // errNoChildPolicy is the reason given for a missing childPolicy.
 var errNoChildPolicy = errors.New("required: the child policy to delegate to")
 
-// parseConfig is parseConfigUnknown without the unknown fields.
-func parseConfig(raw json.RawMessage) (*Config, error) {
-	cfg, _, err := parseConfigUnknown(raw)
-	return cfg, err
-}
-
-// parseConfigUnknown parses the policy's config and lists the fields it
-// does not know, with paths relative to the policy's object.
-func parseConfigUnknown(raw json.RawMessage) (*Config, []string, error) {
-	obj, err := lb.ParseConfigObject(raw)
-	if err != nil {
-		return nil, nil, err
-	}
+// readConfig reads the policy's config from obj.
+func readConfig(obj lb.ConfigObject) (*Config, error) {
 	cfg := &Config{}
 	durations := []struct {
 		dst      *time.Duration
@@ -161,33 +150,31 @@ func parseConfigUnknown(raw json.RawMessage) (*Config, []string, error) {
 		{&cfg.BaseEjectionTime, DefaultBaseEjectionTime, []string{"baseEjectionTime", "base_ejection_time"}, false},
 		{&cfg.MaxEjectionTime, DefaultMaxEjectionTime, []string{"maxEjectionTime", "max_ejection_time"}, false},
 	}
+	var err error
 	for _, d := range durations {
 		if *d.dst, err = durationField(obj, d.def, d.positive, d.names...); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if cfg.MaxEjectionPercent, err = uint32Field(obj, DefaultMaxEjectionPercent, 100, "maxEjectionPercent", "max_ejection_percent"); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	var srUnknown, fpUnknown []string
-	if cfg.SuccessRateEjection, srUnknown, err = parseSuccessRate(obj); err != nil {
-		return nil, nil, err
+	if cfg.SuccessRateEjection, err = parseSuccessRate(obj); err != nil {
+		return nil, err
 	}
-	if cfg.FailurePercentageEjection, fpUnknown, err = parseFailurePercentage(obj); err != nil {
-		return nil, nil, err
+	if cfg.FailurePercentageEjection, err = parseFailurePercentage(obj); err != nil {
+		return nil, err
 	}
-	rawChild, name, ok := obj.Raw("childPolicy", "child_policy")
-	if !ok {
-		return nil, nil, &lb.ConfigError{Path: "childPolicy", Err: errNoChildPolicy}
+	if _, _, ok := obj.Raw("childPolicy", "child_policy"); !ok {
+		return nil, &lb.ConfigError{Path: "childPolicy", Err: errNoChildPolicy}
 	}
-	if cfg.ChildPolicy, err = lb.ParsePolicyList(rawChild); err != nil {
-		return nil, nil, lb.PrefixConfigError(name, err)
+	if cfg.ChildPolicy, err = obj.PolicyList(lb.DefaultRegistry(), "childPolicy", "child_policy"); err != nil {
+		return nil, err
 	}
-	unknown := append(append(obj.Unread(), srUnknown...), fpUnknown...)
-	return cfg, lb.NestedUnknown(unknown, name, cfg.ChildPolicy), nil
+	return cfg, nil
 }
 
-func parseSuccessRate(obj lb.ConfigObject) (*SuccessRateEjection, []string, error) {
+func parseSuccessRate(obj lb.ConfigObject) (*SuccessRateEjection, error) {
 	return parseAlgorithm(obj, func(sr *SuccessRateEjection) []uint32Spec {
 		return []uint32Spec{
 			{&sr.StdevFactor, DefaultStdevFactor, 0, []string{"stdevFactor", "stdev_factor"}},
@@ -198,7 +185,7 @@ func parseSuccessRate(obj lb.ConfigObject) (*SuccessRateEjection, []string, erro
 	}, "successRateEjection", "success_rate_ejection")
 }
 
-func parseFailurePercentage(obj lb.ConfigObject) (*FailurePercentageEjection, []string, error) {
+func parseFailurePercentage(obj lb.ConfigObject) (*FailurePercentageEjection, error) {
 	return parseAlgorithm(obj, func(fp *FailurePercentageEjection) []uint32Spec {
 		return []uint32Spec{
 			{&fp.Threshold, DefaultFailurePercentageThreshold, 100, []string{"threshold"}},
@@ -211,28 +198,24 @@ func parseFailurePercentage(obj lb.ConfigObject) (*FailurePercentageEjection, []
 
 // parseAlgorithm parses an algorithm's object, found under the first
 // present name: nil when it is missing or null, else a new T whose fields
-// (given by fields) are parsed from it; and the paths of its fields it does
-// not know.
-func parseAlgorithm[T any](obj lb.ConfigObject, fields func(*T) []uint32Spec, names ...string) (*T, []string, error) {
+// (given by fields) are parsed from it. The fields of the algorithm's
+// object it does not know are obj's ([lb.ConfigObject.ObjectAt]).
+func parseAlgorithm[T any](obj lb.ConfigObject, fields func(*T) []uint32Spec, names ...string) (*T, error) {
 	raw, name, ok := obj.Raw(names...)
 	if !ok || isNull(raw) {
-		return nil, nil, nil
+		return nil, nil
 	}
-	sub, err := lb.ParseConfigObject(raw)
+	sub, err := obj.ObjectAt(name, raw)
 	if err != nil {
-		return nil, nil, lb.PrefixConfigError(name, err)
+		return nil, err
 	}
 	v := new(T)
 	for _, f := range fields(v) {
 		if *f.dst, err = uint32Field(sub, f.def, f.highest, f.names...); err != nil {
-			return nil, nil, lb.PrefixConfigError(name, err)
+			return nil, lb.PrefixConfigError(name, err)
 		}
 	}
-	var unknown []string
-	for _, k := range sub.Unread() {
-		unknown = append(unknown, lb.JoinPath(name, k))
-	}
-	return v, unknown, nil
+	return v, nil
 }
 
 // uint32Spec describes one uint32 field: where it goes, its default, its

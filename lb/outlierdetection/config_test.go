@@ -98,7 +98,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{`{"failurePercentageEjection": {"enforcementPercentage": 200}, ` + child + `}`, "failurePercentageEjection.enforcementPercentage"},
 		{`{"failurePercentageEjection": {"requestVolume": true}, ` + child + `}`, "failurePercentageEjection.requestVolume"},
 	} {
-		cfg, err := Builder{}.ParseConfig(json.RawMessage(tc.js))
+		cfg, _, err := Builder{}.ParseConfig(json.RawMessage(tc.js))
 		if cfg != nil {
 			t.Errorf("ParseConfig(%s) returned %+v with its error", tc.js, cfg)
 		}
@@ -125,10 +125,11 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		cfg, ok := lbtest.CheckConfigParse(t, parseConfig, raw)
+		c, _, ok := lbtest.CheckConfigParse(t, Builder{}, raw)
 		if !ok {
 			return
 		}
+		cfg := c.(*Config)
 		if err := cfg.validate(); err != nil {
 			t.Fatalf("parse(%q) accepted a config that validate rejects: %v", raw, err)
 		}
@@ -136,4 +137,11 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("parse(%q): maxEjectionPercent %d", raw, cfg.MaxEjectionPercent)
 		}
 	})
+}
+
+// parseConfig parses raw and returns its *Config.
+func parseConfig(raw json.RawMessage) (*Config, error) {
+	c, _, err := Builder{}.ParseConfig(raw)
+	cfg, _ := c.(*Config)
+	return cfg, err
 }

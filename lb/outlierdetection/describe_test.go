@@ -19,7 +19,7 @@ import (
 func TestDescribeMarksEjectedEndpoints(t *testing.T) {
 	h := lbtest.New(t)
 	h.Build(weightedtarget.Builder{})
-	cfg, err := weightedtarget.Builder{}.ParseConfig(json.RawMessage(`{"targets": {"t0": {"weight": 3, "childPolicy":
+	cfg, _, err := weightedtarget.Builder{}.ParseConfig(json.RawMessage(`{"targets": {"t0": {"weight": 3, "childPolicy":
 		[{"outlier_detection_experimental": {"interval": "10s",
 		"failurePercentageEjection": {"threshold": 50, "minimumHosts": 1, "requestVolume": 10},
 		"childPolicy": [{"round_robin": {}}]}}]}}}`))

@@ -36,7 +36,7 @@ func TestWorksAsAChildOfPriorityAndWeightedTarget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := lbtest.New(t)
 			h.Build(tc.builder)
-			cfg, err := tc.builder.(lb.ConfigParser).ParseConfig(json.RawMessage(tc.config))
+			cfg, _, err := tc.builder.(lb.ConfigParser).ParseConfig(json.RawMessage(tc.config))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,7 +32,7 @@ func TestParseConfig(t *testing.T) {
 		{in: `true`, errAt: true},
 		{in: `{"shuffleAddressList": tru}`, errAt: true},
 	} {
-		cfg, err := pickfirst.Builder{}.ParseConfig([]byte(tc.in))
+		cfg, _, err := pickfirst.Builder{}.ParseConfig([]byte(tc.in))
 		if tc.errPath == "" && !tc.errAt {
 			if err != nil || cfg != tc.want {
 				t.Errorf("ParseConfig(%s) = %#v, %v; want %#v, nil", tc.in, cfg, err, tc.want)
@@ -68,7 +68,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		cfg, ok := lbtest.CheckConfigParse(t, pickfirst.Builder{}.ParseConfig, raw)
+		cfg, _, ok := lbtest.CheckConfigParse(t, pickfirst.Builder{}, raw)
 		if _, isConfig := cfg.(pickfirst.Config); ok && !isConfig {
 			t.Fatalf("ParseConfig(%q) = %T, want pickfirst.Config", raw, cfg)
 		}
@@ -76,9 +76,9 @@ func FuzzParseConfig(f *testing.F) {
 }
 
 func ExampleBuilder_ParseConfig() {
-	cfg, err := pickfirst.Builder{}.ParseConfig([]byte(`{"shuffleAddressList": true}`))
+	cfg, _, err := pickfirst.Builder{}.ParseConfig([]byte(`{"shuffleAddressList": true}`))
 	fmt.Printf("%+v %v\n", cfg, err)
-	_, err = pickfirst.Builder{}.ParseConfig([]byte(`{"shuffleAddressList": "yes"}`))
+	_, _, err = pickfirst.Builder{}.ParseConfig([]byte(`{"shuffleAddressList": "yes"}`))
 	fmt.Println(err)
 	// Output:
 	// {ShuffleAddressList:true} <nil>

@@ -112,26 +112,19 @@ func NewBuilder(opts ...Option) *Builder {
 // Name returns [Name].
 func (*Builder) Name() string { return Name }
 
-// ParseConfig parses the policy's JSON config into a [*Config]; see
-// [Config] for the format and the rules. Every error is an
-// [*lb.ConfigError] whose path is relative to the policy's object.
-func (b *Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
-	return lb.DropUnknown(b.ParseConfigUnknown(raw))
-}
-
-// ParseConfigUnknown is ParseConfig, also returning the fields of raw it
-// does not know, its children's policies' included
-// ([lb.UnknownFieldsParser]).
-func (b *Builder) ParseConfigUnknown(raw json.RawMessage) (lb.Config, []string, error) {
-	cfg, unknown, err := parseConfigUnknown(raw, b.opts.registry)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, unknown, nil
+// ParseConfig parses the policy's JSON config into a [*Config] and lists
+// the fields it does not know, its children's policies' included
+// ([lb.ConfigParser]); see [Config] for the format and the rules. Every
+// error is an [*lb.ConfigError] whose path is relative to the policy's
+// object.
+func (b *Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
+	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (*Config, error) {
+		return readConfig(obj, b.opts.registry)
+	})
 }
 
 // Build returns a new priority balancer reporting to cc. Its children share
-// opts (after [lb.BuildOptions.WithDefaults]).
+// opts.
 func (b *Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
-	return newBalancer(cc, opts.WithDefaults(), b.opts)
+	return newBalancer(cc, opts, b.opts)
 }

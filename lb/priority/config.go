@@ -56,60 +56,47 @@ type ChildConfig struct {
 	IgnoreReresolutionRequests bool
 }
 
-// parseConfig is parseConfigUnknown without the unknown fields.
-func parseConfig(raw json.RawMessage, reg *lb.Registry) (*Config, error) {
-	cfg, _, err := parseConfigUnknown(raw, reg)
-	return cfg, err
-}
-
-// parseConfigUnknown parses the policy's config and lists the fields it
-// does not know, with paths relative to the policy's object.
-func parseConfigUnknown(raw json.RawMessage, reg *lb.Registry) (*Config, []string, error) {
-	obj, err := lb.ParseConfigObject(raw)
-	if err != nil {
-		return nil, nil, err
-	}
+// readConfig reads the policy's config from obj, against reg.
+func readConfig(obj lb.ConfigObject, reg *lb.Registry) (*Config, error) {
 	var children map[string]json.RawMessage
 	if err := obj.Decode(&children, "children"); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var priorities []string
 	if err := obj.Decode(&priorities, "priorities"); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 
 	cfg := &Config{Children: make(map[string]ChildConfig, len(children)), Priorities: priorities}
-	unknown := obj.Unread()
 	names := slices.Sorted(maps.Keys(children)) // errors in a stable order
 	for _, name := range names {
 		at := lb.JoinPath("children", lb.KeyPath(name))
-		child, childUnknown, err := parseChild(children[name], reg)
+		child, err := obj.ObjectAt(at, children[name])
 		if err != nil {
-			return nil, nil, lb.PrefixConfigError(at, err)
+			return nil, err
 		}
-		for _, u := range childUnknown {
-			unknown = append(unknown, lb.JoinPath(at, u))
+		if cfg.Children[name], err = readChild(child, reg); err != nil {
+			return nil, lb.PrefixConfigError(at, err)
 		}
-		cfg.Children[name] = child
 	}
 
 	listed := make(map[string]int, len(priorities))
 	for i, name := range priorities {
 		at := "priorities[" + strconv.Itoa(i) + "]"
 		if _, ok := cfg.Children[name]; !ok {
-			return nil, nil, lb.ConfigErrorf(at, "%q names no child in children", name)
+			return nil, lb.ConfigErrorf(at, "%q names no child in children", name)
 		}
 		if first, dup := listed[name]; dup {
-			return nil, nil, lb.ConfigErrorf(at, "%q is listed twice (first at priorities[%d])", name, first)
+			return nil, lb.ConfigErrorf(at, "%q is listed twice (first at priorities[%d])", name, first)
 		}
 		listed[name] = i
 	}
 	for _, name := range names {
 		if _, ok := listed[name]; !ok {
-			return nil, nil, lb.ConfigErrorf(lb.JoinPath("children", lb.KeyPath(name)), "child is not listed in priorities")
+			return nil, lb.ConfigErrorf(lb.JoinPath("children", lb.KeyPath(name)), "child is not listed in priorities")
 		}
 	}
-	return cfg, unknown, nil
+	return cfg, nil
 }
 
 // validate checks what the balancer relies on, for a Config built by hand
@@ -131,22 +118,16 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// parseChild parses one child's object; error and unknown-field paths are
-// relative to it.
-func parseChild(raw json.RawMessage, reg *lb.Registry) (ChildConfig, []string, error) {
-	obj, err := lb.ParseConfigObject(raw)
-	if err != nil {
-		return ChildConfig{}, nil, err
-	}
+// readChild reads one child's object; error paths are relative to it.
+func readChild(obj lb.ConfigObject, reg *lb.Registry) (ChildConfig, error) {
 	var c ChildConfig
 	if err := obj.Decode(&c.IgnoreReresolutionRequests, "ignoreReresolutionRequests", "ignore_reresolution_requests"); err != nil {
-		return ChildConfig{}, nil, err
+		return ChildConfig{}, err
 	}
-	list, _, _ := obj.Raw("config")
-	p, err := reg.ParsePolicyList(list)
+	p, err := obj.PolicyList(reg, "config")
 	if err != nil {
-		return ChildConfig{}, nil, lb.PrefixConfigError("config", err)
+		return ChildConfig{}, err
 	}
 	c.Policy = p
-	return c, lb.NestedUnknown(obj.Unread(), "config", p), nil
+	return c, nil
 }

@@ -95,11 +95,11 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		parse := func(raw json.RawMessage) (*Config, error) { return parseConfig(raw, lb.DefaultRegistry()) }
-		cfg, ok := lbtest.CheckConfigParse(t, parse, raw)
+		c, _, ok := lbtest.CheckConfigParse(t, NewBuilder(), raw)
 		if !ok {
 			return
 		}
+		cfg := c.(*Config)
 		// Accepted: the invariants the balancer relies on hold.
 		if len(cfg.Priorities) != len(cfg.Children) {
 			t.Fatalf("%d priorities for %d children", len(cfg.Priorities), len(cfg.Children))
@@ -118,15 +118,23 @@ func FuzzParseConfig(f *testing.F) {
 // Children's policy lists are parsed against the builder's registry.
 func TestWithRegistry(t *testing.T) {
 	js := `{"children":{"p0":{"config":[{"leaf_only_in_my_registry":{}}]}},"priorities":["p0"]}`
-	if _, err := NewBuilder().ParseConfig(json.RawMessage(js)); err == nil {
+	if _, _, err := NewBuilder().ParseConfig(json.RawMessage(js)); err == nil {
 		t.Fatal("the default registry resolved a policy registered elsewhere")
 	}
 	reg := lb.NewRegistry(lbtest.NewLeafBuilder("leaf_only_in_my_registry"))
-	cfg, err := NewBuilder(WithRegistry(reg)).ParseConfig(json.RawMessage(js))
+	cfg, _, err := NewBuilder(WithRegistry(reg)).ParseConfig(json.RawMessage(js))
 	if err != nil {
 		t.Fatalf("ParseConfig with the registry: %v", err)
 	}
 	if got := cfg.(*Config).Children["p0"].Policy.Name; got != "leaf_only_in_my_registry" {
 		t.Fatalf("child policy %q", got)
 	}
+}
+
+// parseConfig parses raw with a builder whose registry is reg and returns
+// its *Config.
+func parseConfig(raw json.RawMessage, reg *lb.Registry) (*Config, error) {
+	c, _, err := NewBuilder(WithRegistry(reg)).ParseConfig(raw)
+	cfg, _ := c.(*Config)
+	return cfg, err
 }

@@ -30,7 +30,6 @@ func (Builder) Name() string { return Name }
 // [lb.ClientConnState.BalancerConfig]. Build publishes nothing; the first
 // UpdateClientConnState does.
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
-	opts = opts.WithDefaults()
 	b := &balancer{rand: opts.Rand}
 	b.List = endpointlist.New(cc, opts.Scheduler, opts.PolicyLogger(Name), endpointlist.Policy[struct{}]{
 		Name:                Name,

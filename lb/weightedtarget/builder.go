@@ -24,32 +24,24 @@ type Builder struct {
 // Name returns [Name].
 func (Builder) Name() string { return Name }
 
-// ParseConfig parses the policy's JSON config into a [*Config]; see [Config]
-// for the format and the rules. Every error is an [*lb.ConfigError] whose
-// path is relative to the policy's object, such as
-// `targets["a"].weight: must be >= 1, got 0`.
-func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
-	return lb.DropUnknown(b.ParseConfigUnknown(raw))
-}
-
-// ParseConfigUnknown is ParseConfig, also returning the fields of raw it
-// does not know, its targets' policies' included ([lb.UnknownFieldsParser]).
-func (b Builder) ParseConfigUnknown(raw json.RawMessage) (lb.Config, []string, error) {
+// ParseConfig parses the policy's JSON config into a [*Config] and lists
+// the fields it does not know, its targets' policies' included
+// ([lb.ConfigParser]); see [Config] for the format and the rules. Every
+// error is an [*lb.ConfigError] whose path is relative to the policy's
+// object, such as `targets["a"].weight: must be >= 1, got 0`.
+func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
 	reg := b.Registry
 	if reg == nil {
 		reg = lb.DefaultRegistry()
 	}
-	cfg, unknown, err := parseConfigUnknown(raw, reg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, unknown, nil
+	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (*Config, error) {
+		return readConfig(obj, reg)
+	})
 }
 
 // Build returns a new weighted_target balancer reporting to cc. Its children
-// share opts (after [lb.BuildOptions.WithDefaults]). The balancer does
-// nothing until its first UpdateClientConnState, which must carry a
-// [*Config].
+// share opts. The balancer does nothing until its first
+// UpdateClientConnState, which must carry a [*Config].
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
-	return newBalancer(cc, opts.WithDefaults())
+	return newBalancer(cc, opts)
 }

@@ -53,62 +53,40 @@ type Target struct {
 	ChildPolicy *lb.ParsedPolicy
 }
 
-// parseConfig is parseConfigUnknown without the unknown fields.
-func parseConfig(raw json.RawMessage, reg *lb.Registry) (*Config, error) {
-	cfg, _, err := parseConfigUnknown(raw, reg)
-	return cfg, err
-}
-
-// parseConfigUnknown parses the policy's config and lists the fields it
-// does not know, with paths relative to the policy's object.
-func parseConfigUnknown(raw json.RawMessage, reg *lb.Registry) (*Config, []string, error) {
-	obj, err := lb.ParseConfigObject(raw)
-	if err != nil {
-		return nil, nil, err
-	}
+// readConfig reads the policy's config from obj, against reg.
+func readConfig(obj lb.ConfigObject, reg *lb.Registry) (*Config, error) {
 	var targets map[string]json.RawMessage
 	if err := obj.Decode(&targets, "targets"); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cfg := &Config{Targets: make(map[string]Target, len(targets))}
-	unknown := obj.Unread()
 	// Sorted, so that the error reported for a config with several bad
 	// targets is always the same one.
 	for _, name := range slices.Sorted(maps.Keys(targets)) {
 		at := lb.JoinPath("targets", lb.KeyPath(name))
-		t, targetUnknown, err := parseTarget(targets[name], reg)
+		target, err := obj.ObjectAt(at, targets[name])
 		if err != nil {
-			return nil, nil, lb.PrefixConfigError(at, err)
+			return nil, err
 		}
-		for _, u := range targetUnknown {
-			unknown = append(unknown, lb.JoinPath(at, u))
+		if cfg.Targets[name], err = readTarget(target, reg); err != nil {
+			return nil, lb.PrefixConfigError(at, err)
 		}
-		cfg.Targets[name] = t
 	}
-	return cfg, unknown, nil
+	return cfg, nil
 }
 
-// parseTarget parses one target's object; error and unknown-field paths
-// are relative to it.
-func parseTarget(raw json.RawMessage, reg *lb.Registry) (Target, []string, error) {
-	obj, err := lb.ParseConfigObject(raw)
-	if err != nil {
-		return Target{}, nil, err
-	}
+// readTarget reads one target's object; error paths are relative to it.
+func readTarget(obj lb.ConfigObject, reg *lb.Registry) (Target, error) {
 	wraw, _, _ := obj.Raw("weight")
 	w, err := parseWeight(wraw)
 	if err != nil {
-		return Target{}, nil, lb.PrefixConfigError("weight", err)
+		return Target{}, lb.PrefixConfigError("weight", err)
 	}
-	list, field, ok := obj.Raw("childPolicy", "child_policy")
-	if !ok {
-		field = "childPolicy"
-	}
-	p, err := reg.ParsePolicyList(list)
+	p, err := obj.PolicyList(reg, "childPolicy", "child_policy")
 	if err != nil {
-		return Target{}, nil, lb.PrefixConfigError(field, err)
+		return Target{}, err
 	}
-	return Target{Weight: w, ChildPolicy: p}, lb.NestedUnknown(obj.Unread(), field, p), nil
+	return Target{Weight: w, ChildPolicy: p}, nil
 }
 
 // parseWeight parses a weight: a proto3 JSON uint32 ([lb.ParseUint32]) of

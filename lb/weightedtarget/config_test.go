@@ -131,11 +131,11 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		parse := func(raw json.RawMessage) (*Config, error) { return parseConfig(raw, lb.DefaultRegistry()) }
-		cfg, ok := lbtest.CheckConfigParse(t, parse, raw)
+		c, _, ok := lbtest.CheckConfigParse(t, Builder{}, raw)
 		if !ok {
 			return
 		}
+		cfg := c.(*Config)
 		// Accepted: the invariants the balancer relies on hold.
 		if err := cfg.validate(); err != nil {
 			t.Fatalf("accepted config is invalid: %v", err)
@@ -146,15 +146,23 @@ func FuzzParseConfig(f *testing.F) {
 // Targets' child policy lists are parsed against the builder's registry.
 func TestBuilderRegistry(t *testing.T) {
 	js := `{"targets":{"a":{"weight":1,"childPolicy":[{"leaf_only_in_my_registry":{}}]}}}`
-	if _, err := (Builder{}).ParseConfig(json.RawMessage(js)); err == nil {
+	if _, _, err := (Builder{}).ParseConfig(json.RawMessage(js)); err == nil {
 		t.Fatal("the default registry resolved a policy registered elsewhere")
 	}
 	reg := lb.NewRegistry(lbtest.NewLeafBuilder("leaf_only_in_my_registry"))
-	cfg, err := Builder{Registry: reg}.ParseConfig(json.RawMessage(js))
+	cfg, _, err := Builder{Registry: reg}.ParseConfig(json.RawMessage(js))
 	if err != nil {
 		t.Fatalf("ParseConfig with the registry: %v", err)
 	}
 	if got := cfg.(*Config).Targets["a"].ChildPolicy.Name; got != "leaf_only_in_my_registry" {
 		t.Fatalf("child policy %q", got)
 	}
+}
+
+// parseConfig parses raw with a builder whose registry is reg and returns
+// its *Config.
+func parseConfig(raw json.RawMessage, reg *lb.Registry) (*Config, error) {
+	c, _, err := Builder{Registry: reg}.ParseConfig(raw)
+	cfg, _ := c.(*Config)
+	return cfg, err
 }

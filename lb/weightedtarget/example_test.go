@@ -56,7 +56,7 @@ func Example() {
 
 // Every config error is an *lb.ConfigError naming the JSON path.
 func ExampleBuilder_ParseConfig() {
-	_, err := weightedtarget.Builder{}.ParseConfig(json.RawMessage(`{"targets": {
+	_, _, err := weightedtarget.Builder{}.ParseConfig(json.RawMessage(`{"targets": {
 		"localityA": {"weight": 0, "childPolicy": [{"weighted_round_robin": {}}]}
 	}}`))
 	fmt.Println(err)

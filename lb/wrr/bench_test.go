@@ -109,7 +109,7 @@ func (c *benchCC) drain() {
 // newBenchBalancer builds a weighted_round_robin balancer on a new benchCC.
 func newBenchBalancer() (*benchCC, lb.Balancer) {
 	cc := &benchCC{}
-	return cc, wrr.Builder{}.Build(cc, lb.BuildOptions{Rand: rand.New(rand.NewPCG(1, 2)), Scheduler: cc})
+	return cc, wrr.Builder{}.Build(cc, lb.BuildOptions{Rand: rand.New(rand.NewPCG(1, 2)), Scheduler: cc}.WithDefaults())
 }
 
 type benchSubConn struct{ listener func(lb.SubConnState) }

@@ -38,7 +38,7 @@ func TestParseConfig(t *testing.T) {
 		{in: `"randomStart"`, errAt: true},
 		{in: `{"randomStart": tru}`, errAt: true},
 	} {
-		cfg, err := wrr.Builder{}.ParseConfig([]byte(tc.in))
+		cfg, _, err := wrr.Builder{}.ParseConfig([]byte(tc.in))
 		if tc.errPath == "" && !tc.errAt {
 			if err != nil || cfg != tc.want {
 				t.Errorf("ParseConfig(%s) = %#v, %v; want %#v, nil", tc.in, cfg, err, tc.want)
@@ -99,7 +99,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		cfg, ok := lbtest.CheckConfigParse(t, wrr.Builder{}.ParseConfig, raw)
+		cfg, _, ok := lbtest.CheckConfigParse(t, wrr.Builder{}, raw)
 		if _, isConfig := cfg.(wrr.Config); ok && !isConfig {
 			t.Fatalf("ParseConfig(%q) = %T, want wrr.Config", raw, cfg)
 		}
@@ -107,9 +107,9 @@ func FuzzParseConfig(f *testing.F) {
 }
 
 func ExampleBuilder_ParseConfig() {
-	cfg, err := wrr.Builder{}.ParseConfig([]byte(`{"randomStart": true}`))
+	cfg, _, err := wrr.Builder{}.ParseConfig([]byte(`{"randomStart": true}`))
 	fmt.Printf("%+v %v\n", cfg, err)
-	_, err = wrr.Builder{}.ParseConfig([]byte(`{"randomStart": "yes"}`))
+	_, _, err = wrr.Builder{}.ParseConfig([]byte(`{"randomStart": "yes"}`))
 	fmt.Println(err)
 	// Output:
 	// {RandomStart:true} <nil>

@@ -35,33 +35,23 @@ type Config struct {
 type Builder struct{}
 
 var (
-	_ lb.Builder             = Builder{}
-	_ lb.UnknownFieldsParser = Builder{}
+	_ lb.Builder      = Builder{}
+	_ lb.ConfigParser = Builder{}
 )
 
 // Name returns [Name].
 func (Builder) Name() string { return Name }
 
-// ParseConfig parses a weighted_round_robin config object into a [Config].
-// Empty input and null mean the zero Config; unknown fields are ignored
-// (ParseConfigUnknown lists them). An error is a [*lb.ConfigError] naming
+// ParseConfig parses a weighted_round_robin config object into a [Config]
+// and lists the fields it does not know ([lb.ConfigParser]). Empty input
+// and null mean the zero Config. An error is a [*lb.ConfigError] naming
 // the offending field.
-func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
-	return lb.DropUnknown(b.ParseConfigUnknown(raw))
-}
-
-// ParseConfigUnknown is ParseConfig, also returning the fields of raw it
-// does not know ([lb.UnknownFieldsParser]).
-func (Builder) ParseConfigUnknown(raw json.RawMessage) (lb.Config, []string, error) {
-	obj, err := lb.ParseConfigObject(raw)
-	if err != nil {
-		return nil, nil, err
-	}
-	var c Config
-	if err := obj.Decode(&c.RandomStart, "randomStart", "random_start"); err != nil {
-		return nil, nil, err
-	}
-	return c, obj.Unread(), nil
+func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
+	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (Config, error) {
+		var c Config
+		err := obj.Decode(&c.RandomStart, "randomStart", "random_start")
+		return c, err
+	})
 }
 
 // Build returns a new weighted_round_robin balancer reporting to cc. It
@@ -69,7 +59,6 @@ func (Builder) ParseConfigUnknown(raw json.RawMessage) (lb.Config, []string, err
 // nil (the zero Config). Build publishes nothing; the first
 // UpdateClientConnState does.
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
-	opts = opts.WithDefaults()
 	b := &balancer{
 		rand: opts.Rand, logger: opts.PolicyLogger(Name),
 		rrFallback:   opts.Metrics.Counter(MetricRRFallback, cc.Target(), ""),

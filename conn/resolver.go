@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -106,19 +105,15 @@ func parseServiceConfig(raw json.RawMessage, reg *lb.Registry, strict bool) (*se
 	if err != nil {
 		return nil, fmt.Errorf("service config: %w", err)
 	}
-	sc := &serviceConfig{unknown: unknownFields("", obj, serviceConfigFields)}
-	if hc, _, ok := obj.Raw("healthCheckConfig"); ok {
-		if hco, err := lb.ParseConfigObject(hc); err == nil {
-			sc.unknown = append(sc.unknown, unknownFields("healthCheckConfig", hco, []string{"serviceName"})...)
-		}
-	}
-
+	sc := &serviceConfig{}
 	if sc.healthService, err = parseHealthCheckConfig(obj); err != nil {
 		return nil, fmt.Errorf("service config: %w", err)
 	}
 	if sc.policy, err = parsePolicy(obj, reg); err != nil {
 		return nil, fmt.Errorf("service config: %w", err)
 	}
+	obj.Raw(serviceConfigFields...) // known, whether used or not
+	sc.unknown = obj.Unknown()
 	if sc.policy != nil {
 		sc.unknown = append(sc.unknown, sc.policy.Unknown...)
 	}
@@ -128,17 +123,6 @@ func parseServiceConfig(raw json.RawMessage, reg *lb.Registry, strict bool) (*se
 	return sc, nil
 }
 
-// unknownFields returns the paths, under path, of obj's keys not in known.
-func unknownFields(path string, obj lb.ConfigObject, known []string) []string {
-	var unknown []string
-	for _, k := range obj.Keys() {
-		if !slices.Contains(known, k) {
-			unknown = append(unknown, lb.JoinPath(path, k))
-		}
-	}
-	return unknown
-}
-
 // parseHealthCheckConfig returns healthCheckConfig.serviceName, or nil when
 // either is unset or null.
 func parseHealthCheckConfig(obj lb.ConfigObject) (*string, error) {
@@ -146,9 +130,9 @@ func parseHealthCheckConfig(obj lb.ConfigObject) (*string, error) {
 	if !ok {
 		return nil, nil
 	}
-	hc, err := lb.ParseConfigObject(raw)
+	hc, err := obj.ObjectAt("healthCheckConfig", raw)
 	if err != nil {
-		return nil, lb.PrefixConfigError("healthCheckConfig", err)
+		return nil, err
 	}
 	if v, _, ok := hc.Raw("serviceName"); !ok || strings.TrimSpace(string(v)) == "null" {
 		return nil, nil

@@ -210,7 +210,7 @@ func ParseConfig(b Builder, raw json.RawMessage) (Config, []string, error) {
 		return c, nil, nil
 	}
 	if o, err := ParseConfigObject(raw); err == nil {
-		return nil, o.Keys(), nil
+		return nil, o.Unknown(), nil
 	}
 	return nil, nil, nil
 }
@@ -347,9 +347,6 @@ func (o ConfigObject) Unknown() []string {
 	return unknown
 }
 
-// Keys returns the object's keys in document order.
-func (o ConfigObject) Keys() []string { return o.keys }
-
 // ParseConfigObject decodes raw as a JSON object. An empty raw or null is
 // the empty object, as when a policy is named with no config.
 func ParseConfigObject(raw json.RawMessage) (ConfigObject, error) {
@@ -381,7 +378,8 @@ func (o ConfigObject) ObjectAt(path string, raw json.RawMessage) (ConfigObject, 
 }
 
 // PolicyList parses the first present field among names as a policy list
-// ([Registry.ParsePolicyList]) against reg. A missing field is an empty
+// ([Registry.ParsePolicyList]) against reg, or [DefaultRegistry] when reg
+// is nil. A missing field is an empty
 // list, and so an error at names[0]; any error is prefixed with the
 // field's name. The chosen policy's unknown fields are part of o's
 // ([ConfigObject.Unknown]) under the field's name.
@@ -389,6 +387,9 @@ func (o ConfigObject) PolicyList(reg *Registry, names ...string) (*ParsedPolicy,
 	list, field, ok := o.Raw(names...)
 	if !ok && len(names) > 0 {
 		field = names[0]
+	}
+	if reg == nil {
+		reg = defaultRegistry
 	}
 	p, err := reg.ParsePolicyList(list)
 	if err != nil {

@@ -342,8 +342,8 @@ func TestConfigDuplicateKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := obj.Keys(); len(got) != 1 || got[0] != "children" {
-		t.Errorf("Keys() = %q, want [children]", got)
+	if got := obj.Unknown(); len(got) != 1 || got[0] != "children" {
+		t.Errorf("Unknown() = %q, want [children]", got)
 	}
 	if _, err := lb.ParsePolicyList(json.RawMessage(`[{"x":{},"x":{}}]`)); err == nil || err.Error() != "[0].x: field given twice" {
 		t.Errorf("ParsePolicyList with a repeated key: %v", err)

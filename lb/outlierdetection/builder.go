@@ -12,10 +12,14 @@ const Name = "outlier_detection_experimental"
 func init() { lb.Register(Builder{}) }
 
 // Builder builds outlier_detection_experimental balancers and parses their
-// config. The zero Builder is ready to use; it has no options. A Builder is
-// immutable and safe for concurrent use. The package registers Builder{}
-// under [Name] in its init function.
-type Builder struct{}
+// config. The zero Builder is ready to use. A Builder is immutable and safe
+// for concurrent use. The package registers Builder{} under [Name] in its
+// init function.
+type Builder struct {
+	// Registry is what the child policy list is parsed against; nil means
+	// [lb.DefaultRegistry].
+	Registry *lb.Registry
+}
 
 // Name returns [Name].
 func (Builder) Name() string { return Name }
@@ -26,8 +30,10 @@ func (Builder) Name() string { return Name }
 // rules. Every error is an [*lb.ConfigError] whose path is relative to the
 // policy's object, such as
 // `failurePercentageEjection.threshold: must be <= 100, got 101`.
-func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
-	return lb.ParseConfigWith(raw, readConfig)
+func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
+	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (*Config, error) {
+		return readConfig(obj, b.Registry)
+	})
 }
 
 // Build returns a new outlier detection balancer reporting to cc. Its child

@@ -137,8 +137,9 @@ func (c *Config) maxEjectionTime() time.Duration { return max(c.MaxEjectionTime,
 // errNoChildPolicy is the reason given for a missing childPolicy.
 var errNoChildPolicy = errors.New("required: the child policy to delegate to")
 
-// readConfig reads the policy's config from obj.
-func readConfig(obj lb.ConfigObject) (*Config, error) {
+// readConfig reads the policy's config from obj; child policy lists are
+// parsed against reg (nil: [lb.DefaultRegistry]).
+func readConfig(obj lb.ConfigObject, reg *lb.Registry) (*Config, error) {
 	cfg := &Config{}
 	durations := []struct {
 		dst      *time.Duration
@@ -168,7 +169,7 @@ func readConfig(obj lb.ConfigObject) (*Config, error) {
 	if _, _, ok := obj.Raw("childPolicy", "child_policy"); !ok {
 		return nil, &lb.ConfigError{Path: "childPolicy", Err: errNoChildPolicy}
 	}
-	if cfg.ChildPolicy, err = obj.PolicyList(lb.DefaultRegistry(), "childPolicy", "child_policy"); err != nil {
+	if cfg.ChildPolicy, err = obj.PolicyList(reg, "childPolicy", "child_policy"); err != nil {
 		return nil, err
 	}
 	return cfg, nil

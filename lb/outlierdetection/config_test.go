@@ -145,3 +145,22 @@ func parseConfig(raw json.RawMessage) (*Config, error) {
 	cfg, _ := c.(*Config)
 	return cfg, err
 }
+
+// The child policy list is parsed against the builder's registry.
+func TestBuilderRegistry(t *testing.T) {
+	js := `{"childPolicy":[{"leaf_only_in_my_registry":{"x":1}}]}`
+	if _, _, err := (Builder{}).ParseConfig(json.RawMessage(js)); err == nil {
+		t.Fatal("the default registry resolved a policy registered elsewhere")
+	}
+	reg := lb.NewRegistry(lbtest.NewLeafBuilder("leaf_only_in_my_registry"))
+	cfg, unknown, err := Builder{Registry: reg}.ParseConfig(json.RawMessage(js))
+	if err != nil {
+		t.Fatalf("ParseConfig with the registry: %v", err)
+	}
+	if got := cfg.(*Config).ChildPolicy.Name; got != "leaf_only_in_my_registry" {
+		t.Fatalf("child policy %q", got)
+	}
+	if want := "childPolicy[0].leaf_only_in_my_registry.x"; len(unknown) != 1 || unknown[0] != want {
+		t.Fatalf("unknown %q, want [%s]", unknown, want)
+	}
+}

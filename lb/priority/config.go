@@ -56,7 +56,8 @@ type ChildConfig struct {
 	IgnoreReresolutionRequests bool
 }
 
-// readConfig reads the policy's config from obj, against reg.
+// readConfig reads the policy's config from obj; child policy lists are
+// parsed against reg (nil: [lb.DefaultRegistry]).
 func readConfig(obj lb.ConfigObject, reg *lb.Registry) (*Config, error) {
 	var children map[string]json.RawMessage
 	if err := obj.Decode(&children, "children"); err != nil {

@@ -30,12 +30,8 @@ func (Builder) Name() string { return Name }
 // error is an [*lb.ConfigError] whose path is relative to the policy's
 // object, such as `targets["a"].weight: must be >= 1, got 0`.
 func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
-	reg := b.Registry
-	if reg == nil {
-		reg = lb.DefaultRegistry()
-	}
 	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (*Config, error) {
-		return readConfig(obj, reg)
+		return readConfig(obj, b.Registry)
 	})
 }
 

@@ -53,7 +53,8 @@ type Target struct {
 	ChildPolicy *lb.ParsedPolicy
 }
 
-// readConfig reads the policy's config from obj, against reg.
+// readConfig reads the policy's config from obj; child policy lists are
+// parsed against reg (nil: [lb.DefaultRegistry]).
 func readConfig(obj lb.ConfigObject, reg *lb.Registry) (*Config, error) {
 	var targets map[string]json.RawMessage
 	if err := obj.Decode(&targets, "targets"); err != nil {

@@ -33,7 +33,9 @@
 // # Configuration
 //
 // A policy's config is the same JSON as in lbkit: grpc-go hands the JSON to
-// [Builder.ParseConfig], which gives it to the lbkit builder's ParseConfig.
+// [Builder.ParseConfig], which parses it as lbkit does ([lb.ParseConfig]).
+// The fields the policy does not know are ignored, as grpc-go ignores
+// them: its parser cannot report them.
 // Child policy lists nested in a config (the "config" of a priority child,
 // the "childPolicy" of a weighted target) are parsed by lbkit
 // ([lb.ParsePolicyList]) and name lbkit policies as lbkit registers them,

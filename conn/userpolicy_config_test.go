@@ -19,8 +19,9 @@ type greeterConfig struct{ Greeting string }
 // fields: its only parser is ParseConfig(raw) (lb.Config, error). It runs
 // lbtest's leaf and records the configs its balancers receive.
 type greeter struct {
-	mu      sync.Mutex
-	configs []lb.Config
+	mu         sync.Mutex
+	configs    []lb.Config
+	incomplete int // balancers built with a nil field in their BuildOptions
 }
 
 func (*greeter) Name() string { return "greeter" }
@@ -38,6 +39,11 @@ func (*greeter) ParseConfig(raw json.RawMessage) (lb.Config, error) {
 }
 
 func (g *greeter) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
+	if opts.Clock == nil || opts.Logger == nil || opts.Rand == nil || opts.Scheduler == nil || opts.Metrics == nil || opts.OnEvent == nil {
+		g.mu.Lock()
+		g.incomplete++
+		g.mu.Unlock()
+	}
 	return &greeterBalancer{Balancer: lbtest.NewLeafBuilder("greeter").Build(cc, opts), g: g}
 }
 
@@ -84,5 +90,10 @@ func TestUserPolicyWithSimpleParseConfig(t *testing.T) {
 	}
 	if n := logs.Count(slog.LevelWarn, "invalid service config; keeping the last valid one"); n != 0 {
 		t.Fatalf("%d configs refused", n)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.incomplete != 0 {
+		t.Fatalf("%d balancers built with incomplete BuildOptions: the channel applies WithDefaults", g.incomplete)
 	}
 }

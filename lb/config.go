@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -379,10 +380,9 @@ func (o ConfigObject) ObjectAt(path string, raw json.RawMessage) (ConfigObject, 
 
 // PolicyList parses the first present field among names as a policy list
 // ([Registry.ParsePolicyList]) against reg, or [DefaultRegistry] when reg
-// is nil. A missing field is an empty
-// list, and so an error at names[0]; any error is prefixed with the
-// field's name. The chosen policy's unknown fields are part of o's
-// ([ConfigObject.Unknown]) under the field's name.
+// is nil. A missing field is an empty list, and so an error at names[0];
+// any error is prefixed with the field's name. The chosen policy's unknown
+// fields are part of o's ([ConfigObject.Unknown]) under the field's name.
 func (o ConfigObject) PolicyList(reg *Registry, names ...string) (*ParsedPolicy, error) {
 	list, field, ok := o.Raw(names...)
 	if !ok && len(names) > 0 {
@@ -396,7 +396,8 @@ func (o ConfigObject) PolicyList(reg *Registry, names ...string) (*ParsedPolicy,
 		return nil, PrefixConfigError(field, err)
 	}
 	if o.read != nil {
-		o.read.nested = append(o.read.nested, nestedUnknown{path: field, unknown: func() []string { return p.Unknown }})
+		unknown := slices.Clone(p.Unknown)
+		o.read.nested = append(o.read.nested, nestedUnknown{path: field, unknown: func() []string { return unknown }})
 	}
 	return p, nil
 }

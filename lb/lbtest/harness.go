@@ -100,7 +100,8 @@ func New(tb TB, options ...Option) *Harness {
 }
 
 // BuildOptions returns the options the harness builds balancers with: its
-// mock clock, logger, seeded random source, serializer and metrics.
+// mock clock, logger, seeded random source, serializer and metrics, and
+// the defaults of [lb.BuildOptions.WithDefaults] for the rest.
 func (h *Harness) BuildOptions() lb.BuildOptions { return h.opts }
 
 // Build builds the balancer under test from b, inside the serializer, and

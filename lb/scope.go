@@ -9,9 +9,9 @@ import (
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
-// ErrScopeClosed is returned by NewSubConn through a [Scope.ClientConn]
+// errScopeClosed is returned by NewSubConn through a [Scope.ClientConn]
 // once the scope is closed.
-var ErrScopeClosed = errors.New("lb: balancer scope closed")
+var errScopeClosed = errors.New("lb: NewSubConn: the balancer is closed (its scope ended)")
 
 // Scope is the [Scheduler] of one balancer: it runs work on its parent
 // scheduler (the tree's [Serializer], or the scope of the balancer's
@@ -90,7 +90,7 @@ func (s *Scope) AfterFunc(d time.Duration, f func()) Timer {
 	t := &scopeTimer{s: s}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.timers == nil {
+	if s.timers == nil || s.Closed() {
 		return stoppedTimer{}
 	}
 	s.timers[t] = struct{}{}
@@ -131,8 +131,7 @@ func (s *Scope) Close() {
 
 // ClientConn returns a ClientConn that passes the calls of the scope's
 // balancer to cc while the scope is open, and drops them once it is
-// closed: UpdateState and ResolveNow do nothing and NewSubConn fails with
-// [ErrScopeClosed]. The StateListener of each SubConn created through it
+// closed: UpdateState and ResolveNow do nothing and NewSubConn fails. The StateListener of each SubConn created through it
 // is wrapped too, so a closed balancer hears nothing from its SubConns
 // (not even SHUTDOWN). A parent gives its child this ClientConn rather
 // than checking in each of its own methods whether the child was closed.
@@ -145,7 +144,7 @@ type scopedCC struct {
 
 func (w scopedCC) NewSubConn(addrs []resolver.Address, opts NewSubConnOptions) (SubConn, error) {
 	if w.s.Closed() {
-		return nil, ErrScopeClosed
+		return nil, errScopeClosed
 	}
 	if l := opts.StateListener; l != nil {
 		opts.StateListener = func(st SubConnState) {

@@ -59,6 +59,24 @@ func NewScope(parent Scheduler) *Scope {
 	return s
 }
 
+// SerializerOf returns the [Serializer] that s runs its work on: s itself,
+// or the serializer at the root of a chain of scopes; nil when there is
+// none. A test reaches a tree's serializer this way from the
+// [BuildOptions].Scheduler a policy is built with, to wait for its timers
+// (see package lbtest, AdvanceSerializers).
+func SerializerOf(s Scheduler) *Serializer {
+	for {
+		switch x := s.(type) {
+		case *Serializer:
+			return x
+		case *Scope:
+			s = x.parent
+		default:
+			return nil
+		}
+	}
+}
+
 // Closed reports whether the scope or one of its ancestors is closed.
 func (s *Scope) Closed() bool {
 	for x := s; x != nil; x = x.up {

@@ -59,6 +59,9 @@ func TestScopeCloseDropsPendingWork(t *testing.T) {
 	if root.Closed() || sibling.Closed() {
 		t.Errorf("closing a scope closed its parent or a sibling")
 	}
+	if lb.SerializerOf(grandchild) != ser || lb.SerializerOf(ser) != ser || lb.SerializerOf(nil) != nil {
+		t.Errorf("SerializerOf does not find the serializer at the root")
+	}
 	advance(t, m, ser, time.Hour)
 }
 

@@ -255,8 +255,8 @@ func (h *Harness) AdvanceToNextDeadline() (time.Duration, bool) {
 // (the earliest among sers) at a time, and at each deadline waits until
 // every serializer in sers has run its due timers and everything they
 // caused. Use it for a tree a channel or an adapter runs on mock, reaching
-// its serializer through the [lb.BuildOptions].Scheduler a test policy is
-// built with. A d of 0 only waits. A hang fails tb.
+// its serializer with [lb.SerializerOf] from the [lb.BuildOptions].Scheduler
+// a test policy is built with. A d of 0 only waits. A hang fails tb.
 func AdvanceSerializers(tb TB, mock *clock.Mock, d time.Duration, sers ...*lb.Serializer) {
 	tb.Helper()
 	if d < 0 {

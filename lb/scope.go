@@ -38,10 +38,10 @@ var errScopeClosed = errors.New("lb: NewSubConn: the balancer is closed (its sco
 // policy needs a closed flag.
 //
 // A Scope adds nothing to the pick path. All methods are safe for
-// concurrent use; the guarantees above are exact for callbacks that run
-// in the serializer, that is for every callback of the tree. Close called
-// from inside a callback (where parents call it) takes effect before the
-// next callback runs.
+// concurrent use (pickers call Schedule from any goroutine). Close called
+// inside the tree's serialized calls, where parents call it, is exact: no
+// callback of the scope runs after it returns. Called from another
+// goroutine, it does not wait for a callback that is already running.
 type Scope struct {
 	parent Scheduler
 	up     *Scope // parent as a Scope; nil when parent is not one
@@ -51,8 +51,9 @@ type Scope struct {
 	timers map[*scopeTimer]struct{} // pending; nil once closed
 }
 
-// NewScope returns an open scope whose work runs on parent. When parent is
-// a Scope, the new scope is its descendant: closing parent also ends it.
+// NewScope returns an open scope whose work runs on parent, which must not
+// be nil. When parent is a Scope, the new scope is its descendant: closing
+// parent also ends it.
 func NewScope(parent Scheduler) *Scope {
 	s := &Scope{parent: parent, timers: make(map[*scopeTimer]struct{})}
 	s.up, _ = parent.(*Scope)

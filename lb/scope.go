@@ -20,8 +20,8 @@ var errScopeClosed = errors.New("lb: NewSubConn: the balancer is closed (its sco
 // when the balancer goes; package childmanager and the channel do so for
 // every balancer of a tree.
 //
-// Once Close has been called on a scope or on any of its ancestors (a
-// scope made from it with [NewScope], at any depth):
+// Once Close has been called on a scope, or on any scope it was made from
+// with [NewScope] (its ancestors, at any depth):
 //
 //   - no callback queued with Schedule and no timer callback of the scope
 //     or of its descendants runs, even if it was queued or its timer fired
@@ -33,9 +33,10 @@ var errScopeClosed = errors.New("lb: NewSubConn: the balancer is closed (its sco
 //   - the scope's [Scope.ClientConn] drops every call of the balancer and
 //     every SubConn state its listeners would have received.
 //
-// So a balancer whose parent closed its scope is never called again, by
-// anything: "nothing is called after Close" holds by construction, and no
-// policy needs a closed flag.
+// So once a parent has closed a balancer's scope and called its Close,
+// nothing calls the balancer again: the parent makes no call and the scope
+// drops everything else. "Nothing is called after Close" holds by
+// construction, and no policy needs a closed flag.
 //
 // A Scope adds nothing to the pick path. All methods are safe for
 // concurrent use (pickers call Schedule from any goroutine). Close called

@@ -10,24 +10,23 @@ import (
 
 // balancerWrapper is the lb.ClientConn of one top-level balancer. During a
 // balancer switch the channel has two: current and pending.
+//
+// The balancer runs on scope (its Scheduler) and reaches the wrapper
+// through scope.ClientConn: once close has closed the scope, none of the
+// balancer's calls, SubConn states, hops or timers gets anywhere.
 type balancerWrapper struct {
 	c       *Channel
 	name    string
 	b       lb.Balancer
+	scope   *lb.Scope
 	state   lb.State
 	subs    map[*SubConn]struct{}
-	closed  bool
 	created int // SubConns created, for logs
 }
-
-var errBalancerClosed = errors.New("conn: balancer closed")
 
 // NewSubConn creates a SubConn handle; connections to an address already
 // connected for another handle are shared.
 func (w *balancerWrapper) NewSubConn(addrs []resolver.Address, opts lb.NewSubConnOptions) (lb.SubConn, error) {
-	if w.closed {
-		return nil, errBalancerClosed
-	}
 	if len(addrs) == 0 {
 		return nil, errors.New("conn: NewSubConn: no address")
 	}
@@ -43,9 +42,6 @@ func (w *balancerWrapper) NewSubConn(addrs []resolver.Address, opts lb.NewSubCon
 // UpdateState records the balancer's state and publishes it if this
 // balancer's picker is the one in use (see switchTo).
 func (w *balancerWrapper) UpdateState(s lb.State) {
-	if w.closed {
-		return
-	}
 	if s.Picker == nil {
 		s.Picker = lb.NewErrPicker(lb.TransientFailureError(fmt.Errorf("conn: policy %s published no picker", w.name)))
 	}
@@ -54,21 +50,19 @@ func (w *balancerWrapper) UpdateState(s lb.State) {
 }
 
 // ResolveNow asks the resolver to resolve again.
-func (w *balancerWrapper) ResolveNow() {
-	if !w.closed {
-		w.c.resolveNow()
-	}
-}
+func (w *balancerWrapper) ResolveNow() { w.c.resolveNow() }
 
 // Target returns the channel's target.
 func (w *balancerWrapper) Target() string { return w.c.target }
 
+// close closes the balancer's scope, then the balancer, and shuts down
+// every SubConn it left. Calling it again does nothing.
 func (w *balancerWrapper) close() {
-	if w.closed {
+	if w.scope.Closed() {
 		return
 	}
+	w.scope.Close()
 	w.b.Close()
-	w.closed = true
 	for sc := range w.subs {
 		sc.Shutdown()
 	}
@@ -92,11 +86,13 @@ func (c *Channel) switchTo(p *lb.ParsedPolicy) *balancerWrapper {
 	w := &balancerWrapper{
 		c:     c,
 		name:  p.Name,
+		scope: lb.NewScope(c.ser),
 		state: lb.State{ConnectivityState: lb.Connecting, Picker: lb.NewQueuePicker()},
 		subs:  make(map[*SubConn]struct{}),
 	}
-	opts := lb.BuildOptions{Clock: c.clock, Logger: c.logger, Rand: c.rand, Scheduler: c.ser, Target: c.target, Metrics: c.cfg.metrics,
+	opts := lb.BuildOptions{Clock: c.clock, Logger: c.logger, Rand: c.rand, Scheduler: w.scope, Target: c.target, Metrics: c.cfg.metrics,
 		OnEvent: c.emit}.WithDefaults()
+	cc := w.scope.ClientConn(w)
 	from := ""
 	if l := c.latest(); l != nil {
 		from = l.name
@@ -104,7 +100,7 @@ func (c *Channel) switchTo(p *lb.ParsedPolicy) *balancerWrapper {
 	c.emit(lb.Event{Kind: lb.EventPolicySwitch, From: from, To: p.Name})
 	if c.current == nil {
 		c.current = w
-		w.b = p.Builder.Build(w, opts)
+		w.b = p.Builder.Build(cc, opts)
 		return w
 	}
 	c.logger.Info("switching balancer", "from", c.latest().name, "to", p.Name)
@@ -112,7 +108,7 @@ func (c *Channel) switchTo(p *lb.ParsedPolicy) *balancerWrapper {
 		c.pending.close()
 	}
 	c.pending = w
-	w.b = p.Builder.Build(w, opts)
+	w.b = p.Builder.Build(cc, opts)
 	if c.pending == w && c.current.state.ConnectivityState != lb.Ready {
 		c.swapToPending()
 	}

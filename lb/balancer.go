@@ -61,7 +61,11 @@ type ClientConnState struct {
 // its aggregate state with a picker through [ClientConn.UpdateState].
 //
 // All methods are called serially for one tree (see the package doc); none
-// is called after Close.
+// is called after Close, and nothing else of the balancer runs after it
+// either: its parent closes the balancer's [Scope] (see
+// [BuildOptions].Scheduler), which drops its pending hops and timers, its
+// calls into its ClientConn and its SubConns' states. So a balancer keeps
+// no closed flag.
 type Balancer interface {
 	// UpdateClientConnState gives the balancer new addresses and config.
 	// Returning [ErrBadResolverState] asks the channel to re-resolve with
@@ -74,9 +78,10 @@ type Balancer interface {
 	// connecting should report CONNECTING at once rather than wait for a
 	// SubConn to do so, so that it can never be left wedged in IDLE.
 	ExitIdle()
-	// Close shuts down every SubConn and child and stops every timer of
-	// this balancer. Calls into the ClientConn after Close are ignored by
-	// parents.
+	// Close shuts down every SubConn and closes every child. It is the
+	// balancer's last call, and it runs with the balancer's scope already
+	// closed: timers end without being stopped, and whatever Close
+	// publishes or schedules is dropped.
 	Close()
 }
 
@@ -102,7 +107,9 @@ type SubConnState struct {
 type NewSubConnOptions struct {
 	// StateListener receives every state change of the SubConn, in order,
 	// serialized with the tree's other calls. It must not be nil. The
-	// last call it receives is SHUTDOWN, after Shutdown.
+	// last call it receives is SHUTDOWN, after Shutdown; it receives
+	// nothing once the balancer that created the SubConn is closed (see
+	// [Scope.ClientConn]).
 	StateListener func(SubConnState)
 	// HealthCheck asks the channel to gate the SubConn on its health check
 	// when the channel has one (gRFC A17, client-side health checking):
@@ -215,12 +222,14 @@ type Timer interface {
 	// Stop cancels the timer. Called from inside the tree's serialized
 	// calls, it guarantees the callback will not run afterwards, even if
 	// the clock already fired. It returns false if the callback already
-	// ran or the timer was already stopped.
+	// ran or the timer was already stopped (closing its [Scope] stops
+	// it).
 	Stop() bool
 }
 
 // Scheduler runs work serialized with every other call into one balancer
-// tree. [*Serializer] is the implementation.
+// tree. [*Serializer] is the tree's; each balancer receives a [*Scope] of
+// it, which ends with the balancer.
 type Scheduler interface {
 	// Schedule runs f later, serialized with the tree's other calls. It
 	// never blocks and never runs f before returning. It returns false if
@@ -233,7 +242,8 @@ type Scheduler interface {
 
 // BuildOptions carries what a balancer needs besides its ClientConn. A parent
 // passes its own BuildOptions to the children it builds, so one tree shares
-// one clock, logger, random source and scheduler.
+// one clock, logger, random source and serializer; each child's Scheduler
+// is a [Scope] of the parent's own.
 type BuildOptions struct {
 	// Clock is the tree's clock, for reading the time. Nil means the real
 	// clock. It must be the clock the Scheduler's timers run on.
@@ -253,8 +263,11 @@ type BuildOptions struct {
 	// tree's serialized calls. Nil means a source seeded at random.
 	Rand *rand.Rand
 	// Scheduler runs picker hops and timer callbacks serialized with the
-	// tree. Nil means a new [Serializer] on Clock; code that then calls
-	// Balancer methods itself must do so through that scheduler.
+	// tree. A parent (package childmanager, the channel) gives each
+	// balancer a [Scope] of its own, closed when the balancer is, so that
+	// none of them runs after Close. Nil means a new [Serializer] on
+	// Clock; code that then calls Balancer methods itself must do so
+	// through that scheduler.
 	Scheduler Scheduler
 	// Target is the channel's dial target, for logs and metric labels.
 	Target string

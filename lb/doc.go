@@ -25,6 +25,14 @@
 //   - A picker that needs the balancer to act (for example to leave IDLE)
 //     hops onto the tree with [Scheduler.Schedule]; it never calls a
 //     Balancer method directly.
+//   - Nothing of a balancer runs after its Close. Each balancer runs on a
+//     [Scope] of its own (its [BuildOptions].Scheduler), made from its
+//     parent's scope and given to it with the scope's ClientConn. The
+//     parent closes the scope before calling Close; from then on no hop or
+//     timer callback of the balancer or of its descendants runs, even one
+//     already queued, and its ClientConn calls and its SubConns' states are
+//     dropped. The guarantee is built in once, so policies keep no closed
+//     flag and their callbacks never ask whether they were closed.
 //
 // # Errors from Pick
 //

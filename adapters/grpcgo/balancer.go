@@ -21,17 +21,22 @@ import (
 // hops. The lbkit tree calls back through lbConn (the lb.ClientConn) from
 // inside ser, and those calls go straight to grpc-go's ClientConn, which
 // never waits for grpc-go's serializer: no lock or wait cycle exists.
+//
+// The lbkit balancer runs on scope and reaches lbConn through
+// scope.ClientConn (see lb.Scope): Close closes the scope first, so
+// nothing of the tree runs or reaches grpc-go afterwards, and grpc-go's
+// own calls after Close are dropped here.
 type bridge struct {
 	// Set in newBridge, read-only afterwards.
 	cc     balancer.ClientConn
 	ser    *lb.Serializer
+	scope  *lb.Scope
 	logger *slog.Logger
 	target string
 
 	// Touched only inside ser.
-	lbb    lb.Balancer
-	addrs  map[endpointKey][]grpcresolver.Address // grpc-go addresses of the last update's endpoints
-	closed bool
+	lbb   lb.Balancer
+	addrs map[endpointKey][]grpcresolver.Address // grpc-go addresses of the last update's endpoints
 }
 
 var _ balancer.Balancer = (*bridge)(nil)
@@ -44,6 +49,7 @@ func newBridge(bb *Builder, cc balancer.ClientConn, bopts balancer.BuildOptions)
 		logger: o.logger.With("adapter", "grpcgo", "policy", bb.name),
 		target: bopts.Target.String(),
 	}
+	b.scope = lb.NewScope(b.ser)
 	if o.observer != nil {
 		o.observer(b.ser)
 	}
@@ -51,10 +57,10 @@ func newBridge(bb *Builder, cc balancer.ClientConn, bopts balancer.BuildOptions)
 		Clock:     o.clock,
 		Logger:    o.logger,
 		Rand:      o.newRand(),
-		Scheduler: b.ser,
+		Scheduler: b.scope,
 		Target:    b.target,
 	}.WithDefaults()
-	b.run(func() { b.lbb = bb.b.Build((*lbConn)(b), lbOpts) })
+	b.run(func() { b.lbb = bb.b.Build(b.scope.ClientConn((*lbConn)(b)), lbOpts) })
 	return b
 }
 
@@ -81,7 +87,7 @@ func (b *bridge) UpdateClientConnState(s balancer.ClientConnState) error {
 	}
 	var err error
 	ran := b.run(func() {
-		if b.closed {
+		if b.scope.Closed() {
 			err = errClosed
 			return
 		}
@@ -102,7 +108,7 @@ func (b *bridge) UpdateClientConnState(s balancer.ClientConnState) error {
 // ResolverError passes err to the lbkit balancer.
 func (b *bridge) ResolverError(err error) {
 	b.run(func() {
-		if !b.closed {
+		if !b.scope.Closed() {
 			b.lbb.ResolverError(err)
 		}
 	})
@@ -111,7 +117,7 @@ func (b *bridge) ResolverError(err error) {
 // ExitIdle passes the call to the lbkit balancer.
 func (b *bridge) ExitIdle() {
 	b.run(func() {
-		if !b.closed {
+		if !b.scope.Closed() {
 			b.lbb.ExitIdle()
 		}
 	})
@@ -123,13 +129,13 @@ func (b *bridge) UpdateSubConnState(sc balancer.SubConn, s balancer.SubConnState
 	b.logger.Error("grpcgo: unexpected UpdateSubConnState", "subconn", sc, "state", s.ConnectivityState)
 }
 
-// Close closes the lbkit balancer (which shuts down its SubConns and stops
-// its timers) and then the serializer, so that no goroutine of the tree is
-// left when it returns.
+// Close closes the lbkit balancer's scope (which ends its timers and
+// hops), the balancer (which shuts down its SubConns) and then the
+// serializer, so that no goroutine of the tree is left when it returns.
 func (b *bridge) Close() {
 	b.run(func() {
-		if !b.closed {
-			b.closed = true
+		if !b.scope.Closed() {
+			b.scope.Close()
 			b.lbb.Close()
 		}
 	})
@@ -137,7 +143,8 @@ func (b *bridge) Close() {
 }
 
 // lbConn is the lb.ClientConn the lbkit tree reports to. Its methods are
-// called inside the serializer.
+// called inside the serializer, through the scope's ClientConn, which
+// drops them once the bridge is closed.
 type lbConn bridge
 
 var _ lb.ClientConn = (*lbConn)(nil)
@@ -147,9 +154,6 @@ var _ lb.ClientConn = (*lbConn)(nil)
 // serializer.
 func (c *lbConn) NewSubConn(addrs []resolver.Address, opts lb.NewSubConnOptions) (lb.SubConn, error) {
 	b := (*bridge)(c)
-	if b.closed {
-		return nil, errClosed
-	}
 	if opts.StateListener == nil {
 		return nil, errors.New("grpcgo: NewSubConn without a StateListener")
 	}
@@ -172,9 +176,6 @@ func (c *lbConn) NewSubConn(addrs []resolver.Address, opts lb.NewSubConnOptions)
 // UpdateState publishes the lbkit state and picker to grpc-go.
 func (c *lbConn) UpdateState(s lb.State) {
 	b := (*bridge)(c)
-	if b.closed {
-		return
-	}
 	b.cc.UpdateState(balancer.State{
 		ConnectivityState: toGRPCState(s.ConnectivityState),
 		Picker:            newPicker(s.Picker),
@@ -183,10 +184,7 @@ func (c *lbConn) UpdateState(s lb.State) {
 
 // ResolveNow asks grpc-go's resolver to resolve again.
 func (c *lbConn) ResolveNow() {
-	b := (*bridge)(c)
-	if !b.closed {
-		b.cc.ResolveNow(grpcresolver.ResolveNowOptions{})
-	}
+	c.cc.ResolveNow(grpcresolver.ResolveNowOptions{})
 }
 
 // Target returns the channel's parsed dial target, as a string.

@@ -41,13 +41,10 @@ func (s *subConn) String() string { return fmt.Sprint(s.sc) }
 // onState is the grpc-go StateListener. grpc-go calls it from its own
 // serializer; it runs the lbkit listener inside the tree's serializer and
 // waits, so states arrive in grpc-go's order, serialized with everything
-// else. States after the balancer closed are dropped.
+// else. States after the balancer closed are dropped (the listener is the
+// one wrapped by the tree's scope, see lb.Scope.ClientConn).
 func (s *subConn) onState(st balancer.SubConnState) {
-	b := s.b
-	b.run(func() {
-		if b.closed {
-			return
-		}
+	s.b.run(func() {
 		s.listener(lb.SubConnState{
 			ConnectivityState: toLBState(st.ConnectivityState),
 			ConnectionError:   st.ConnectionError,

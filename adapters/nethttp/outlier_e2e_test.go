@@ -56,7 +56,7 @@ func (b *capturingOD) ParseConfig(raw json.RawMessage) (lb.Config, []string, err
 }
 func (b *capturingOD) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	b.mu.Lock()
-	b.ser, _ = opts.Scheduler.(*lb.Serializer)
+	b.ser = lb.SerializerOf(opts.Scheduler)
 	b.mu.Unlock()
 	return outlierdetection.Builder{}.Build(cc, opts)
 }

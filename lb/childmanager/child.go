@@ -1,7 +1,6 @@
 package childmanager
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -24,14 +23,19 @@ type Child[T any] struct {
 	m    *Manager[T]
 	name string
 
+	// scope is the child's: the owner's work for this child (see
+	// Scheduler) and the deactivation timer run on it, and it closes
+	// when the child is removed.
+	scope *lb.Scope
 	// policy names the policy balancer runs; both are empty until the
 	// first Update, and again after the balancer is closed.
 	policy   string
 	balancer lb.Balancer
-	// cc is the ClientConn given to balancer. Replacing or closing the
-	// balancer kills it, so that late calls from the old balancer are
-	// ignored.
-	cc *childCC[T]
+	// bscope is balancer's scope, made from scope: its Scheduler and,
+	// through bscope.ClientConn, its ClientConn. Replacing or closing the
+	// balancer closes it, so nothing of the old balancer runs or reaches
+	// the owner afterwards.
+	bscope *lb.Scope
 
 	state            lb.State
 	ignoreResolveNow bool
@@ -44,6 +48,13 @@ type Child[T any] struct {
 
 // Name returns the child's name.
 func (c *Child[T]) Name() string { return c.name }
+
+// Scheduler returns the child's scope, for the owner's work about this
+// child (a failover timer, a hop that wakes the child): whatever is
+// scheduled on it is dropped once the child is removed, so its callbacks
+// need not ask whether the child still exists. The child's balancer runs
+// on a scope made from it that also closes when the balancer is replaced.
+func (c *Child[T]) Scheduler() lb.Scheduler { return c.scope }
 
 // State returns the child's last published state and picker, or the initial
 // state (CONNECTING, queueing) if it has published none since it was added
@@ -79,10 +90,10 @@ func (c *Child[T]) Update(p *lb.ParsedPolicy, rs resolver.State) error {
 	}
 	if c.balancer == nil {
 		c.m.logger.Debug("childmanager: building child", "child_name", c.name, "child_policy", p.Name)
-		cc := &childCC[T]{c: c}
-		c.cc, c.policy = cc, p.Name
-		b := p.Builder.Build(cc, c.buildOptions())
-		if c.removed || cc.dead { // removed or replaced from a hook, inline
+		bscope := lb.NewScope(c.scope)
+		c.bscope, c.policy = bscope, p.Name
+		b := p.Builder.Build(bscope.ClientConn(childCC[T]{c: c}), c.buildOptions(bscope))
+		if bscope.Closed() { // removed or replaced from a hook, inline
 			b.Close()
 			return fmt.Errorf("childmanager: child %q was removed while it was built", c.name)
 		}
@@ -105,9 +116,11 @@ func (c *Child[T]) Describe() lb.Node {
 	return n
 }
 
-// buildOptions returns the manager's options with the child's ChildPath.
-func (c *Child[T]) buildOptions() lb.BuildOptions {
+// buildOptions returns the manager's options with the child's ChildPath
+// and the balancer's scope as its Scheduler.
+func (c *Child[T]) buildOptions(scope *lb.Scope) lb.BuildOptions {
 	opts := c.m.opts
+	opts.Scheduler = scope
 	if opts.ChildPath == "" {
 		opts.ChildPath = c.name
 	} else {
@@ -155,7 +168,7 @@ func (c *Child[T]) Deactivate() {
 	}
 	c.m.logger.Debug("childmanager: child deactivated", "child_name", c.name, "removal_in", c.m.delay)
 	c.retainUntil = c.m.opts.Clock.Now().Add(c.m.delay) // for Describe only
-	c.deactivation = c.m.opts.Scheduler.AfterFunc(c.m.delay, func() {
+	c.deactivation = c.scope.AfterFunc(c.m.delay, func() {
 		c.deactivation = nil
 		c.m.logger.Debug("childmanager: deactivation timer fired", "child_name", c.name)
 		c.Remove()
@@ -173,7 +186,8 @@ func (c *Child[T]) Reactivate() {
 	c.m.logger.Debug("childmanager: child reactivated", "child_name", c.name)
 }
 
-// Remove removes the child now: it stops its deactivation timer, closes its
+// Remove removes the child now: it closes the child's scope (see
+// [Child.Scheduler]; the deactivation timer ends with it), closes its
 // balancer (whose SubConns shut down), forgets it, and calls Hooks.Removed.
 // Removing a removed child does nothing.
 func (c *Child[T]) Remove() {
@@ -181,10 +195,8 @@ func (c *Child[T]) Remove() {
 		return
 	}
 	c.removed = true
-	if c.deactivation != nil {
-		c.deactivation.Stop()
-		c.deactivation = nil
-	}
+	c.scope.Close()
+	c.deactivation = nil
 	if c.m.children[c.name] == c {
 		delete(c.m.children, c.name)
 	}
@@ -195,11 +207,13 @@ func (c *Child[T]) Remove() {
 	}
 }
 
-// closeBalancer kills the balancer's ClientConn, then closes the balancer.
+// closeBalancer closes the balancer's scope, then the balancer: whatever
+// the balancer does in Close other than shutting its SubConns down and
+// closing its own children (publishing, scheduling) is dropped.
 func (c *Child[T]) closeBalancer() {
-	if c.cc != nil {
-		c.cc.dead = true
-		c.cc = nil
+	if c.bscope != nil {
+		c.bscope.Close()
+		c.bscope = nil
 	}
 	b := c.balancer
 	c.balancer, c.policy = nil, ""
@@ -214,33 +228,21 @@ func (c *Child[T]) setState(s lb.State) {
 	c.m.hooks.StateChanged(c)
 }
 
-// childCC is the ClientConn of one built balancer of a child. Its methods
-// are called by that balancer inside the tree's serialized calls.
-type childCC[T any] struct {
-	c *Child[T]
-	// dead is set when the balancer is closed or replaced: every call is
-	// then ignored.
-	dead bool
-}
-
-var errDead = errors.New("childmanager: the child's balancer was closed")
+// childCC is the ClientConn of one built balancer of a child, which the
+// balancer reaches through its scope's ClientConn (see [lb.Scope]): once
+// the balancer is closed or replaced, none of its calls gets here.
+type childCC[T any] struct{ c *Child[T] }
 
 // NewSubConn passes the call to the parent's ClientConn unchanged, so the
 // listener in opts hears the SubConn's states directly.
-func (w *childCC[T]) NewSubConn(addrs []resolver.Address, opts lb.NewSubConnOptions) (lb.SubConn, error) {
-	if w.dead {
-		return nil, errDead
-	}
+func (w childCC[T]) NewSubConn(addrs []resolver.Address, opts lb.NewSubConnOptions) (lb.SubConn, error) {
 	return w.c.m.cc.NewSubConn(addrs, opts)
 }
 
 // UpdateState records s as the child's state and calls StateChanged. A nil
 // picker, which the lb contract forbids, is replaced by one failing with a
 // transient failure, and logged.
-func (w *childCC[T]) UpdateState(s lb.State) {
-	if w.dead {
-		return
-	}
+func (w childCC[T]) UpdateState(s lb.State) {
 	if s.Picker == nil {
 		w.c.m.logger.Error("childmanager: child published a nil picker", "child_name", w.c.name, "state", s.ConnectivityState)
 		s.Picker = lb.NewErrPicker(lb.TransientFailureError(errNilPicker))
@@ -250,12 +252,11 @@ func (w *childCC[T]) UpdateState(s lb.State) {
 
 // ResolveNow passes the request to the parent unless the child ignores
 // re-resolution requests.
-func (w *childCC[T]) ResolveNow() {
-	if w.dead || w.c.ignoreResolveNow {
-		return
+func (w childCC[T]) ResolveNow() {
+	if !w.c.ignoreResolveNow {
+		w.c.m.cc.ResolveNow()
 	}
-	w.c.m.cc.ResolveNow()
 }
 
 // Target returns the parent's target.
-func (w *childCC[T]) Target() string { return w.c.m.cc.Target() }
+func (w childCC[T]) Target() string { return w.c.m.cc.Target() }

@@ -21,8 +21,16 @@
 //   - records UpdateState as the child's state ([Child.State]) and calls the
 //     owner's [Hooks].StateChanged;
 //   - passes ResolveNow to the parent unless [Child.SetIgnoreResolveNow] is
-//     set;
-//   - ignores every call once that balancer is closed or replaced.
+//     set.
+//
+// Each built balancer also runs on a scope of its own ([lb.Scope], its
+// [lb.BuildOptions].Scheduler), made from the child's scope
+// ([Child.Scheduler]). The manager closes the balancer's scope before it
+// closes a balancer that is replaced or removed, and the child's scope when
+// the child is removed: from then on none of that balancer's calls, SubConn
+// states, picker hops or timers reach anybody, nor the owner's work
+// scheduled for the child. So neither the owner nor the child policy asks
+// whether something was closed meanwhile.
 //
 // # Lifetime
 //

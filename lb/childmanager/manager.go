@@ -58,8 +58,8 @@ type Hooks[T any] struct {
 // owner's per-child state, kept in [Child.Data].
 //
 // A Manager is not safe for concurrent use: like the policy that owns it,
-// it is used only inside the tree's serialized calls. After Close every
-// method is a no-op and Add returns an already removed child.
+// it is used only inside the tree's serialized calls. Close is its last
+// call.
 type Manager[T any] struct {
 	cc     lb.ClientConn
 	opts   lb.BuildOptions
@@ -68,7 +68,6 @@ type Manager[T any] struct {
 	delay  time.Duration
 
 	children map[string]*Child[T]
-	closed   bool
 }
 
 // New returns a Manager whose children report to cc (the owner's own
@@ -102,11 +101,7 @@ func (m *Manager[T]) Add(name string) *Child[T] {
 	if c, ok := m.children[name]; ok {
 		return c
 	}
-	c := &Child[T]{m: m, name: name, state: initialState()}
-	if m.closed {
-		c.removed = true
-		return c
-	}
+	c := &Child[T]{m: m, name: name, state: initialState(), scope: lb.NewScope(m.opts.Scheduler)}
 	m.children[name] = c
 	m.logger.Debug("childmanager: child added", "child_name", name)
 	return c
@@ -133,13 +128,11 @@ func (m *Manager[T]) ResolverError(err error) {
 	}
 }
 
-// Close removes every child, in name order (see [Child.Remove]), and stops
-// every timer of the manager. Later calls do nothing.
+// Close removes every child, in name order (see [Child.Remove]), which
+// ends every timer of the manager. The owner calls it from its own Close,
+// after which nothing calls the owner (see [lb.Scope]), so nothing calls
+// the manager either.
 func (m *Manager[T]) Close() {
-	if m.closed {
-		return
-	}
-	m.closed = true
 	for _, c := range m.Children() {
 		c.Remove()
 	}

@@ -99,7 +99,6 @@ type List[T any] struct {
 	// picker was built. See markReadySetChanged.
 	rebuildScheduled bool
 	stale            bool
-	closed           bool
 }
 
 // New returns an empty list that reports to cc, coalesces READY-set
@@ -132,12 +131,9 @@ func (l *List[T]) errorf(format string, args ...any) error {
 // an error wrapping [resolver.ErrNoAddresses] and the state's Degraded
 // reason ([resolver.State.Explain]), and returns it wrapping
 // [lb.ErrBadResolverState]. Update is O(n) plus
-// the cost of BuildPicker. After Close it does nothing.
+// the cost of BuildPicker.
 func (l *List[T]) Update(s resolver.State, visit func(resolver.Address, *Endpoint[T])) error {
 	addrs := s.Addresses
-	if l.closed {
-		return nil
-	}
 	l.resolverErr = nil
 	l.gen++
 	list := make([]*Endpoint[T], 0, len(addrs))
@@ -231,7 +227,7 @@ func countedState(old, st lb.ConnectivityState) lb.ConnectivityState {
 // shows changed: the aggregate state, the READY set while READY, or the
 // connection error while TRANSIENT_FAILURE.
 func (l *List[T]) updateSubConnState(ep *Endpoint[T], s lb.SubConnState) {
-	if l.closed || ep.removed {
+	if ep.removed {
 		return
 	}
 	st := s.ConnectivityState
@@ -290,7 +286,7 @@ func (l *List[T]) markReadySetChanged() {
 	}
 	l.rebuildScheduled = l.sched.Schedule(func() {
 		l.rebuildScheduled = false
-		if l.closed || !l.stale || l.state != lb.Ready {
+		if !l.stale || l.state != lb.Ready {
 			return
 		}
 		l.regenerate()
@@ -350,9 +346,6 @@ func (l *List[T]) failure() error {
 // TRANSIENT_FAILURE; otherwise the last addresses stay in force and err is
 // only remembered, to be named if the policy fails before the next update.
 func (l *List[T]) ResolverError(err error) {
-	if l.closed {
-		return
-	}
 	l.resolverErr = err
 	if len(l.list) > 0 && l.state != lb.TransientFailure {
 		l.logger.Debug(l.policy.Name+": resolver error ignored", "state", l.state, "error", err)
@@ -365,12 +358,10 @@ func (l *List[T]) ResolverError(err error) {
 // it reports IDLE, so it is never IDLE itself.
 func (l *List[T]) ExitIdle() {}
 
-// Close shuts down every SubConn. Later calls of any method do nothing.
+// Close shuts down every SubConn. It is the list's last call: the parent
+// calls nothing after it, and its scope drops the scheduled rebuild and
+// the SubConns' late states (see [lb.Scope]).
 func (l *List[T]) Close() {
-	if l.closed {
-		return
-	}
-	l.closed = true
 	for _, ep := range l.list {
 		l.remove(ep)
 	}

@@ -16,6 +16,14 @@
 // (opts.Scheduler.AfterFunc); a policy that calls opts.Clock.AfterFunc
 // directly still fires on the mock clock but the harness cannot wait for it.
 //
+// # Closing
+//
+// [Harness.Build] gives the balancer a scope of its own ([lb.Scope]), as a
+// parent does, and [Harness.CloseBalancer] closes it the way a parent
+// does: the scope first, then Close. Afterwards nothing of the balancer
+// runs and the harness's calls into it do nothing, so a test of "calls
+// after Close" tests what every parent guarantees.
+//
 // # Events
 //
 // Recorded events are kept in unbounded queues ([Queue]) that never drop:

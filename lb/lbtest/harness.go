@@ -36,7 +36,9 @@ type Harness struct {
 	// Metrics records the tree's metrics ([lb.BuildOptions].Metrics).
 	Metrics *Metrics
 
-	opts   lb.BuildOptions
+	opts lb.BuildOptions
+	// scope is the balancer's (see [lb.Scope]); nil before Build.
+	scope  *lb.Scope
 	closed bool
 }
 
@@ -105,12 +107,43 @@ func New(tb TB, options ...Option) *Harness {
 func (h *Harness) BuildOptions() lb.BuildOptions { return h.opts }
 
 // Build builds the balancer under test from b, inside the serializer, and
-// stores it in h.Balancer.
+// stores it in h.Balancer. As a parent does, the harness gives the
+// balancer a scope of its own ([lb.Scope]) as its Scheduler, and the
+// scope's ClientConn over h.CC; [Harness.CloseBalancer] closes it.
 func (h *Harness) Build(b lb.Builder) lb.Balancer {
 	h.tb.Helper()
-	h.Do(func() { h.Balancer = b.Build(h.CC, h.opts) })
+	h.Do(func() {
+		h.scope = lb.NewScope(h.Serializer)
+		opts := h.opts
+		opts.Scheduler = h.scope
+		h.Balancer = b.Build(h.scope.ClientConn(h.CC), opts)
+	})
 	return h.Balancer
 }
+
+// CloseBalancer closes the balancer under test as a parent does: it closes
+// the balancer's scope, then calls Close, inside the serializer. From then
+// on nothing of the balancer runs (see [lb.Scope]), and the harness's calls
+// into it (UpdateClientConnState, ResolverError, ExitIdle, CloseBalancer)
+// do nothing, as a parent makes none.
+func (h *Harness) CloseBalancer() {
+	h.tb.Helper()
+	h.Do(h.closeBalancer)
+}
+
+func (h *Harness) closeBalancer() {
+	if h.Balancer == nil || !h.live() {
+		return
+	}
+	if h.scope != nil { // nil when the test set h.Balancer itself
+		h.scope.Close()
+	}
+	h.Balancer.Close()
+}
+
+// live reports, inside the serializer, whether the balancer under test may
+// be called: CloseBalancer has not closed it.
+func (h *Harness) live() bool { return h.scope == nil || !h.scope.Closed() }
 
 // BuildPolicy builds the registered policy named name, parsing configJSON
 // with its builder (empty means no config), and returns the balancer and
@@ -143,7 +176,11 @@ func (h *Harness) Do(f func()) {
 func (h *Harness) UpdateClientConnState(s lb.ClientConnState) error {
 	h.tb.Helper()
 	var err error
-	h.Do(func() { err = h.Balancer.UpdateClientConnState(s) })
+	h.Do(func() {
+		if h.live() {
+			err = h.Balancer.UpdateClientConnState(s)
+		}
+	})
 	return err
 }
 
@@ -160,13 +197,21 @@ func (h *Harness) UpdateAddresses(cfg lb.Config, addrs ...resolver.Address) erro
 // ResolverError calls the balancer's ResolverError.
 func (h *Harness) ResolverError(err error) {
 	h.tb.Helper()
-	h.Do(func() { h.Balancer.ResolverError(err) })
+	h.Do(func() {
+		if h.live() {
+			h.Balancer.ResolverError(err)
+		}
+	})
 }
 
 // ExitIdle calls the balancer's ExitIdle.
 func (h *Harness) ExitIdle() {
 	h.tb.Helper()
-	h.Do(func() { h.Balancer.ExitIdle() })
+	h.Do(func() {
+		if h.live() {
+			h.Balancer.ExitIdle()
+		}
+	})
 }
 
 // Settle waits until everything scheduled on the serializer (for example by
@@ -207,8 +252,8 @@ func (h *Harness) AdvanceToNextDeadline() (time.Duration, bool) {
 // (the earliest among sers) at a time, and at each deadline waits until
 // every serializer in sers has run its due timers and everything they
 // caused. Use it for a tree a channel or an adapter runs on mock, reaching
-// its serializer through the [lb.BuildOptions].Scheduler a test policy is
-// built with. A d of 0 only waits. A hang fails tb.
+// its serializer with [lb.SerializerOf] from the [lb.BuildOptions].Scheduler
+// a test policy is built with. A d of 0 only waits. A hang fails tb.
 func AdvanceSerializers(tb TB, mock *clock.Mock, d time.Duration, sers ...*lb.Serializer) {
 	tb.Helper()
 	if d < 0 {
@@ -253,18 +298,16 @@ func moveTo(tb TB, mock *clock.Mock, t time.Time, sers ...*lb.Serializer) {
 	}
 }
 
-// Close closes the balancer (inside the serializer) and then the
-// serializer. It is called when the test ends; calling it again does
-// nothing.
+// Close closes the balancer as [Harness.CloseBalancer] does, unless it is
+// closed, and then the serializer. It is called when the test ends;
+// calling it again does nothing.
 func (h *Harness) Close() {
 	if h.closed {
 		return
 	}
 	h.closed = true
-	if h.Balancer != nil {
-		if err := runAndSettle(h.Serializer, h.Balancer.Close); err != nil {
-			h.tb.Errorf("lbtest: closing balancer: %v", err)
-		}
+	if err := runAndSettle(h.Serializer, h.closeBalancer); err != nil {
+		h.tb.Errorf("lbtest: closing balancer: %v", err)
 	}
 	h.Serializer.Close()
 }

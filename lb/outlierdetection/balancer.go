@@ -59,7 +59,6 @@ type odBalancer struct {
 	// updating is set while UpdateClientConnState reaches the child,
 	// which publishes once at its end.
 	updating bool
-	closed   bool
 
 	// ejections and unejections count ([MetricEjections],
 	// [MetricUnejections]).
@@ -93,9 +92,6 @@ func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *odBalancer {
 // the child receives the addresses and its config. The policy publishes
 // once at the end; the child's error is returned.
 func (b *odBalancer) UpdateClientConnState(s lb.ClientConnState) error {
-	if b.closed {
-		return nil
-	}
 	cfg, ok := s.BalancerConfig.(*Config)
 	if !ok || cfg == nil {
 		return fmt.Errorf("outlierdetection: got config %T, want a non-nil *outlierdetection.Config", s.BalancerConfig)
@@ -187,36 +183,18 @@ func (b *odBalancer) stopTimer() {
 }
 
 // ResolverError passes err to the child.
-func (b *odBalancer) ResolverError(err error) {
-	if !b.closed {
-		b.child.ResolverError(err)
-	}
-}
+func (b *odBalancer) ResolverError(err error) { b.child.ResolverError(err) }
 
 // ExitIdle passes the request to the child.
-func (b *odBalancer) ExitIdle() {
-	if !b.closed {
-		b.child.ExitIdle()
-	}
-}
+func (b *odBalancer) ExitIdle() { b.child.ExitIdle() }
 
-// Close stops the sweep timer and closes the child, whose SubConns shut
-// down. Later calls do nothing.
-func (b *odBalancer) Close() {
-	if b.closed {
-		return
-	}
-	b.closed = true
-	b.stopTimer()
-	b.children.Close()
-}
+// Close closes the child, whose SubConns shut down. The sweep timer ends
+// with the policy's scope (see [lb.Scope]).
+func (b *odBalancer) Close() { b.children.Close() }
 
 // publish reports the child's state with a picker wrapping the child's,
 // counting calls when an algorithm is configured.
 func (b *odBalancer) publish() {
-	if b.closed {
-		return
-	}
 	s := b.child.State()
 	counting := b.cfg != nil && b.cfg.enabled()
 	b.cc.UpdateState(lb.State{ConnectivityState: s.ConnectivityState, Picker: &picker{child: s.Picker, counting: counting}})
@@ -242,7 +220,7 @@ func (b *odBalancer) newSubConn(addrs []resolver.Address, opts lb.NewSubConnOpti
 		if e.ejected {
 			w.ejected = true
 			b.opts.Scheduler.Schedule(func() {
-				if !b.closed && w.ejected && !w.shutdown {
+				if w.ejected && !w.shutdown {
 					w.listener(lb.SubConnState{ConnectivityState: lb.TransientFailure, ConnectionError: errEjected})
 				}
 			})

@@ -12,7 +12,7 @@ import (
 // next sweep is one interval from now.
 func (b *odBalancer) sweep() {
 	b.timer = nil
-	if b.closed || b.cfg == nil || !b.cfg.enabled() {
+	if b.cfg == nil || !b.cfg.enabled() {
 		return
 	}
 	now := b.opts.Clock.Now()

@@ -47,7 +47,6 @@ type balancer struct {
 	numTF int
 	// lastConnErr is the most recent connection error from any SubConn.
 	lastConnErr error
-	closed      bool
 
 	// Metrics (gRFC A78), resolved at Build.
 	attemptsSucceeded, attemptsFailed, disconnections lb.Counter
@@ -69,9 +68,6 @@ type subConn struct {
 // parent. See the package documentation for the rules. It is O(n) in the
 // number of addresses.
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
-	if b.closed {
-		return nil
-	}
 	cfg, err := lb.ConfigOf[Config]("pickfirst", s.BalancerConfig)
 	if err != nil {
 		b.logger.Error("pickfirst: update ignored", "error", err)
@@ -150,9 +146,6 @@ func (b *balancer) dedupe(in []resolver.Address) []resolver.Address {
 // when there is no address to use, used to refresh the picker's error when
 // already in TRANSIENT_FAILURE, and otherwise ignored.
 func (b *balancer) ResolverError(err error) {
-	if b.closed {
-		return
-	}
 	switch {
 	case len(b.addrs) == 0:
 		err = fmt.Errorf("pickfirst: name resolver error: %w", err)
@@ -170,19 +163,15 @@ func (b *balancer) ResolverError(err error) {
 // ExitIdle leaves IDLE: it reports CONNECTING at once and starts a pass from
 // the first address. In any other state it does nothing.
 func (b *balancer) ExitIdle() {
-	if b.closed || b.state != lb.Idle || len(b.addrs) == 0 {
+	if b.state != lb.Idle || len(b.addrs) == 0 {
 		return
 	}
 	b.report(lb.Connecting, lb.NewQueuePicker())
 	b.startFirstPass()
 }
 
-// Close shuts down every SubConn. Later calls do nothing.
+// Close shuts down every SubConn.
 func (b *balancer) Close() {
-	if b.closed {
-		return
-	}
-	b.closed = true
 	b.shutdownAll(b.addrs)
 	b.selected = nil
 	b.firstPass = false

@@ -69,8 +69,9 @@
 // never allocates or blocks. The IDLE picker schedules one ExitIdle per
 // picker (an atomic guard) and queues the request.
 //
-// After Close every SubConn has been shut down; later calls do nothing, and
-// listener calls for SubConns the policy shut down are ignored.
+// After Close every SubConn has been shut down, and nothing calls the
+// balancer again (its scope ends, see [lb.Scope]); listener calls for
+// SubConns the policy shut down earlier are ignored.
 //
 // # Conformance
 //

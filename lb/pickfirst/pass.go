@@ -85,7 +85,7 @@ func (b *balancer) newSubConn(a resolver.Address) (*subConn, error) {
 // onState is the SubConn's state listener.
 func (sd *subConn) onState(s lb.SubConnState) {
 	b := sd.b
-	if b.closed || sd.removed {
+	if sd.removed {
 		return // shut down by the policy; SHUTDOWN and anything late
 	}
 	if s.ConnectivityState == lb.Shutdown {

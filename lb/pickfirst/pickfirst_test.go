@@ -427,7 +427,7 @@ func TestCloseShutsDownEverySubConn(t *testing.T) {
 	e.sc(1).Fail(errors.New("down"))
 	e.events()
 
-	e.h.Do(e.h.Balancer.Close)
+	e.h.CloseBalancer()
 	e.want(shutdown(0, "a"), shutdown(1, "b"), shutdown(2, "c"))
 
 	// Calls after Close do nothing and do not panic.
@@ -436,7 +436,7 @@ func TestCloseShutsDownEverySubConn(t *testing.T) {
 	}
 	e.h.ResolverError(errors.New("late"))
 	e.h.ExitIdle()
-	e.h.Do(e.h.Balancer.Close)
+	e.h.CloseBalancer()
 	e.h.Settle()
 	e.want()
 }
@@ -447,7 +447,7 @@ func TestIdlePickerAfterCloseDoesNothing(t *testing.T) {
 	e.sc(0).Ready()
 	e.sc(0).Idle()
 	p := e.state().Picker
-	e.h.Do(e.h.Balancer.Close)
+	e.h.CloseBalancer()
 	e.events()
 	if _, err := p.Pick(lb.PickInfo{Ctx: context.Background()}); !errors.Is(err, lb.ErrNoSubConnAvailable) {
 		t.Fatalf("pick error %v, want ErrNoSubConnAvailable", err)

@@ -463,7 +463,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 // then that a few more calls of every kind do nothing.
 func (m *machine) finish(t *rapid.T) {
 	m.action = "close"
-	m.h.Do(m.h.Balancer.Close)
+	m.h.CloseBalancer()
 	m.closed, m.closedNow = true, true
 	m.check(t)
 	for _, sc := range m.h.CC.SubConns() {
@@ -482,7 +482,7 @@ func (m *machine) finish(t *rapid.T) {
 		m.h.Settle()
 		m.check(t)
 	}
-	m.h.Do(m.h.Balancer.Close)
+	m.h.CloseBalancer()
 	m.check(t)
 }
 

@@ -92,7 +92,6 @@ type priorityBalancer struct {
 	// resolverErrs counts resolver errors published as the policy's own
 	// state.
 	resolverErrs uint64
-	closed       bool
 }
 
 func newBalancer(cc lb.ClientConn, opts lb.BuildOptions, bopts options) *priorityBalancer {
@@ -117,9 +116,6 @@ func newBalancer(cc lb.ClientConn, opts lb.BuildOptions, bopts options) *priorit
 // children's errors are returned joined, each naming its child, so that
 // [lb.ErrBadResolverState] from a child reaches the channel.
 func (b *priorityBalancer) UpdateClientConnState(s lb.ClientConnState) error {
-	if b.closed {
-		return nil
-	}
 	cfg, ok := s.BalancerConfig.(*Config)
 	if !ok || cfg == nil {
 		return fmt.Errorf("priority: got config %T, want a non-nil *priority.Config", s.BalancerConfig)
@@ -181,9 +177,6 @@ func (b *priorityBalancer) updateChild(c *child, childCfg ChildConfig) error {
 // picks say why the list is empty when the resolver knows (the eds
 // resolver reports which priority lost its endpoints and why).
 func (b *priorityBalancer) ResolverError(err error) {
-	if b.closed {
-		return
-	}
 	if b.config != nil && len(b.config.Priorities) == 0 {
 		b.resolverErrs++
 		b.publish(published{own: ownResolverError, seq: b.resolverErrs}, lb.State{
@@ -217,18 +210,14 @@ func (b *priorityBalancer) ResolverError(err error) {
 // that the choice does not want; children above it are CONNECTING or
 // TRANSIENT_FAILURE, never IDLE (an IDLE child would have been chosen).
 func (b *priorityBalancer) ExitIdle() {
-	if b.closed || b.current == nil {
-		return
+	if b.current != nil {
+		b.current.ExitIdle()
 	}
-	b.current.ExitIdle()
 }
 
-// Close destroys every child and stops every timer.
+// Close destroys every child. Its timers end with its scope (see
+// [lb.Scope]), and the children's with theirs.
 func (b *priorityBalancer) Close() {
-	if b.closed {
-		return
-	}
-	b.closed = true
 	b.children.Close()
 	b.current = nil
 }
@@ -260,9 +249,9 @@ func (b *priorityBalancer) childStateChanged(c *child) {
 	b.maybeChoosePriority()
 }
 
-// childRemoved is the child manager's Removed hook.
+// childRemoved is the child manager's Removed hook. The child's failover
+// timer ended with the child's scope.
 func (b *priorityBalancer) childRemoved(c *child) {
-	b.stopFailoverTimer(c)
 	if b.current == c {
 		b.current = nil
 	}
@@ -272,7 +261,7 @@ func (b *priorityBalancer) childRemoved(c *child) {
 // parent update or a choice is in progress: that one will look at the
 // child's new state when it gets to it (gRFC A56, "Configuration Updates").
 func (b *priorityBalancer) maybeChoosePriority() {
-	if b.closed || b.updating || b.choosing || b.config == nil {
+	if b.updating || b.choosing || b.config == nil {
 		return
 	}
 	b.logChoiceErr(b.choosePriority(false))

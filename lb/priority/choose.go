@@ -117,17 +117,14 @@ func (b *priorityBalancer) createChild(name string) (*child, error) {
 	return c, b.updateChild(c, childCfg)
 }
 
-// startFailoverTimer starts c's failover timer. When it fires, c is treated
-// as if it reported TRANSIENT_FAILURE: its state becomes TRANSIENT_FAILURE
-// (its picker stays its last one, as it published no other) and the choice
-// runs.
+// startFailoverTimer starts c's failover timer, on c's scope: it ends when
+// c is removed. When it fires, c is treated as if it reported
+// TRANSIENT_FAILURE: its state becomes TRANSIENT_FAILURE (its picker stays
+// its last one, as it published no other) and the choice runs.
 func (b *priorityBalancer) startFailoverTimer(c *child) {
 	c.Data.failoverAt = b.opts.Clock.Now().Add(b.bopts.failoverTimeout) // for Describe only
-	c.Data.failover = b.opts.Scheduler.AfterFunc(b.bopts.failoverTimeout, func() {
+	c.Data.failover = c.Scheduler().AfterFunc(b.bopts.failoverTimeout, func() {
 		c.Data.failover = nil
-		if c.Removed() {
-			return
-		}
 		c.Data.failoverFired.Add(1)
 		b.logger.Info("priority: failover timer fired", "child_name", c.Name(), "after", b.bopts.failoverTimeout)
 		c.Data.state = lb.TransientFailure

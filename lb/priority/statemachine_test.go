@@ -271,7 +271,7 @@ func (mc *machine) Check(t *rapid.T) {
 		for _, c := range b.children.Children() {
 			v := childView{name: c.Name(), picker: pickerToken(c.Data.picker), state: c.Data.state, active: c.Active()}
 			if c.Data.failover != nil {
-				v.failoverIsPending, v.failover = true, c.Data.failover.(*recTimer).deadline
+				v.failoverIsPending, v.failover = true, c.Data.failoverAt // its timer's deadline: sched.pending checks the timers
 			}
 			real = append(real, v)
 		}

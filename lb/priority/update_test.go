@@ -337,7 +337,7 @@ func TestCloseStopsChildrenAndTimers(t *testing.T) {
 	if !e.failoverPending("p1") || e.child("p1").Active() {
 		t.Fatalf("setup: want p1 inactive with a failover timer pending")
 	}
-	e.h.Do(e.b().Close)
+	e.h.CloseBalancer()
 	for _, sc := range e.h.CC.SubConns() {
 		if !sc.IsShutdown() {
 			t.Errorf("%v not shut down by Close", sc)

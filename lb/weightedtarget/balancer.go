@@ -68,7 +68,6 @@ type wtBalancer struct {
 
 	// updating is set while a parent call reaches the children.
 	updating bool
-	closed   bool
 
 	// Slot allocation: slots below nextSlot not in freeSlots are in use.
 	freeSlots []int
@@ -109,9 +108,6 @@ func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *wtBalancer {
 // target, so that [lb.ErrBadResolverState] from a child reaches the
 // channel.
 func (b *wtBalancer) UpdateClientConnState(s lb.ClientConnState) error {
-	if b.closed {
-		return nil
-	}
 	cfg, ok := s.BalancerConfig.(*Config)
 	if !ok || cfg == nil {
 		return fmt.Errorf("weightedtarget: got config %T, want a non-nil *weightedtarget.Config", s.BalancerConfig)
@@ -190,9 +186,6 @@ func (b *wtBalancer) addChild(name string) *child {
 // aggregate changed. With no target, the policy reports TRANSIENT_FAILURE
 // with err, each time (each error may say something new).
 func (b *wtBalancer) ResolverError(err error) {
-	if b.closed {
-		return
-	}
 	if b.children.Len() == 0 {
 		b.resolverErrs++
 		b.pub.Publish(pubKey{state: lb.TransientFailure, own: ownResolverError, seq: b.resolverErrs}, true, func() lb.State {
@@ -215,9 +208,6 @@ func (b *wtBalancer) ResolverError(err error) {
 // target must connect for the weights to hold; children that are not IDLE
 // ignore the call.
 func (b *wtBalancer) ExitIdle() {
-	if b.closed {
-		return
-	}
 	b.updating = true
 	for _, c := range b.children.Children() {
 		c.ExitIdle()
@@ -226,15 +216,8 @@ func (b *wtBalancer) ExitIdle() {
 	b.publish(false)
 }
 
-// Close removes every target; their SubConns shut down. Later calls do
-// nothing.
-func (b *wtBalancer) Close() {
-	if b.closed {
-		return
-	}
-	b.closed = true
-	b.children.Close()
-}
+// Close removes every target; their SubConns shut down.
+func (b *wtBalancer) Close() { b.children.Close() }
 
 // childStateChanged is the child manager's StateChanged hook: it records the
 // child's state, applies sticky TRANSIENT_FAILURE, asks a child that just
@@ -267,14 +250,14 @@ func (b *wtBalancer) childStateChanged(c *child) {
 	if s.ConnectivityState == lb.Idle && prev != lb.Idle {
 		b.scheduleExitIdle(c)
 	}
-	if !b.updating && !b.closed {
+	if !b.updating {
 		b.publish(false)
 	}
 }
 
-// scheduleExitIdle asks c to leave IDLE, from a scheduled callback rather
-// than inline: c is in the middle of publishing, and its balancer must not
-// be re-entered. A target that stays IDLE would get no requests, since only
+// scheduleExitIdle asks c to leave IDLE, from a callback scheduled on c's
+// scope (dropped if c is removed first) rather than inline: c is in the
+// middle of publishing, and its balancer must not be re-entered. A target that stays IDLE would get no requests, since only
 // READY targets are picked, and its share would be lost (C-core does the
 // same, inline).
 func (b *wtBalancer) scheduleExitIdle(c *child) {
@@ -282,12 +265,11 @@ func (b *wtBalancer) scheduleExitIdle(c *child) {
 		return
 	}
 	c.Data.exitIdlePending = true
-	b.opts.Scheduler.Schedule(func() {
+	c.Scheduler().Schedule(func() {
 		c.Data.exitIdlePending = false
-		if b.closed || c.Removed() || c.State().ConnectivityState != lb.Idle {
-			return
+		if c.State().ConnectivityState == lb.Idle {
+			c.ExitIdle()
 		}
-		c.ExitIdle()
 	})
 }
 

@@ -78,7 +78,7 @@ func (k pubKey) equal(o pubKey) bool {
 //   - TRANSIENT_FAILURE: a failing picker naming the target that failed
 //     last and wrapping its error (see failureOf).
 func (b *wtBalancer) publish(force bool) {
-	if b.closed || b.config == nil {
+	if b.config == nil {
 		return
 	}
 	key := b.aggregate()

@@ -186,7 +186,7 @@ func TestCloseClosesEveryTarget(t *testing.T) {
 	e := newEnv(t)
 	addrs := []resolver.Address{paddr("10.0.0.1:80", "a"), paddr("10.0.1.1:80", "b")}
 	e.update(addrs, leafTarget("a", 1), leafTarget("b", 1))
-	e.h.Do(e.b().Close)
+	e.h.CloseBalancer()
 	for _, sc := range e.h.CC.SubConns() {
 		if !sc.IsShutdown() {
 			t.Errorf("%v not shut down by Close", sc)

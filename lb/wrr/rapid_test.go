@@ -331,7 +331,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 // finish closes the balancer, checks that every SubConn was shut down, and
 // then that more calls of every kind do nothing.
 func (m *machine) finish(t *rapid.T) {
-	m.e.h.Do(m.e.h.Balancer.Close)
+	m.e.h.CloseBalancer()
 	m.closed = true
 	for _, sc := range m.e.h.CC.SubConns() {
 		if !sc.IsShutdown() {
@@ -342,7 +342,7 @@ func (m *machine) finish(t *rapid.T) {
 	m.update(t)
 	m.resolverError(t)
 	m.e.h.ExitIdle()
-	m.e.h.Do(m.e.h.Balancer.Close)
+	m.e.h.CloseBalancer()
 	m.check(t)
 	if n := len(m.e.h.CC.SubConns()); n != len(m.e.h.CC.Shutdowns.All()) {
 		t.Fatalf("%d SubConns created after Close", n-len(m.e.h.CC.Shutdowns.All()))

@@ -362,7 +362,7 @@ func TestClose(t *testing.T) {
 	e.readyAll(eps(1, 2, 3)...)
 	e.events()
 	p := e.state().Picker
-	e.h.Do(e.h.Balancer.Close)
+	e.h.CloseBalancer()
 	e.want(shutdown(0, "a"), shutdown(1, "b"), shutdown(2, "c"))
 	if err := e.update(eps(1)...); err != nil {
 		t.Fatalf("update after Close: %v", err)
@@ -372,7 +372,7 @@ func TestClose(t *testing.T) {
 	}
 	e.h.ResolverError(errors.New("late"))
 	e.h.ExitIdle()
-	e.h.Do(e.h.Balancer.Close)
+	e.h.CloseBalancer()
 	e.want()
 	// A picker published before Close still answers (the channel stops
 	// using it).

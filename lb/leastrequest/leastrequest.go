@@ -24,9 +24,7 @@ const (
 	MaxChoiceCount = 10
 )
 
-func init() {
-	lb.Register(Builder{})
-}
+func init() { lb.Register(Builder{}) }
 
 // Config is least_request_experimental's configuration, the JSON object
 // {"choiceCount": n}.
@@ -59,10 +57,8 @@ func (c Config) effective() int {
 // under [Name].
 type Builder struct{}
 
-var (
-	_ lb.Builder      = Builder{}
-	_ lb.ConfigParser = Builder{}
-)
+// Register in init checks that Builder is an lb.Builder.
+var _ lb.ConfigParser = Builder{}
 
 // Name returns [Name].
 func (Builder) Name() string { return Name }

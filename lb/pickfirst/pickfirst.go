@@ -10,9 +10,7 @@ import (
 // Name is the policy's name in loadBalancingConfig and in the [lb] registry.
 const Name = "pick_first"
 
-func init() {
-	lb.Register(Builder{})
-}
+func init() { lb.Register(Builder{}) }
 
 // Config is pick_first's configuration, the JSON object
 // {"shuffleAddressList": bool}. The zero value keeps the resolver's order.
@@ -27,10 +25,8 @@ type Config struct {
 // is ready to use; it is what this package registers under [Name].
 type Builder struct{}
 
-var (
-	_ lb.Builder      = Builder{}
-	_ lb.ConfigParser = Builder{}
-)
+// Register in init checks that Builder is an lb.Builder.
+var _ lb.ConfigParser = Builder{}
 
 // Name returns [Name].
 func (Builder) Name() string { return Name }

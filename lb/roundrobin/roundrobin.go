@@ -12,9 +12,7 @@ import (
 // the name gRPC gives it.
 const Name = "round_robin"
 
-func init() {
-	lb.Register(Builder{})
-}
+func init() { lb.Register(Builder{}) }
 
 // Builder builds round_robin balancers. The policy takes no config: any
 // config object is accepted and ignored, as gRPC does. The zero value is

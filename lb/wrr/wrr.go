@@ -10,9 +10,7 @@ import (
 // Name is the policy's name in loadBalancingConfig and in the [lb] registry.
 const Name = "weighted_round_robin"
 
-func init() {
-	lb.Register(Builder{})
-}
+func init() { lb.Register(Builder{}) }
 
 // Config is weighted_round_robin's configuration, the JSON object
 // {"randomStart": bool}. The zero value, also what {} and an absent config
@@ -34,10 +32,8 @@ type Config struct {
 // [Name].
 type Builder struct{}
 
-var (
-	_ lb.Builder      = Builder{}
-	_ lb.ConfigParser = Builder{}
-)
+// Register in init checks that Builder is an lb.Builder.
+var _ lb.ConfigParser = Builder{}
 
 // Name returns [Name].
 func (Builder) Name() string { return Name }

@@ -167,8 +167,15 @@ func TestHealthCheckThresholdsAndDeadlines(t *testing.T) {
 		}
 	}
 	e.want(lb.TransientFailure, "3 failures, threshold 3")
-	if _, err := e.c.Pick(guard(t), PickOptions{}); err == nil {
-		t.Fatal("picked a backend whose health check fails")
+	// The policy's stale picker still offers the backend; the channel
+	// refuses it as not READY and would wait for the next picker, so a
+	// pick whose context has already ended fails at once, saying why.
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if r, err := e.c.Pick(ended, PickOptions{}); err == nil {
+		t.Fatalf("picked %s, whose health check fails", r.SubConn.Address().Addr)
+	} else if !errors.Is(err, errNotReady) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("pick of a backend whose health check fails: %v, want it refused as not READY while waiting for the next picker, until its context ended", err)
 	}
 
 	advance(t, e.c, m, interval)

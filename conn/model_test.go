@@ -22,58 +22,109 @@ import (
 
 // headerTimeoutServer is a real HTTP server that closes a connection on
 // which no request header arrives within 100 ms, as many servers do.
-func headerTimeoutServer(t *testing.T) string {
+type headerTimeoutServer struct {
+	addr string
+
+	mu     sync.Mutex
+	open   int // connections accepted and not yet closed
+	closed int // connections closed, by either side
+}
+
+func newHeaderTimeoutServer(t *testing.T) *headerTimeoutServer {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.NotFoundHandler(), ReadHeaderTimeout: 100 * time.Millisecond}
+	s := &headerTimeoutServer{addr: ln.Addr().String()}
+	srv := &http.Server{Handler: http.NotFoundHandler(), ReadHeaderTimeout: 100 * time.Millisecond,
+		ConnState: func(_ net.Conn, cs http.ConnState) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			switch cs {
+			case http.StateNew:
+				s.open++
+			case http.StateClosed, http.StateHijacked:
+				s.open--
+				s.closed++
+			}
+		}}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
+	return s
+}
+
+// idle reports whether the server has closed a connection and holds none.
+func (s *headerTimeoutServer) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed > 0 && s.open == 0
 }
 
 // The default connection model holds nothing, so servers that close idle
-// connections after 100 ms cause no SubConn state change over 10 s of
-// idling; the held probe, closed by the same servers, flaps within 0.5 s.
+// connections after 100 ms have nothing to close: once each server is done
+// with every connection it accepted, the channel is READY, has lost none
+// and watches none. The held probe, closed by the same servers, flaps.
 func TestCheckModelDoesNotFlapAgainstHeaderTimeouts(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		dialer Dialer
 		flaps  bool
-		idle   time.Duration
 	}{
-		{"check (default)", nil, false, 10 * time.Second},
-		{"hold", TCPDialer{Hold: true}, true, 500 * time.Millisecond},
+		{"check (default)", nil, false},
+		{"hold", TCPDialer{Hold: true}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			addrs := []string{headerTimeoutServer(t), headerTimeoutServer(t)}
+			servers := []*headerTimeoutServer{newHeaderTimeoutServer(t), newHeaderTimeoutServer(t)}
 			logs := &lbtest.Logs{}
 			opts := []Option{WithLogger(slog.New(logs)),
 				WithDefaultServiceConfig(`{"loadBalancingConfig":[{"weighted_round_robin":{}}]}`)}
 			if tc.dialer != nil {
 				opts = append(opts, WithDialer(tc.dialer))
 			}
-			c, err := New("static:///"+strings.Join(addrs, ","), opts...)
+			c, err := New("static:///"+servers[0].addr+","+servers[1].addr, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
 			c.Connect()
 			waitState(t, c, lb.Ready)
-			idle := tc.idle
-			time.Sleep(idle) // real time: the servers' timeout is real
-			lost := logs.Count(slog.LevelDebug, "connection lost")
-			if tc.flaps && lost == 0 {
-				t.Fatalf("held probe: no connection lost in %v against a 100 ms header timeout", idle)
+			lost := func() int { return logs.Count(slog.LevelDebug, "connection lost") }
+			if tc.flaps {
+				waitUntil(t, "the held probe loses a connection to a 100 ms header timeout", func() bool { return lost() > 0 })
+				return
 			}
-			if !tc.flaps && lost != 0 {
-				t.Fatalf("%d connections lost in %v idle, want none", lost, idle)
+			// Each server has closed what it accepted: a held connection
+			// would now be lost (the hold case shows it).
+			waitUntil(t, "both servers are done with every connection", func() bool {
+				return servers[0].idle() && servers[1].idle()
+			})
+			settle(t, c)
+			if n := lost(); n != 0 {
+				t.Fatalf("%d connections lost, want none", n)
 			}
-			t.Logf("%s: %d connections lost in %v idle", tc.name, lost, idle)
+			if got := readyConns(c); len(got) != 2 || !got[0] || !got[1] {
+				t.Fatalf("connections READY: %v, want both", got)
+			}
+			if n := watchedConns(c); n != 0 {
+				t.Fatalf("%d connections watched for loss, want none", n)
+			}
 		})
 	}
+}
+
+// watchedConns returns how many of the channel's connections are held and
+// watched for loss; read inside the serializer.
+func watchedConns(c *Channel) int {
+	n := 0
+	_ = c.ser.Run(context.Background(), func() {
+		for _, ac := range c.addrConns {
+			if ac.conn != nil && ac.conn.Lost() != nil {
+				n++
+			}
+		}
+	})
+	return n
 }
 
 // With TLS set, the check is a full handshake: the TLS server logs nothing,
@@ -140,7 +191,7 @@ func TestCheckModelHoldsNoGoroutinePerEndpoint(t *testing.T) {
 	const endpoints = 40
 	var targets []string
 	for range endpoints {
-		targets = append(targets, headerTimeoutServer(t))
+		targets = append(targets, newHeaderTimeoutServer(t).addr)
 	}
 	growth := func(d Dialer) int {
 		before := runtime.NumGoroutine()

@@ -11,6 +11,8 @@ FUZZTIME ?= 20000x
 BENCHTIME ?= 1s
 BENCH ?= .
 STATICCHECK_VERSION ?= v0.8.2
+# golangci-lint runs only forbidigo (.golangci.yml): the injected-clock rule.
+GOLANGCI_LINT_VERSION ?= v2.15.0
 GOBIN ?= $(shell go env GOPATH)/bin
 
 .PHONY: help
@@ -52,10 +54,12 @@ bench: deps ## Run every benchmark (with its baselines) once; BENCH=regexp to ch
 	@for m in $(MODULES); do (cd $$m && go test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./...) || exit 1; done
 
 .PHONY: lint
-lint: deps ## gofmt, go vet and staticcheck (pinned).
+lint: deps ## gofmt, go vet, staticcheck and the injected-clock rule (golangci-lint's forbidigo), pinned.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1; }
 	GOBIN=$(GOBIN) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	GOBIN=$(GOBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	@for m in $(MODULES); do (cd $$m && go vet ./... && $(GOBIN)/staticcheck ./...) || exit 1; done
+	@./scripts/clockcheck.sh $(GOBIN)/golangci-lint
 
 .PHONY: cover
 cover: deps ## Test coverage of every module, summarised per function.

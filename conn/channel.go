@@ -264,7 +264,7 @@ func (c *Channel) waitDetached() {
 	case <-done:
 	case <-grace.C:
 		c.logger.Error("a resolver's Close or a health check did not return in time; leaving it to finish on its own (resolvers must not wait on I/O in Close; checkers must return when their context ends)",
-			"scheme", c.parsed.Scheme, "grace", detachedGrace)
+			"resolver", c.parsed.Scheme, "timeout", detachedGrace)
 	}
 }
 
@@ -356,7 +356,7 @@ func (c *Channel) armIdleTimer() {
 
 // enterIdle closes the balancer, resolver and connections and reports IDLE.
 func (c *Channel) enterIdle() {
-	c.logger.Info("channel idle: no pick for the idle timeout", "idleTimeout", c.cfg.idleTimeout)
+	c.logger.Info("channel idle: no pick for the idle timeout", "timeout", c.cfg.idleTimeout)
 	c.teardown()
 	c.idle = true
 	c.publish(&pickerGen{picker: lb.NewQueuePicker(), idle: true})

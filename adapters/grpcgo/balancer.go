@@ -99,7 +99,7 @@ func (b *bridge) UpdateClientConnState(s balancer.ClientConnState) error {
 		return errClosed
 	}
 	if errors.Is(err, lb.ErrBadResolverState) {
-		b.logger.Debug("grpcgo: policy rejected the resolver state", "err", err)
+		b.logger.Debug("grpcgo: policy rejected the resolver state", "error", err)
 		return balancer.ErrBadResolverState
 	}
 	return err

@@ -390,7 +390,7 @@ func (c *client) run(ctx context.Context) {
 		c.mu.Unlock()
 		retries++
 		t := c.cfg.clock.Timer(delay)
-		c.cfg.logger.Info("xds: reconnecting after backoff", "delay", delay, "attempt", retries)
+		c.cfg.logger.Info("xds: reconnecting after backoff", "backoff", delay, "attempt", retries)
 		select {
 		case <-t.C:
 		case <-ctx.Done():

@@ -367,11 +367,11 @@ func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
 	cp.stop()
 	// The stream had responses: one attempt at once, then backoff on the
 	// injected clock: 1 s, 1.6 s.
-	if m := logs.wait(t, "reconnecting after backoff", 1); !strings.Contains(m, "delay=1s") {
+	if m := logs.wait(t, "reconnecting after backoff", 1); !strings.Contains(m, "backoff=1s") {
 		t.Errorf("first backoff: %q, want a delay of 1s", m)
 	}
 	clk.Add(time.Second)
-	if m := logs.wait(t, "reconnecting after backoff", 2); !strings.Contains(m, "delay=1.6s") {
+	if m := logs.wait(t, "reconnecting after backoff", 2); !strings.Contains(m, "backoff=1.6s") {
 		t.Errorf("second backoff: %q, want a delay of 1.6s", m)
 	}
 	if n := cc.Events.Pending(); n != 0 {
@@ -493,12 +493,12 @@ func TestNoServerReportsErrorsAndBacksOff(t *testing.T) {
 		t.Errorf("error %q does not name the stream", err)
 	}
 	var elapsed time.Duration
-	for i, want := range []string{"delay=1s", "delay=1.6s", "delay=2.56s", "delay=4.096s"} {
+	for i, want := range []string{"backoff=1s", "backoff=1.6s", "backoff=2.56s", "backoff=4.096s"} {
 		m := logs.wait(t, "reconnecting after backoff", i+1)
 		if !strings.Contains(m, want) {
 			t.Errorf("attempt %d: %q, want %s", i+1, m, want)
 		}
-		d, _ := time.ParseDuration(strings.TrimPrefix(want, "delay="))
+		d, _ := time.ParseDuration(strings.TrimPrefix(want, "backoff="))
 		clk.Add(d)
 		elapsed += d
 	}

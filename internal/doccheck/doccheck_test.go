@@ -1,5 +1,7 @@
-// Package doccheck holds a test that keeps every exported identifier of the
-// repository documented, as the project's standards ask.
+// Package doccheck holds tests that keep the docs true to the code: every
+// exported identifier of the repository documented, as the project's
+// standards ask, and every slog key the code logs in the tables of
+// docs/observability.md, which list no other.
 package doccheck
 
 import (

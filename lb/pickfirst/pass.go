@@ -27,7 +27,7 @@ func (b *balancer) advance() {
 		if sd == nil {
 			var err error
 			if sd, err = b.newSubConn(a); err != nil {
-				b.logger.Warn("pickfirst: cannot create SubConn; skipping address", "address", a.String(), "error", err)
+				b.logger.Warn("pickfirst: cannot create SubConn; skipping address", "addr", a.String(), "error", err)
 				b.lastConnErr = err
 				continue
 			}
@@ -91,7 +91,7 @@ func (sd *subConn) onState(s lb.SubConnState) {
 	if s.ConnectivityState == lb.Shutdown {
 		// Only the policy shuts its SubConns down, and it marks them
 		// removed first; log anything else rather than act on it.
-		b.logger.Warn("pickfirst: unexpected SHUTDOWN from a live SubConn", "address", sd.addr.String())
+		b.logger.Warn("pickfirst: unexpected SHUTDOWN from a live SubConn", "addr", sd.addr.String())
 		return
 	}
 	sd.state = s.ConnectivityState

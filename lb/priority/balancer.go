@@ -125,12 +125,12 @@ func (b *priorityBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 	}
 	groups := hierarchy.Group(s.ResolverState.Addresses)
 	if err := groups.Err(); err != nil {
-		b.logger.Warn("priority: addresses dropped", "err", err)
+		b.logger.Warn("priority: addresses dropped", "error", err)
 	}
 	for _, name := range groups.Order {
 		if _, ok := cfg.Children[name]; !ok {
 			b.logger.Warn("priority: addresses dropped: their path names no child in the config",
-				"child_name", name, "count", len(groups.Children[name]))
+				"child_name", name, "addresses", len(groups.Children[name]))
 		}
 	}
 	b.config, b.resolverState, b.addrs = cfg, s.ResolverState, groups.Children
@@ -273,7 +273,7 @@ func (b *priorityBalancer) maybeChoosePriority() {
 // choice, and it can ask for re-resolution itself.
 func (b *priorityBalancer) logChoiceErr(err error) {
 	if err != nil {
-		b.logger.Warn("priority: child rejected its update", "err", err)
+		b.logger.Warn("priority: child rejected its update", "error", err)
 	}
 }
 

@@ -126,7 +126,7 @@ func (b *priorityBalancer) startFailoverTimer(c *child) {
 	c.Data.failover = c.Scheduler().AfterFunc(b.bopts.failoverTimeout, func() {
 		c.Data.failover = nil
 		c.Data.failoverFired.Add(1)
-		b.logger.Info("priority: failover timer fired", "child_name", c.Name(), "after", b.bopts.failoverTimeout)
+		b.logger.Info("priority: failover timer fired", "child_name", c.Name(), "timeout", b.bopts.failoverTimeout)
 		c.Data.state = lb.TransientFailure
 		c.Data.seenReadyOrIdleSinceTF = false
 		c.Data.gen++

@@ -117,12 +117,12 @@ func (b *wtBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 	}
 	groups := hierarchy.Group(s.ResolverState.Addresses)
 	if err := groups.Err(); err != nil {
-		b.logger.Warn("weightedtarget: addresses dropped", "err", err)
+		b.logger.Warn("weightedtarget: addresses dropped", "error", err)
 	}
 	for _, name := range groups.Order {
 		if _, ok := cfg.Targets[name]; !ok {
 			b.logger.Warn("weightedtarget: addresses dropped: their path names no target in the config",
-				"target", name, "count", len(groups.Children[name]))
+				"child_name", name, "addresses", len(groups.Children[name]))
 		}
 	}
 	b.config, b.resolverState = cfg, s.ResolverState
@@ -131,7 +131,7 @@ func (b *wtBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 	b.updating = true
 	for _, c := range b.children.Children() {
 		if _, ok := cfg.Targets[c.Name()]; !ok {
-			b.logger.Info("weightedtarget: removing target", "target", c.Name())
+			b.logger.Info("weightedtarget: removing target", "child_name", c.Name())
 			c.Remove()
 		}
 	}
@@ -142,7 +142,7 @@ func (b *wtBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 			c = b.addChild(name)
 		}
 		if c.Data.weight != t.Weight {
-			b.logger.Debug("weightedtarget: target weight", "target", name, "weight", t.Weight)
+			b.logger.Debug("weightedtarget: target weight", "child_name", name, "weight", t.Weight)
 			c.Data.weight = t.Weight
 		}
 		if p := c.Policy(); p != "" && p != t.ChildPolicy.Name {
@@ -178,7 +178,7 @@ func (b *wtBalancer) addChild(name string) *child {
 	}
 	initial := c.State().ConnectivityState
 	c.Data = targetData{slot: slot, reported: initial, aggState: initial}
-	b.logger.Debug("weightedtarget: adding target", "target", name)
+	b.logger.Debug("weightedtarget: adding target", "child_name", name)
 	return c
 }
 
@@ -245,7 +245,7 @@ func (b *wtBalancer) childStateChanged(c *child) {
 			d.aggState = s.ConnectivityState
 		}
 	}
-	b.logger.Debug("weightedtarget: target state", "target", c.Name(),
+	b.logger.Debug("weightedtarget: target state", "child_name", c.Name(),
 		"state", s.ConnectivityState, "counts_as", d.aggState)
 	if s.ConnectivityState == lb.Idle && prev != lb.Idle {
 		b.scheduleExitIdle(c)

@@ -170,7 +170,7 @@ func (b *wtBalancer) readyPicker(ready []readyKey) lb.Picker {
 	if err != nil {
 		// Weights are at least 1 and there is at least one entry: this
 		// cannot happen. Fail visibly rather than publish a bad picker.
-		b.logger.Error("weightedtarget: building the scheduler", "err", err)
+		b.logger.Error("weightedtarget: building the scheduler", "error", err)
 		return lb.NewErrPicker(lb.TransientFailureError(fmt.Errorf("weightedtarget: %w", err)))
 	}
 	b.sched = sched

@@ -39,7 +39,7 @@ func TestHierarchicalAddresses(t *testing.T) {
 		t.Errorf("resolver attributes not passed to the child: %v", a)
 	}
 	out := logs.String()
-	for _, want := range []string{"1 address(es) without a hierarchy path", "target=stranger"} {
+	for _, want := range []string{"1 address(es) without a hierarchy path", "child_name=stranger"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log does not mention %q:\n%s", want, out)
 		}

@@ -79,7 +79,7 @@ func (b *balancer) setWeight(a resolver.Address, ep *endpoint) {
 		w = 1
 		if !ep.Data.zeroLogged {
 			ep.Data.zeroLogged = true
-			b.logger.Warn("wrr: endpoint weight 0 treated as 1", "address", a.Addr, "server_name", a.ServerName)
+			b.logger.Warn("wrr: endpoint weight 0 treated as 1", "addr", a.Addr, "server_name", a.ServerName)
 		}
 	}
 	ep.Data.weight, ep.Data.unweighted = w, !ok

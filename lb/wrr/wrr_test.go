@@ -236,7 +236,7 @@ func TestZeroWeight(t *testing.T) {
 			lines = append(lines, l)
 		}
 	}
-	if len(lines) != 2 || !strings.Contains(lines[0], "address=a") || !strings.Contains(lines[1], "address=b") {
+	if len(lines) != 2 || !strings.Contains(lines[0], "addr=a") || !strings.Contains(lines[1], "addr=b") {
 		t.Fatalf("weight-0 log lines: %q; want one for a, then one for b", lines)
 	}
 	if !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "policy=weighted_round_robin") {

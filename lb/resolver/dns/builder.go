@@ -249,7 +249,7 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts res
 	if ip, err := netip.ParseAddr(host); err == nil {
 		addr := net.JoinHostPort(ip.Unmap().String(), port)
 		if err := cc.UpdateState(resolver.State{Addresses: []resolver.Address{{Addr: addr}}}); err != nil {
-			logger.Warn("dns: channel rejected the IP literal", "address", addr, "error", err)
+			logger.Warn("dns: channel rejected the IP literal", "addr", addr, "error", err)
 		}
 		return nopResolver{}, nil
 	}

@@ -39,7 +39,7 @@ func (b Builder) Build(target resolver.Target, cc resolver.ClientConn, opts reso
 	opts = opts.WithDefaults()
 	st := resolver.State{Addresses: []resolver.Address{{Addr: target.Endpoint}}}
 	if err := cc.UpdateState(st); err != nil {
-		opts.Logger.Warn("passthrough: channel rejected the address", "address", target.Endpoint, "error", err)
+		opts.Logger.Warn("passthrough: channel rejected the address", "addr", target.Endpoint, "error", err)
 	}
 	return nopResolver{}, nil
 }

@@ -79,7 +79,7 @@ func (b Builder) Build(target resolver.Target, cc resolver.ClientConn, opts reso
 	}
 	a := resolver.Address{Addr: addr, Attributes: attributes.With(attributes.Attributes{}, networkKey, network)}
 	if err := cc.UpdateState(resolver.State{Addresses: []resolver.Address{a}}); err != nil {
-		opts.Logger.Warn(b.Scheme()+": channel rejected the address", "address", addr, "error", err)
+		opts.Logger.Warn(b.Scheme()+": channel rejected the address", "addr", addr, "error", err)
 	}
 	return nopResolver{}, nil
 }

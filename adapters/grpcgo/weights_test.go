@@ -18,8 +18,8 @@ func exactly(tb testing.TB, what string, got, want map[string]int) {
 }
 
 // weighted_round_robin's EDF schedule is exact over every full period: with
-// weights 1:2:3, any 6000 consecutive picks of one picker give
-// 1000:2000:3000.
+// weights 1:2:3, any 600 consecutive picks of one picker (100 periods) give
+// 100:200:300.
 func TestWeightedRoundRobinExactShares(t *testing.T) {
 	a, b, c := startBackend(t, "a"), startBackend(t, "b"), startBackend(t, "c")
 	addrs := []resolver.Address{
@@ -33,7 +33,7 @@ func TestWeightedRoundRobinExactShares(t *testing.T) {
 	// Once every server has answered, all three are READY and the picker
 	// no longer changes.
 	cl.waitUntilServed(t, "a", "b", "c")
-	exactly(t, "6000 RPCs", cl.count(t, 6000), map[string]int{"a": 1000, "b": 2000, "c": 3000})
+	exactly(t, "600 RPCs", cl.count(t, 600), map[string]int{"a": 100, "b": 200, "c": 300})
 }
 
 // A grpc-go resolver (here the manual one) feeds lbkit's hierarchy paths

@@ -94,6 +94,10 @@ func TestCheckModelDoesNotFlapAgainstHeaderTimeouts(t *testing.T) {
 				waitUntil(t, "the held probe loses a connection to a 100 ms header timeout", func() bool { return lost() > 0 })
 				return
 			}
+			waitUntil(t, "both connections are READY", func() bool {
+				got := readyConns(c)
+				return len(got) == 2 && got[0] && got[1]
+			})
 			// Each server has closed what it accepted: a held connection
 			// would now be lost (the hold case shows it).
 			waitUntil(t, "both servers are done with every connection", func() bool {
@@ -104,7 +108,7 @@ func TestCheckModelDoesNotFlapAgainstHeaderTimeouts(t *testing.T) {
 				t.Fatalf("%d connections lost, want none", n)
 			}
 			if got := readyConns(c); len(got) != 2 || !got[0] || !got[1] {
-				t.Fatalf("connections READY: %v, want both", got)
+				t.Fatalf("connections READY: %v, want both still", got)
 			}
 			if n := watchedConns(c); n != 0 {
 				t.Fatalf("%d connections watched for loss, want none", n)

@@ -48,7 +48,7 @@ func TestLogKeysAreTheDocumentedOnes(t *testing.T) {
 		}
 		keys, bad := logKeys(fset, file)
 		for _, b := range bad {
-			t.Errorf("%s: a log key that is not a string literal (the vocabulary cannot be checked)", rel(root, b))
+			t.Errorf("%s: a log key that is not a string literal, or a logger not named logger (the vocabulary cannot be checked)", rel(root, b))
 		}
 		for _, k := range keys {
 			code[k.key] = append(code[k.key], rel(root, k.pos))
@@ -110,7 +110,8 @@ var logMethods = map[string]int{"Debug": 1, "Info": 1, "Warn": 1, "Error": 1,
 // named logger or Logger, or ending so (c.logger, opts.Logger,
 // PolicyLogger(...)); package-level calls are slog's alone. bad lists the
 // key positions that hold something else than a string literal or an Attr
-// made by slog.
+// made by slog, and the calls that log (a literal message, then a literal
+// key) through a receiver not named so.
 func logKeys(fset *token.FileSet, file *ast.File) (keys []logKey, bad []token.Position) {
 	slogName := ""
 	for _, imp := range file.Imports {
@@ -124,6 +125,19 @@ func logKeys(fset *token.FileSet, file *ast.File) (keys []logKey, bad []token.Po
 	isSlog := func(e ast.Expr) bool {
 		id, ok := e.(*ast.Ident)
 		return ok && slogName != "" && id.Name == slogName
+	}
+	imported := map[string]bool{}
+	for _, imp := range file.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		name := path[strings.LastIndex(path, "/")+1:]
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		imported[name] = true
+	}
+	isPackage := func(e ast.Expr) bool {
+		id, ok := e.(*ast.Ident)
+		return ok && imported[id.Name]
 	}
 	ast.Inspect(file, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
@@ -143,7 +157,20 @@ func logKeys(fset *token.FileSet, file *ast.File) (keys []logKey, bad []token.Po
 			return true
 		}
 		skip, ok := logMethods[sel.Sel.Name]
-		if !ok || !(isSlog(sel.X) || isLogger(sel.X)) || len(call.Args) < skip {
+		if !ok || len(call.Args) < skip {
+			return true
+		}
+		if !isSlog(sel.X) && !isLogger(sel.X) {
+			// A call that looks like logging (a literal message, then a
+			// literal key) on a receiver not named as a logger would
+			// escape the check: report it.
+			if skip > 0 && !isPackage(sel.X) && len(call.Args) > skip {
+				_, msg := stringLit(call.Args[skip-1])
+				_, key := stringLit(call.Args[skip])
+				if msg && key {
+					bad = append(bad, fset.Position(call.Pos()))
+				}
+			}
 			return true
 		}
 		for i := skip; i < len(call.Args); i++ {
@@ -255,8 +282,10 @@ func f(c *conn, opts Options, w http.ResponseWriter, k string) {
 	slog.Error("msg", "i", 6)
 	c.logger.ErrorContext(context.Background(), "msg", "j", 7)
 	http.Error(w, "not", 500)
-	t.Error("not", "a key")
+	t.Error("not a key")
 	c.logger.Info("msg", k, 8)
+	l := c.logger
+	l.Warn("msg", "hidden", 9)
 }
 `
 	fset := token.NewFileSet()
@@ -273,8 +302,8 @@ func f(c *conn, opts Options, w http.ResponseWriter, k string) {
 	if want := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}; !slices.Equal(got, want) {
 		t.Errorf("keys %q, want %q", got, want)
 	}
-	if len(bad) != 1 || bad[0].Line != 19 {
-		t.Errorf("unreadable keys at %v, want the variable key on line 19", bad)
+	if len(bad) != 2 || bad[0].Line != 19 || bad[1].Line != 21 {
+		t.Errorf("unreadable keys at %v, want the variable key on line 19 and the unnamed logger on line 21", bad)
 	}
 }
 

@@ -32,7 +32,7 @@ deps: ## Download every module's dependencies.
 	@for m in $(MODULES); do (cd $$m && go mod download) || exit 1; done
 
 # make test sets GORACE's atexit_sleep_ms to 0: the race detector otherwise
-# sleeps 1 s at the end of every test binary (about 50 of them), after the
+# sleeps 1 s at the end of every test binary (38 of them), after the
 # testing package has already failed any test that raced (docs/testing.md).
 .PHONY: test
 test: deps lint ## gofmt, vet, staticcheck, the injected-clock rule, race-enabled tests of every module, short fuzz runs.

@@ -48,7 +48,9 @@ func TestReadmeCodeBlocksCompile(t *testing.T) {
 				modRoot = dir
 			}
 		}
-		dir, err := os.MkdirTemp(modRoot, fmt.Sprintf("readmecheck-block%d-", i))
+		// A name starting with "_" is not matched by ./..., so the go list
+		// of lb's TestPackageOrder, running beside this test, skips it.
+		dir, err := os.MkdirTemp(modRoot, fmt.Sprintf("_readmecheck-block%d-", i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +85,7 @@ func TestReadmeCodeBlocksCompile(t *testing.T) {
 			cmd := exec.Command("go", args...)
 			cmd.Dir = modRoot
 			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Errorf("README blocks do not build (readmecheck-blockN is block N, counting ```go blocks from 0): go %s: %v\n%s",
+				t.Errorf("README blocks do not build (_readmecheck-blockN is block N, counting ```go blocks from 0): go %s: %v\n%s",
 					strings.Join(args, " "), err, out)
 			}
 		}

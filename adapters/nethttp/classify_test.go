@@ -91,8 +91,8 @@ func statusBackend(t *testing.T) *httptest.Server {
 func outcomeClient(t *testing.T, name string, s *httptest.Server, classify nethttp.Classifier) (*http.Client, *nethttp.Transport, <-chan lb.DoneInfo) {
 	t.Helper()
 	outcomes := make(chan lb.DoneInfo, 10)
-	lb.Register(outcomeBuilder{name: name, outcomes: outcomes})
 	ch, err := conn.New("fixed:///svc", conn.WithResolver(staticBuilder{addrs: []string{hostOf(s)}}),
+		conn.WithRegistry(lb.NewRegistry(outcomeBuilder{name: name, outcomes: outcomes})),
 		conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"`+name+`":{}}]}`))
 	if err != nil {
 		t.Fatal(err)

@@ -83,7 +83,6 @@ type odFixture struct {
 
 func newODFixture(t *testing.T, name string, maxEjectionPercent int) *odFixture {
 	f := &odFixture{t: t, mock: clock.NewMock(), od: &capturingOD{name: name}}
-	lb.Register(f.od)
 	var addrs []string
 	for i := range 5 {
 		b := startFlaky(t, fmt.Sprintf("b%d", i))
@@ -95,7 +94,8 @@ func newODFixture(t *testing.T, name string, maxEjectionPercent int) *odFixture 
 		"failurePercentageEjection": {"threshold": 50, "minimumHosts": 5, "requestVolume": 10},
 		"childPolicy": [{"weighted_round_robin": {}}]}}]}`, name, maxEjectionPercent)
 	ch, err := conn.New("fixed:///svc", conn.WithResolver(staticBuilder{addrs: addrs}),
-		conn.WithClock(f.mock), conn.WithRandSeed(1, 2), conn.WithDefaultServiceConfig(cfg))
+		conn.WithClock(f.mock), conn.WithRandSeed(1, 2), conn.WithDefaultServiceConfig(cfg),
+		conn.WithRegistry(lb.NewRegistry(f.od)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,9 +121,9 @@ func (steadyConn) Close() error            { return nil }
 
 func TestTransportCallsDoneWithTheOutcome(t *testing.T) {
 	outcomes := make(chan lb.DoneInfo, 10)
-	lb.Register(outcomeBuilder{name: "test_done_counter", outcomes: outcomes})
 	a := backend(t, "a")
 	ch, err := conn.New("fixed:///svc", conn.WithResolver(staticBuilder{addrs: []string{hostOf(a)}}),
+		conn.WithRegistry(lb.NewRegistry(outcomeBuilder{name: "test_done_counter", outcomes: outcomes})),
 		conn.WithDialer(steadyDialer{}),
 		conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"test_done_counter":{}}]}`))
 	if err != nil {

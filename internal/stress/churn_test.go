@@ -77,9 +77,9 @@ func TestChannelChurn(t *testing.T) {
 	}
 	latest := &atomic.Pointer[applied]{}
 	latest.Store(&applied{})
-	lb.Register(probeBuilder{latest: latest})
 	res := &pushResolver{ccs: make(chan resolver.ClientConn, 1)}
 	ch, err := conn.New("push:///churn", conn.WithResolver(res), conn.WithRandSeed(7, 7),
+		conn.WithRegistry(lb.NewRegistry(probeBuilder{latest: latest})),
 		conn.WithDialer(conn.TCPDialer{Hold: true}), // killed connections are noticed at once
 		conn.WithBackoff(backoff.Config{BaseDelay: 5 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 50 * time.Millisecond}))
 	if err != nil {

@@ -50,11 +50,11 @@ func newHealthEnv(t *testing.T, hc HealthCheck, opts ...Option) *healthEnv {
 	t.Helper()
 	e := &healthEnv{t: t, checker: newScriptedChecker(), events: make(chan subConnEvent, 100)}
 	name := "test_health_" + strings.ReplaceAll(t.Name(), "/", "_")
-	lb.Register(stalePolicyBuilder{events: e.events, name: name, health: true})
 	hc.Checker = e.checker
 	e.addr = startServer(t).addr
 	e.c, e.r, e.m = newTestChannel(t, append([]Option{WithHealthCheck(hc),
-		WithDefaultServiceConfig(fmt.Sprintf(`{"loadBalancingConfig":[{%q:{}}]}`, name))}, opts...)...)
+		WithDefaultServiceConfig(fmt.Sprintf(`{"loadBalancingConfig":[{%q:{}}]}`, name)),
+		WithRegistry(lb.NewRegistry(stalePolicyBuilder{events: e.events, name: name, health: true}))}, opts...)...)
 	return e
 }
 
@@ -218,10 +218,10 @@ func TestHealthCheckFromServiceConfig(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &healthEnv{t: t, checker: newScriptedChecker(), events: make(chan subConnEvent, 100)}
 			name := "test_health_sc_" + strings.NewReplacer(" ", "_", "(", "", ")", "", ":", "").Replace(tc.name)
-			lb.Register(stalePolicyBuilder{events: e.events, name: name, health: true})
 			e.addr = startServer(t).addr
 			// The option says how to check; the service config, whether.
-			opts := []Option{WithHealthCheck(HealthCheck{Checker: e.checker, Jitter: -1, ServiceConfigOnly: true})}
+			opts := []Option{WithHealthCheck(HealthCheck{Checker: e.checker, Jitter: -1, ServiceConfigOnly: true}),
+				WithRegistry(lb.NewRegistry(stalePolicyBuilder{events: e.events, name: name, health: true}))}
 			if tc.off {
 				opts = append(opts, WithoutHealthCheck())
 			}

@@ -128,9 +128,9 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // channel in TRANSIENT_FAILURE).
 func TestFailFastPickWaitsWhenPickedSubConnLeftReady(t *testing.T) {
 	events := make(chan subConnEvent, 100)
-	lb.Register(stalePolicyBuilder{events: events})
 	a, b := startServer(t), startServer(t)
-	c, r, _ := newTestChannel(t, WithDialer(TCPDialer{Hold: true}), WithDefaultServiceConfig(`{"loadBalancingConfig":[{"test_stale_picker":{}}]}`))
+	c, r, _ := newTestChannel(t, WithDialer(TCPDialer{Hold: true}), WithDefaultServiceConfig(`{"loadBalancingConfig":[{"test_stale_picker":{}}]}`),
+		WithRegistry(lb.NewRegistry(stalePolicyBuilder{events: events})))
 	r.update(t, resolver.State{Addresses: addrs(a.addr, b.addr)})
 	c.Connect()
 	waitEvents(t, events, subConnEvent{a.addr, lb.Ready}, subConnEvent{b.addr, lb.Ready})
@@ -263,8 +263,8 @@ func (u *updateCounter) Close()              {}
 // behind a flood returns at once.
 func TestResolverUpdatesCoalesce(t *testing.T) {
 	u := &updateCounter{}
-	lb.Register(u)
-	c, r, _ := newTestChannel(t, WithDefaultServiceConfig(`{"loadBalancingConfig":[{"test_update_counter":{}}]}`))
+	c, r, _ := newTestChannel(t, WithDefaultServiceConfig(`{"loadBalancingConfig":[{"test_update_counter":{}}]}`),
+		WithRegistry(lb.NewRegistry(u)))
 	r.update(t, resolver.State{Addresses: addrs("10.0.0.1:80")})
 	c.Connect()
 	settle(t, c)
@@ -343,11 +343,10 @@ func (r *stuckResolver) Close() {
 // Neither Close nor idle entry waits for a resolver whose Close blocks.
 func TestStuckResolverStallsNothing(t *testing.T) {
 	u := &updateCounter{}
-	lb.Register(u)
 	r := &stuckResolver{release: make(chan struct{})}
 	r.initial = &resolver.State{Addresses: addrs("10.0.0.1:80")}
 	c, _, mock := newTestChannel(t, WithResolver(r), WithIdleTimeout(time.Minute),
-		WithDefaultServiceConfig(`{"loadBalancingConfig":[{"test_update_counter":{}}]}`))
+		WithDefaultServiceConfig(`{"loadBalancingConfig":[{"test_update_counter":{}}]}`), WithRegistry(lb.NewRegistry(u)))
 	c.Connect()
 	settle(t, c)
 	advance(t, c, mock, 2*time.Minute) // idle entry closes the resolver

@@ -128,9 +128,10 @@ func WithMinConnectTimeout(d time.Duration) Option {
 // WithRegistry looks up the policies that service configs name in r, and
 // the default policy ([DefaultPolicy]) too. Parent policies parse their
 // children's lists with the registry they were built with (see
-// priority.WithRegistry and weightedtarget.Builder), so register in r
-// parents built with r. If this option is not supplied, or r is nil, it is
-// [lb.DefaultRegistry], where the built-in policies register themselves.
+// priority.WithRegistry, weightedtarget.Builder and
+// outlierdetection.Builder), so register in r parents built with r. If
+// this option is not supplied, or r is nil, it is [lb.DefaultRegistry],
+// where the built-in policies register themselves.
 func WithRegistry(r *lb.Registry) Option {
 	return optionFunc(func(cfg *config) { cfg.registry = r })
 }

@@ -26,6 +26,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/internal/testpki"
+	"github.com/lbkit/lbkit/lb/lbtest"
 )
 
 // testPKI is a CA with a server certificate for 127.0.0.1 and a client
@@ -225,7 +226,7 @@ func TestWithDialOptionsReachTheADSConnection(t *testing.T) {
 	})
 	withOptions := testBuilder(t, cp.addr, xds.WithDialOptions(intercept))
 	clk := clock.NewMock()
-	cc, _ := follow(t, withOptions, "c1", clk, newLogWaiter())
+	cc, _ := follow(t, withOptions, "c1", clk, &lbtest.Logs{})
 	if got := endpoints(cc.NextState(t)); len(got) != 1 || got[0].addr != "10.0.0.1:80" {
 		t.Fatalf("through a builder with dial options: %v", got)
 	}
@@ -236,7 +237,7 @@ func TestWithDialOptionsReachTheADSConnection(t *testing.T) {
 		t.Errorf("the interceptor saw streams %q, want one %s", seen, want)
 	}
 
-	other, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, newLogWaiter())
+	other, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, &lbtest.Logs{})
 	other.NextState(t)
 	if n := cp.streamCount(); n != 2 {
 		t.Errorf("%d ADS streams for a builder with dial options and one without, want 2", n)

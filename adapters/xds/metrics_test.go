@@ -30,7 +30,7 @@ type metricsCase struct {
 	cp     *testPlane
 	m      *lbtest.Metrics
 	clk    *clock.Mock
-	logs   *logWaiter
+	logs   *lbtest.Logs
 	cc     *lbtest.ResolverClientConn
 	r      resolver.Resolver
 	target string
@@ -40,7 +40,7 @@ type metricsCase struct {
 // c1 with metrics.
 func newMetricsCase(t *testing.T, clusters []*clusterv3.Cluster, assignments []*endpointv3.ClusterLoadAssignment) *metricsCase {
 	t.Helper()
-	c := &metricsCase{cp: startControlPlane(t), m: lbtest.NewMetrics(), clk: clock.NewMock(), logs: newLogWaiter()}
+	c := &metricsCase{cp: startControlPlane(t), m: lbtest.NewMetrics(), clk: clock.NewMock(), logs: &lbtest.Logs{}}
 	c.cp.set("1", clusters, assignments)
 	c.cc, c.r = follow(t, testBuilder(t, c.cp.addr, xds.WithMetrics(c.m)), "c1", c.clk, c.logs)
 	c.target = resolver.Target{Scheme: xds.Scheme, Endpoint: "c1"}.String()
@@ -94,7 +94,7 @@ func TestXdsClientMetrics(t *testing.T) {
 	// The server goes away: the stream had responses, so its end is not
 	// a failure (gRFC A57); the reconnection that finds no server is.
 	cp.stop()
-	logs.wait(t, "reconnecting after backoff", 1)
+	waitLog(t, logs, 1, "reconnecting after backoff")
 	m.Want(t, 0, "grpc.xds_client.connected", target, server)
 	m.Want(t, 1, "grpc.xds_client.server_failure", target, server)
 
@@ -122,7 +122,7 @@ func TestXdsClientMetrics(t *testing.T) {
 func TestXdsClientMetricsOfAMissingCluster(t *testing.T) {
 	c := newMetricsCase(t, []*clusterv3.Cluster{clusterNamed("other")}, nil)
 	m, clk, logs, cc, target := c.m, c.clk, c.logs, c.cc, c.target
-	logs.wait(t, "waiting for the resource", 1)
+	waitLog(t, logs, 1, "waiting for the resource")
 	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "requested", cdsType)
 	clk.Add(xds.DefaultResourceTimeout)
 	cc.NextState(t) // the empty tree of a cluster that does not exist
@@ -147,7 +147,7 @@ func TestObservabilityDocListsTheXdsClientMetrics(t *testing.T) {
 func TestInvalidCopyOfAMissingResourceIsNacked(t *testing.T) {
 	c := newMetricsCase(t, []*clusterv3.Cluster{clusterNamed("c1")}, nil)
 	cp, m, clk, logs, cc, target := c.cp, c.m, c.clk, c.logs, c.cc, c.target
-	logs.wait(t, "waiting for the resource type=endpoints", 1)
+	waitLog(t, logs, 1, "waiting for the resource", "type=endpoints")
 	clk.Add(xds.DefaultResourceTimeout)
 	cc.NextState(t) // the empty tree: the endpoints do not exist
 	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "does_not_exist", edsType)
@@ -175,7 +175,7 @@ func TestTwoChannelsOfOneTargetCountOnce(t *testing.T) {
 	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	m := lbtest.NewMetrics()
 	clk := clock.NewMock()
-	logs := newLogWaiter()
+	logs := &lbtest.Logs{}
 	b := testBuilder(t, cp.addr, xds.WithMetrics(m))
 	cc1, r1 := follow(t, b, "c1", clk, logs)
 	cc2, _ := follow(t, b, "c1", clk, logs)
@@ -185,7 +185,7 @@ func TestTwoChannelsOfOneTargetCountOnce(t *testing.T) {
 	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "acked", cdsType)
 
 	cp.stop()
-	logs.wait(t, "reconnecting after backoff", 1)
+	waitLog(t, logs, 1, "reconnecting after backoff")
 	m.Want(t, 1, "grpc.xds_client.server_failure", target, cp.addr)
 	cp.restart()
 	clk.Add(time.Second)

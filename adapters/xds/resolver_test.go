@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,71 +42,18 @@ const hangGuard = 20 * time.Second
 // delay.
 var noJitter = backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, MaxDelay: 120 * time.Second}
 
-// logWaiter is a slog.Handler that lets a test wait for a message: the
-// client logs right after it starts a timer, so a test that waited for
-// the message can advance the mock clock past it.
-type logWaiter struct {
-	mu      sync.Mutex
-	msgs    []string
-	arrived chan struct{}
-}
-
-func newLogWaiter() *logWaiter { return &logWaiter{arrived: make(chan struct{})} }
-
-func (l *logWaiter) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logWaiter) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *logWaiter) WithGroup(string) slog.Handler            { return l }
-func (l *logWaiter) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	b.WriteString(r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		b.WriteString(" " + a.String())
-		return true
-	})
-	l.mu.Lock()
-	l.msgs = append(l.msgs, b.String())
-	close(l.arrived)
-	l.arrived = make(chan struct{})
-	l.mu.Unlock()
-	return nil
-}
-
-// count returns how many messages contain substr.
-func (l *logWaiter) count(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, m := range l.msgs {
-		if strings.Contains(m, substr) {
-			n++
-		}
-	}
-	return n
-}
-
-// wait waits until n messages contain substr and returns the n-th.
-func (l *logWaiter) wait(t testing.TB, substr string, n int) string {
+// waitLog waits until n lines of logs contain every one of substrs and
+// returns the n-th: the client logs right after it starts a timer, so a
+// test that waited for the line can advance the mock clock past it.
+func waitLog(t testing.TB, logs *lbtest.Logs, n int, substrs ...string) string {
 	t.Helper()
-	deadline := time.After(hangGuard)
-	for {
-		l.mu.Lock()
-		k := 0
-		for _, m := range l.msgs {
-			if strings.Contains(m, substr) {
-				if k++; k == n {
-					l.mu.Unlock()
-					return m
-				}
-			}
-		}
-		arrived := l.arrived
-		l.mu.Unlock()
-		select {
-		case <-arrived:
-		case <-deadline:
-			t.Fatalf("no %d-th log message containing %q within %v", n, substr, hangGuard)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	line, err := logs.Wait(ctx, n, substrs...)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return line
 }
 
 // testNode is the node id of every test's bootstrap.
@@ -178,7 +124,7 @@ func testBuilder(t testing.TB, addr string, opts ...xds.Option) *xds.Builder {
 }
 
 // follow builds a resolver for cluster and closes it when the test ends.
-func follow(t testing.TB, b *xds.Builder, cluster string, clk clock.Clock, logs *logWaiter) (*lbtest.ResolverClientConn, resolver.Resolver) {
+func follow(t testing.TB, b *xds.Builder, cluster string, clk clock.Clock, logs *lbtest.Logs) (*lbtest.ResolverClientConn, resolver.Resolver) {
 	t.Helper()
 	cc := &lbtest.ResolverClientConn{}
 	r, err := b.Build(resolver.Target{Scheme: xds.Scheme, Endpoint: cluster}, cc, resolver.BuildOptions{
@@ -230,7 +176,7 @@ func twoPriorityAssignment(name string) *endpointv3.ClusterLoadAssignment {
 func TestFirstSnapshotGivesTheTree(t *testing.T) {
 	cp := startControlPlane(t)
 	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
-	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), &lbtest.Logs{})
 
 	st := cc.NextState(t)
 	want := []endpoint{
@@ -262,7 +208,7 @@ func TestEachSnapshotIsFollowedWithinOneUpdate(t *testing.T) {
 	cp := startControlPlane(t)
 	cluster := []*clusterv3.Cluster{clusterNamed("c1")}
 	cp.set("1", cluster, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
-	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), &lbtest.Logs{})
 	cc.NextState(t)
 
 	steps := []struct {
@@ -303,7 +249,7 @@ func TestBadResourcesAreNACKedAndTheLastGoodStateKept(t *testing.T) {
 	cp := startControlPlane(t)
 	good := twoPriorityAssignment("c1")
 	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{good})
-	logs := newLogWaiter()
+	logs := &lbtest.Logs{}
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), logs)
 	cc.NextState(t)
 	ctx := ctxFor(t)
@@ -358,7 +304,7 @@ func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
 	cp := startControlPlane(t)
 	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	clk := clock.NewMock()
-	logs := newLogWaiter()
+	logs := &lbtest.Logs{}
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, logs)
 	cc.NextState(t)
 	ctx := ctxFor(t)
@@ -367,11 +313,11 @@ func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
 	cp.stop()
 	// The stream had responses: one attempt at once, then backoff on the
 	// injected clock: 1 s, 1.6 s.
-	if m := logs.wait(t, "reconnecting after backoff", 1); !strings.Contains(m, "backoff=1s") {
+	if m := waitLog(t, logs, 1, "reconnecting after backoff"); !strings.Contains(m, "backoff=1s") {
 		t.Errorf("first backoff: %q, want a delay of 1s", m)
 	}
 	clk.Add(time.Second)
-	if m := logs.wait(t, "reconnecting after backoff", 2); !strings.Contains(m, "backoff=1.6s") {
+	if m := waitLog(t, logs, 2, "reconnecting after backoff"); !strings.Contains(m, "backoff=1.6s") {
 		t.Errorf("second backoff: %q, want a delay of 1.6s", m)
 	}
 	if n := cc.Events.Pending(); n != 0 {
@@ -403,7 +349,7 @@ func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
 func TestRemovedClusterFailsWithAClearError(t *testing.T) {
 	cp := startControlPlane(t)
 	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1"), clusterNamed("c2")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1"), twoPriorityAssignment("c2")})
-	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), &lbtest.Logs{})
 	cc.NextState(t)
 
 	cp.set("2", []*clusterv3.Cluster{clusterNamed("c2")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c2")})
@@ -426,11 +372,11 @@ func TestRemovedClusterFailsWithAClearError(t *testing.T) {
 func TestUnsentResourceDoesNotExistAfterTheTimeout(t *testing.T) {
 	cp := startControlPlane(t) // no snapshot: the server never answers
 	clk := clock.NewMock()
-	logs := newLogWaiter()
+	logs := &lbtest.Logs{}
 	cc, _ := follow(t, testBuilder(t, cp.addr, xds.WithResourceTimeout(15*time.Second)), "c1", clk, logs)
-	logs.wait(t, "waiting for the resource", 1)
+	waitLog(t, logs, 1, "waiting for the resource")
 	clk.Add(15*time.Second - time.Nanosecond)
-	if n := logs.count("does not exist"); n != 0 {
+	if n := logs.Count(slog.LevelDebug, "does not exist"); n != 0 {
 		t.Fatalf("a resource counted as missing before its timeout")
 	}
 	clk.Add(time.Nanosecond)
@@ -451,8 +397,8 @@ func TestResolversShareOneStreamPerServer(t *testing.T) {
 	})
 	b := testBuilder(t, cp.addr)
 	clk := clock.NewMock()
-	cc1, r1 := follow(t, b, "c1", clk, newLogWaiter())
-	cc2, _ := follow(t, b, "c2", clk, newLogWaiter())
+	cc1, r1 := follow(t, b, "c1", clk, &lbtest.Logs{})
+	cc2, _ := follow(t, b, "c2", clk, &lbtest.Logs{})
 	if got := endpoints(cc1.NextState(t)); got[0].addr != "10.0.0.1:80" {
 		t.Errorf("c1: %v", got)
 	}
@@ -487,14 +433,14 @@ func TestNoServerReportsErrorsAndBacksOff(t *testing.T) {
 	cp := startControlPlane(t)
 	cp.stop() // nothing listens on cp.addr
 	clk := clock.NewMock()
-	logs := newLogWaiter()
+	logs := &lbtest.Logs{}
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, logs)
 	if err := cc.NextError(t); !strings.Contains(err.Error(), "ADS stream to "+cp.addr) {
 		t.Errorf("error %q does not name the stream", err)
 	}
 	var elapsed time.Duration
 	for i, want := range []string{"backoff=1s", "backoff=1.6s", "backoff=2.56s", "backoff=4.096s"} {
-		m := logs.wait(t, "reconnecting after backoff", i+1)
+		m := waitLog(t, logs, i+1, "reconnecting after backoff")
 		if !strings.Contains(m, want) {
 			t.Errorf("attempt %d: %q, want %s", i+1, m, want)
 		}
@@ -526,7 +472,7 @@ func TestSnapshotFloodEndsOnTheLast(t *testing.T) {
 		return assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{fmt.Sprintf("10.0.%d.%d:80", i/250, i%250+1)}})
 	}
 	cp.set("0", cluster, []*endpointv3.ClusterLoadAssignment{at(0)})
-	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), &lbtest.Logs{})
 	cc.NextState(t)
 	const n = 300
 	for i := 1; i <= n; i++ {
@@ -598,7 +544,7 @@ func TestClusterPoliciesReachTheTree(t *testing.T) {
 	c.LbConfig = &clusterv3.Cluster_LeastRequestLbConfig_{LeastRequestLbConfig: &clusterv3.Cluster_LeastRequestLbConfig{ChoiceCount: wrapperspb.UInt32(3)}}
 	c.OutlierDetection = &clusterv3.OutlierDetection{Interval: durationpb.New(5 * time.Second)}
 	cp.set("1", []*clusterv3.Cluster{c}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
-	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), newLogWaiter())
+	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), &lbtest.Logs{})
 	sc := string(cc.NextState(t).ServiceConfig)
 	for _, s := range []string{`{"least_request_experimental":{"choiceCount":3}}`, `"outlier_detection_experimental"`, `"interval":"5s"`} {
 		if !strings.Contains(sc, s) {
@@ -639,7 +585,7 @@ func TestLoadBalancingPolicyReachesTheTree(t *testing.T) {
 	c := clusterNamed("c1")
 	c.LoadBalancingPolicy = lbPolicy(&cswrrv3.ClientSideWeightedRoundRobin{}, &pick_firstv3.PickFirst{ShuffleAddressList: true})
 	cp.set("1", []*clusterv3.Cluster{c}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
-	logs := newLogWaiter()
+	logs := &lbtest.Logs{}
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), logs)
 	st := cc.NextState(t)
 	want := `{"loadBalancingConfig":[{"priority_experimental":{"children":{` +
@@ -657,7 +603,7 @@ func TestLoadBalancingPolicyReachesTheTree(t *testing.T) {
 	if _, err := lb.ParseLoadBalancingConfig(json.RawMessage(sc[len(`{"loadBalancingConfig":`) : len(sc)-1])); err != nil {
 		t.Errorf("the tree does not parse: %v", err)
 	}
-	logs.wait(t, "load_balancing_policy.policies[0].typed_extension_config.typed_config: skipped (gRFC A52)", 1)
+	waitLog(t, logs, 1, "load_balancing_policy.policies[0].typed_extension_config.typed_config: skipped (gRFC A52)")
 
 	// Nothing supported left: a NACK naming the types; the tree stays.
 	c = clusterNamed("c1")
@@ -682,14 +628,14 @@ func TestBuildersShareStreamsAcrossTheProcess(t *testing.T) {
 	clk := clock.NewMock()
 	// Two Builders made alike share one stream; a third with another
 	// resource timeout has its own.
-	cc1, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, newLogWaiter())
-	cc2, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, newLogWaiter())
+	cc1, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, &lbtest.Logs{})
+	cc2, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, &lbtest.Logs{})
 	cc1.NextState(t)
 	cc2.NextState(t)
 	if n := cp.streamCount(); n != 1 {
 		t.Errorf("%d streams for two alike builders, want 1", n)
 	}
-	cc3, _ := follow(t, testBuilder(t, cp.addr, xds.WithResourceTimeout(time.Minute)), "c1", clk, newLogWaiter())
+	cc3, _ := follow(t, testBuilder(t, cp.addr, xds.WithResourceTimeout(time.Minute)), "c1", clk, &lbtest.Logs{})
 	cc3.NextState(t)
 	if n := cp.streamCount(); n != 2 {
 		t.Errorf("%d streams after a builder with other options, want 2", n)
@@ -725,8 +671,8 @@ func TestValidResourcesOfANACKedResponseAreUsed(t *testing.T) {
 	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1"), clusterNamed("c2")}, clas)
 	b := testBuilder(t, cp.addr)
 	clk := clock.NewMock()
-	cc1, _ := follow(t, b, "c1", clk, newLogWaiter())
-	cc2, _ := follow(t, b, "c2", clk, newLogWaiter())
+	cc1, _ := follow(t, b, "c1", clk, &lbtest.Logs{})
+	cc2, _ := follow(t, b, "c2", clk, &lbtest.Logs{})
 	cc1.NextState(t)
 	cc2.NextState(t)
 
@@ -764,11 +710,11 @@ func TestIgnoreResourceDeletionKeepsTheCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := newLogWaiter()
+	logs := &lbtest.Logs{}
 	cc, _ := follow(t, b, "c1", clock.NewMock(), logs)
 	cc.NextState(t)
 	cp.set("2", nil, nil)
-	logs.wait(t, "keeping it (ignore_resource_deletion)", 1)
+	waitLog(t, logs, 1, "keeping it (ignore_resource_deletion)")
 	cp.waitRequest(ctxFor(t), acked(xds.ClusterType, "2"))
 	if n := cc.Events.Pending(); n != 0 {
 		t.Errorf("published %v after a deletion the server asked to ignore", cc.Events.Peek())

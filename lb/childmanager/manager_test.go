@@ -1,6 +1,7 @@
 package childmanager_test
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -16,78 +17,14 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeBuilder builds fakes that log into rec. Tests build ParsedPolicy
+// Tests build their children with lbtest's script policy: a Scripts'
+// Builder records every balancer it builds, and tests make ParsedPolicy
 // values by hand, so nothing is registered.
-type fakeBuilder struct {
-	name string
-	rec  *recorder
-}
 
-func (b fakeBuilder) Name() string { return b.name }
-
-func (b fakeBuilder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
-	f := &fake{name: b.name, cc: cc, sched: opts.Scheduler}
-	b.rec.built = append(b.rec.built, f)
-	return f
-}
-
-type recorder struct{ built []*fake }
-
-func (r *recorder) last() *fake { return r.built[len(r.built)-1] }
-
-// fakeConfig tells a fake what to publish inline from
-// UpdateClientConnState, if anything.
-type fakeConfig struct{ inline *lb.ConnectivityState }
-
-// fake creates one SubConn per address on its first update, and publishes
-// only when told (inline by its config, or by the test through cc).
-type fake struct {
-	name         string
-	cc           lb.ClientConn
-	sched        lb.Scheduler
-	updates      []lb.ClientConnState
-	subConns     []lb.SubConn
-	scStates     []lb.ConnectivityState
-	resolverErrs []error
-	exitIdles    int
-	closed       bool
-}
-
-func (f *fake) UpdateClientConnState(s lb.ClientConnState) error {
-	f.updates = append(f.updates, s)
-	if len(f.subConns) == 0 {
-		for _, a := range s.ResolverState.Addresses {
-			i := len(f.subConns)
-			sc, err := f.cc.NewSubConn([]resolver.Address{a}, lb.NewSubConnOptions{
-				StateListener: func(st lb.SubConnState) { f.scStates[i] = st.ConnectivityState },
-			})
-			if err != nil {
-				return err
-			}
-			sc.Connect()
-			f.subConns = append(f.subConns, sc)
-			f.scStates = append(f.scStates, lb.Idle)
-		}
-	}
-	if cfg, ok := s.BalancerConfig.(fakeConfig); ok && cfg.inline != nil {
-		f.cc.UpdateState(lb.State{ConnectivityState: *cfg.inline, Picker: &namedPicker{name: f.name}})
-	}
-	return nil
-}
-
-func (f *fake) ResolverError(err error) { f.resolverErrs = append(f.resolverErrs, err) }
-func (f *fake) ExitIdle()               { f.exitIdles++ }
-func (f *fake) Close() {
-	f.closed = true
-	for _, sc := range f.subConns {
-		sc.Shutdown()
-	}
-}
-
-type namedPicker struct{ name string }
-
-func (*namedPicker) Pick(lb.PickInfo) (lb.PickResult, error) {
-	return lb.PickResult{}, lb.ErrNoSubConnAvailable
+// last returns the newest script balancer built.
+func last(s *lbtest.Scripts) *lbtest.Script {
+	all := s.All()
+	return all[len(all)-1]
 }
 
 // owner is the test's stand-in for a policy using the manager.
@@ -112,9 +49,23 @@ func newOwner(t *testing.T, h *lbtest.Harness, options ...childmanager.Option) *
 	return o
 }
 
-func policy(b fakeBuilder, cfg fakeConfig) *lb.ParsedPolicy {
-	return &lb.ParsedPolicy{Name: b.name, Builder: b, Config: cfg}
+// policy returns b with the script config configJSON, such as
+// `{"subConns": true}` (a SubConn per address of the first update).
+func policy(t *testing.T, b lb.Builder, configJSON string) *lb.ParsedPolicy {
+	t.Helper()
+	cfg, _, err := lb.ParseConfig(b, json.RawMessage(configJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &lb.ParsedPolicy{Name: b.Name(), Builder: b, Config: cfg}
 }
+
+// The script configs tests use: SubConns for the addresses, and the same
+// publishing READY from inside every update.
+const (
+	plain  = `{"subConns": true}`
+	inline = `{"subConns": true, "inline": "READY"}`
+)
 
 func addrs(as ...string) resolver.State {
 	var s resolver.State
@@ -124,18 +75,16 @@ func addrs(as ...string) resolver.State {
 	return s
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func TestChildIsBuiltLazilyByFirstUpdate(t *testing.T) {
 	h := lbtest.New(t)
 	o := newOwner(t, h)
-	rec := &recorder{}
-	b := fakeBuilder{name: "fake_a", rec: rec}
+	scripts := lbtest.NewScripts()
+	b := scripts.Builder("fake_a")
 
 	var c *childmanager.Child[int]
 	h.Do(func() { c = o.m.Add("c0"); c.Data = 7 })
-	if len(rec.built) != 0 {
-		t.Fatalf("Add built %d balancers, want 0", len(rec.built))
+	if len(scripts.All()) != 0 {
+		t.Fatalf("Add built %d balancers, want 0", len(scripts.All()))
 	}
 	if got := c.State().ConnectivityState; got != lb.Connecting {
 		t.Errorf("initial state = %v, want CONNECTING", got)
@@ -148,15 +97,15 @@ func TestChildIsBuiltLazilyByFirstUpdate(t *testing.T) {
 	}
 
 	var err error
-	h.Do(func() { err = c.Update(policy(b, fakeConfig{}), addrs("a:1")) })
-	if err != nil || len(rec.built) != 1 || c.Policy() != "fake_a" {
-		t.Fatalf("first Update: err %v, %d built, policy %q; want nil, 1, fake_a", err, len(rec.built), c.Policy())
+	h.Do(func() { err = c.Update(policy(t, b, plain), addrs("a:1")) })
+	if err != nil || len(scripts.All()) != 1 || c.Policy() != "fake_a" {
+		t.Fatalf("first Update: err %v, %d built, policy %q; want nil, 1, fake_a", err, len(scripts.All()), c.Policy())
 	}
-	h.Do(func() { err = c.Update(policy(b, fakeConfig{}), addrs("a:1", "a:2")) })
-	if err != nil || len(rec.built) != 1 {
-		t.Fatalf("second Update: err %v, %d built; want nil, 1", err, len(rec.built))
+	h.Do(func() { err = c.Update(policy(t, b, plain), addrs("a:1", "a:2")) })
+	if err != nil || len(scripts.All()) != 1 {
+		t.Fatalf("second Update: err %v, %d built; want nil, 1", err, len(scripts.All()))
 	}
-	if n := len(rec.last().updates); n != 2 {
+	if n := len(last(scripts).Updates()); n != 2 {
 		t.Errorf("balancer got %d updates, want 2", n)
 	}
 	if c.Data != 7 {
@@ -175,10 +124,10 @@ func TestChildIsBuiltLazilyByFirstUpdate(t *testing.T) {
 func TestInlineStateReachesHookBeforeUpdateReturns(t *testing.T) {
 	h := lbtest.New(t)
 	o := newOwner(t, h)
-	b := fakeBuilder{name: "fake_a", rec: &recorder{}}
+	b := lbtest.NewScripts().Builder("fake_a")
 	h.Do(func() {
 		c := o.m.Add("c0")
-		if err := c.Update(policy(b, fakeConfig{inline: ptr(lb.Ready)}), addrs("a:1")); err != nil {
+		if err := c.Update(policy(t, b, inline), addrs("a:1")); err != nil {
 			t.Errorf("Update: %v", err)
 		}
 		if !slices.Equal(o.changes, []string{"c0:READY"}) {
@@ -196,40 +145,40 @@ func TestInlineStateReachesHookBeforeUpdateReturns(t *testing.T) {
 func TestSubConnsGoThroughParentUnchanged(t *testing.T) {
 	h := lbtest.New(t)
 	o := newOwner(t, h)
-	rec := &recorder{}
-	b := fakeBuilder{name: "fake_a", rec: rec}
-	h.Do(func() { _ = o.m.Add("c0").Update(policy(b, fakeConfig{}), addrs("a:1")) })
+	scripts := lbtest.NewScripts()
+	b := scripts.Builder("fake_a")
+	h.Do(func() { _ = o.m.Add("c0").Update(policy(t, b, plain), addrs("a:1")) })
 	scs := h.CC.SubConns()
 	if len(scs) != 1 || scs[0].Addresses()[0].Addr != "a:1" {
 		t.Fatalf("SubConns = %v, want one for a:1", scs)
 	}
 	scs[0].Ready()
-	if got := rec.last().scStates[0]; got != lb.Ready {
-		t.Errorf("child's listener saw %v, want READY", got)
+	if got := last(scripts).Heard(last(scripts).SubConn()); !slices.Equal(got, []lb.ConnectivityState{lb.Ready}) {
+		t.Errorf("child's listener heard %v, want [READY]", got)
 	}
 }
 
 func TestResolveNowCanBeIgnored(t *testing.T) {
 	h := lbtest.New(t)
 	o := newOwner(t, h)
-	rec := &recorder{}
-	b := fakeBuilder{name: "fake_a", rec: rec}
+	scripts := lbtest.NewScripts()
+	b := scripts.Builder("fake_a")
 	var c *childmanager.Child[int]
-	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(b, fakeConfig{}), addrs("a:1")) })
+	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(t, b, plain), addrs("a:1")) })
 
-	h.Do(func() { rec.last().cc.ResolveNow() })
+	h.Do(func() { last(scripts).ClientConn().ResolveNow() })
 	if n := h.CC.ResolveNows.Pending(); n != 1 {
 		t.Fatalf("ResolveNow reached the parent %d times, want 1", n)
 	}
-	h.Do(func() { c.SetIgnoreResolveNow(true); rec.last().cc.ResolveNow() })
+	h.Do(func() { c.SetIgnoreResolveNow(true); last(scripts).ClientConn().ResolveNow() })
 	if n := h.CC.ResolveNows.Pending(); n != 1 || !c.IgnoresResolveNow() {
 		t.Fatalf("ignored ResolveNow: parent count %d, want still 1", n)
 	}
-	h.Do(func() { c.SetIgnoreResolveNow(false); rec.last().cc.ResolveNow() })
+	h.Do(func() { c.SetIgnoreResolveNow(false); last(scripts).ClientConn().ResolveNow() })
 	if n := h.CC.ResolveNows.Pending(); n != 2 {
 		t.Fatalf("ResolveNow after clearing the flag: parent count %d, want 2", n)
 	}
-	if got := rec.last().cc.Target(); got != h.CC.Target() {
+	if got := last(scripts).ClientConn().Target(); got != h.CC.Target() {
 		t.Errorf("Target() = %q, want the parent's %q", got, h.CC.Target())
 	}
 }
@@ -237,30 +186,30 @@ func TestResolveNowCanBeIgnored(t *testing.T) {
 func TestPolicyChangeReplacesBalancer(t *testing.T) {
 	h := lbtest.New(t)
 	o := newOwner(t, h)
-	rec := &recorder{}
-	a := fakeBuilder{name: "fake_a", rec: rec}
-	b := fakeBuilder{name: "fake_b", rec: rec}
+	scripts := lbtest.NewScripts()
+	a := scripts.Builder("fake_a")
+	b := scripts.Builder("fake_b")
 	var c *childmanager.Child[int]
-	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(a, fakeConfig{inline: ptr(lb.Ready)}), addrs("a:1")) })
-	old := rec.last()
+	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(t, a, inline), addrs("a:1")) })
+	old := last(scripts)
 	oldSC := h.CC.SubConns()[0]
 
 	o.changes = nil
-	h.Do(func() { _ = c.Update(policy(b, fakeConfig{}), addrs("a:1")) })
-	if !old.closed || !oldSC.IsShutdown() {
-		t.Fatalf("old balancer closed %v, old SubConn shut down %v; want both", old.closed, oldSC.IsShutdown())
+	h.Do(func() { _ = c.Update(policy(t, b, plain), addrs("a:1")) })
+	if !old.Closed() || !oldSC.IsShutdown() {
+		t.Fatalf("old balancer closed %v, old SubConn shut down %v; want both", old.Closed(), oldSC.IsShutdown())
 	}
-	if len(rec.built) != 2 || c.Policy() != "fake_b" {
-		t.Fatalf("%d built, policy %q; want 2, fake_b", len(rec.built), c.Policy())
+	if len(scripts.All()) != 2 || c.Policy() != "fake_b" {
+		t.Fatalf("%d built, policy %q; want 2, fake_b", len(scripts.All()), c.Policy())
 	}
 	if !slices.Equal(o.changes, []string{"c0:CONNECTING"}) || c.State().ConnectivityState != lb.Connecting {
 		t.Errorf("changes = %v, state %v; want the reset to [c0:CONNECTING]", o.changes, c.State().ConnectivityState)
 	}
 	// The old balancer's ClientConn is dead.
 	h.Do(func() {
-		old.cc.UpdateState(lb.State{ConnectivityState: lb.Ready, Picker: &namedPicker{}})
-		old.cc.ResolveNow()
-		if _, err := old.cc.NewSubConn([]resolver.Address{{Addr: "x"}}, lb.NewSubConnOptions{StateListener: func(lb.SubConnState) {}}); err == nil {
+		old.ClientConn().UpdateState(lb.State{ConnectivityState: lb.Ready, Picker: &lbtest.ScriptPicker{Token: "old"}})
+		old.ClientConn().ResolveNow()
+		if _, err := old.ClientConn().NewSubConn([]resolver.Address{{Addr: "x"}}, lb.NewSubConnOptions{StateListener: func(lb.SubConnState) {}}); err == nil {
 			t.Errorf("NewSubConn through a closed balancer's ClientConn succeeded")
 		}
 	})
@@ -272,10 +221,10 @@ func TestPolicyChangeReplacesBalancer(t *testing.T) {
 func TestDeactivationTimer(t *testing.T) {
 	h := lbtest.New(t)
 	o := newOwner(t, h)
-	rec := &recorder{}
-	b := fakeBuilder{name: "fake_a", rec: rec}
+	scripts := lbtest.NewScripts()
+	b := scripts.Builder("fake_a")
 	var c *childmanager.Child[int]
-	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(b, fakeConfig{}), addrs("a:1")) })
+	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(t, b, plain), addrs("a:1")) })
 	sc := h.CC.SubConns()[0]
 
 	h.Do(c.Deactivate)
@@ -289,14 +238,14 @@ func TestDeactivationTimer(t *testing.T) {
 		t.Fatalf("child removed before 15 min")
 	}
 	h.Advance(time.Nanosecond)
-	if !c.Removed() || !sc.IsShutdown() || !rec.last().closed {
+	if !c.Removed() || !sc.IsShutdown() || !last(scripts).Closed() {
 		t.Fatalf("at 15 min: removed %v, SubConn shut down %v; want both", c.Removed(), sc.IsShutdown())
 	}
 	if o.m.Get("c0") != nil || !slices.Equal(o.removed, []string{"c0"}) {
 		t.Errorf("Get after removal = %v, Removed hooks %v", o.m.Get("c0"), o.removed)
 	}
 	var err error
-	h.Do(func() { err = c.Update(policy(b, fakeConfig{}), addrs("a:1")) })
+	h.Do(func() { err = c.Update(policy(t, b, plain), addrs("a:1")) })
 	if err == nil {
 		t.Errorf("Update of a removed child succeeded")
 	}
@@ -305,10 +254,10 @@ func TestDeactivationTimer(t *testing.T) {
 func TestReactivateKeepsChild(t *testing.T) {
 	h := lbtest.New(t)
 	o := newOwner(t, h, childmanager.WithDeactivationDelay(time.Minute))
-	rec := &recorder{}
-	b := fakeBuilder{name: "fake_a", rec: rec}
+	scripts := lbtest.NewScripts()
+	b := scripts.Builder("fake_a")
 	var c *childmanager.Child[int]
-	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(b, fakeConfig{inline: ptr(lb.Ready)}), addrs("a:1")) })
+	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(t, b, inline), addrs("a:1")) })
 	h.Do(c.Deactivate)
 	h.Advance(time.Minute - time.Nanosecond)
 	h.Do(c.Reactivate)
@@ -316,7 +265,7 @@ func TestReactivateKeepsChild(t *testing.T) {
 		t.Fatalf("Active() after Reactivate = false")
 	}
 	h.Advance(time.Hour)
-	if c.Removed() || len(rec.built) != 1 || h.CC.SubConns()[0].IsShutdown() {
+	if c.Removed() || len(scripts.All()) != 1 || h.CC.SubConns()[0].IsShutdown() {
 		t.Fatalf("reactivated child was removed or rebuilt")
 	}
 	if c.State().ConnectivityState != lb.Ready {
@@ -336,14 +285,14 @@ func TestReactivateKeepsChild(t *testing.T) {
 func TestRemoveAndClose(t *testing.T) {
 	h := lbtest.New(t)
 	o := newOwner(t, h)
-	rec := &recorder{}
-	b := fakeBuilder{name: "fake_a", rec: rec}
+	scripts := lbtest.NewScripts()
+	b := scripts.Builder("fake_a")
 	var c0, c1, c2 *childmanager.Child[int]
 	var ran []string
 	h.Do(func() {
 		c0, c1, c2 = o.m.Add("c0"), o.m.Add("c1"), o.m.Add("c2")
-		_ = c0.Update(policy(b, fakeConfig{}), addrs("a:0"))
-		_ = c1.Update(policy(b, fakeConfig{}), addrs("a:1"))
+		_ = c0.Update(policy(t, b, plain), addrs("a:0"))
+		_ = c1.Update(policy(t, b, plain), addrs("a:1"))
 		c1.Deactivate()
 		// Work of the children's balancers and the owner's work for the
 		// children: pending timers, and hops queued behind this call.
@@ -352,7 +301,7 @@ func TestRemoveAndClose(t *testing.T) {
 			c.Scheduler().AfterFunc(time.Minute, func() { ran = append(ran, name+" owner timer") })
 			c.Scheduler().Schedule(func() { ran = append(ran, name+" owner hop") })
 			if i < 2 {
-				rec.built[i].sched.AfterFunc(time.Minute, func() { ran = append(ran, name+" balancer timer") })
+				scripts.All()[i].Scheduler().AfterFunc(time.Minute, func() { ran = append(ran, name+" balancer timer") })
 			}
 		}
 		c0.Remove()
@@ -368,8 +317,8 @@ func TestRemoveAndClose(t *testing.T) {
 	o.removed = nil
 	h.Do(func() {
 		c0, c1, c2 = o.m.Add("c0"), o.m.Add("c1"), o.m.Add("c2")
-		_ = c0.Update(policy(b, fakeConfig{}), addrs("a:0"))
-		_ = c1.Update(policy(b, fakeConfig{}), addrs("a:1"))
+		_ = c0.Update(policy(t, b, plain), addrs("a:0"))
+		_ = c1.Update(policy(t, b, plain), addrs("a:1"))
 		c1.Deactivate()
 	})
 	h.Do(c0.Remove)
@@ -392,30 +341,30 @@ func TestRemoveAndClose(t *testing.T) {
 func TestResolverErrorAndExitIdleReachBuiltChildren(t *testing.T) {
 	h := lbtest.New(t)
 	o := newOwner(t, h)
-	rec := &recorder{}
-	b := fakeBuilder{name: "fake_a", rec: rec}
+	scripts := lbtest.NewScripts()
+	b := scripts.Builder("fake_a")
 	var c0 *childmanager.Child[int]
 	h.Do(func() {
 		c0 = o.m.Add("c0")
 		o.m.Add("c1") // never built
-		_ = c0.Update(policy(b, fakeConfig{}), addrs("a:0"))
+		_ = c0.Update(policy(t, b, plain), addrs("a:0"))
 	})
 	boom := errors.New("boom")
 	h.Do(func() { o.m.ResolverError(boom); c0.ExitIdle(); o.m.Get("c1").ExitIdle() })
-	f := rec.last()
-	if len(f.resolverErrs) != 1 || !errors.Is(f.resolverErrs[0], boom) || f.exitIdles != 1 {
-		t.Errorf("child got errors %v and %d ExitIdle; want [boom] and 1", f.resolverErrs, f.exitIdles)
+	f := last(scripts)
+	if len(f.ResolverErrors()) != 1 || !errors.Is(f.ResolverErrors()[0], boom) || f.ExitIdles() != 1 {
+		t.Errorf("child got errors %v and %d ExitIdle; want [boom] and 1", f.ResolverErrors(), f.ExitIdles())
 	}
 }
 
 func TestNilPickerIsReplaced(t *testing.T) {
 	h := lbtest.New(t)
 	o := newOwner(t, h)
-	rec := &recorder{}
-	b := fakeBuilder{name: "fake_a", rec: rec}
+	scripts := lbtest.NewScripts()
+	b := scripts.Builder("fake_a")
 	var c *childmanager.Child[int]
-	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(b, fakeConfig{}), addrs("a:0")) })
-	h.Do(func() { rec.last().cc.UpdateState(lb.State{ConnectivityState: lb.Ready}) })
+	h.Do(func() { c = o.m.Add("c0"); _ = c.Update(policy(t, b, plain), addrs("a:0")) })
+	h.Do(func() { last(scripts).ClientConn().UpdateState(lb.State{ConnectivityState: lb.Ready}) })
 	p := c.State().Picker
 	if p == nil {
 		t.Fatalf("nil picker kept")

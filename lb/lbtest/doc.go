@@ -24,6 +24,19 @@
 // runs and the harness's calls into it do nothing, so a test of "calls
 // after Close" tests what every parent guarantees.
 //
+// # Parent policies
+//
+// [NewParent] runs a parent policy (one that builds children from policy
+// lists in its config) over test children: the leaf of [NewLeafBuilder]
+// and the script child of [NewScriptBuilder], whose states the test sets.
+// They live in a registry of the test's own ([NewRegistry]), never in
+// [lb.DefaultRegistry], so tests that use them may run in parallel.
+//
+// # Logs
+//
+// [Logs] is a slog.Handler that keeps every record as its text line, for
+// tests that check what was logged or wait for a line.
+//
 // # Events
 //
 // Recorded events are kept in unbounded queues ([Queue]) that never drop:

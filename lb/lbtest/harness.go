@@ -36,7 +36,8 @@ type Harness struct {
 	// Metrics records the tree's metrics ([lb.BuildOptions].Metrics).
 	Metrics *Metrics
 
-	opts lb.BuildOptions
+	opts     lb.BuildOptions
+	registry *lb.Registry
 	// scope is the balancer's (see [lb.Scope]); nil before Build.
 	scope  *lb.Scope
 	closed bool
@@ -46,9 +47,10 @@ type Harness struct {
 type Option interface{ apply(*harnessConfig) }
 
 type harnessConfig struct {
-	seed   uint64
-	logger *slog.Logger
-	target string
+	seed     uint64
+	logger   *slog.Logger
+	target   string
+	registry *lb.Registry
 }
 
 type optionFunc func(*harnessConfig)
@@ -73,10 +75,24 @@ func WithTarget(target string) Option {
 	return optionFunc(func(c *harnessConfig) { c.target = target })
 }
 
+// WithRegistry makes [Harness.BuildPolicy] look policies up in r. A test
+// that registers its own policies in a registry of its own, rather than with
+// [lb.Register], shares nothing with other tests and may call t.Parallel.
+// If this option is not supplied, or r is nil, it is [lb.DefaultRegistry]
+// ([NewParent] supplies a new registry).
+func WithRegistry(r *lb.Registry) Option {
+	return optionFunc(func(c *harnessConfig) {
+		if r != nil {
+			c.registry = r
+		}
+	})
+}
+
 // New returns a harness whose mock clock starts at the Unix epoch. The
 // balancer and serializer are closed when the test ends.
 func New(tb TB, options ...Option) *Harness {
-	cfg := harnessConfig{seed: 1, logger: slog.New(slog.DiscardHandler), target: "lbtest:///target"}
+	cfg := harnessConfig{seed: 1, logger: slog.New(slog.DiscardHandler), target: "lbtest:///target",
+		registry: lb.DefaultRegistry()}
 	for _, o := range options {
 		o.apply(&cfg)
 	}
@@ -88,6 +104,7 @@ func New(tb TB, options ...Option) *Harness {
 		Serializer: s,
 		CC:         NewClientConn(tb, s, cfg.target),
 		Metrics:    NewMetrics(),
+		registry:   cfg.registry,
 	}
 	h.opts = lb.BuildOptions{
 		Clock:     mock,
@@ -105,6 +122,10 @@ func New(tb TB, options ...Option) *Harness {
 // mock clock, logger, seeded random source, serializer and metrics, and
 // the defaults of [lb.BuildOptions.WithDefaults] for the rest.
 func (h *Harness) BuildOptions() lb.BuildOptions { return h.opts }
+
+// Registry returns the registry [Harness.BuildPolicy] looks policies up
+// in ([WithRegistry]).
+func (h *Harness) Registry() *lb.Registry { return h.registry }
 
 // Build builds the balancer under test from b, inside the serializer, and
 // stores it in h.Balancer. As a parent does, the harness gives the
@@ -145,12 +166,12 @@ func (h *Harness) closeBalancer() {
 // be called: CloseBalancer has not closed it.
 func (h *Harness) live() bool { return h.scope == nil || !h.scope.Closed() }
 
-// BuildPolicy builds the registered policy named name, parsing configJSON
-// with its builder (empty means no config), and returns the balancer and
-// the parsed config to pass in [lb.ClientConnState].
+// BuildPolicy builds the policy registered as name in [Harness.Registry],
+// parsing configJSON with its builder (empty means no config), and returns
+// the balancer and the parsed config to pass in [lb.ClientConnState].
 func (h *Harness) BuildPolicy(name, configJSON string) (lb.Balancer, lb.Config) {
 	h.tb.Helper()
-	b := lb.Get(name)
+	b := h.registry.Get(name)
 	if b == nil {
 		h.tb.Fatalf("lbtest: no policy registered as %q", name)
 	}

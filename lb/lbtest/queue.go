@@ -11,17 +11,43 @@ type Queue[T any] struct {
 	mu     sync.Mutex
 	items  []T
 	read   int
-	signal chan struct{} // closed and cleared on push
+	pushed signal
+}
+
+// signal wakes the goroutines waiting for a change of state guarded by a
+// mutex. The zero value is ready to use; its methods are called with that
+// mutex held.
+type signal struct{ ch chan struct{} }
+
+// broadcast wakes every goroutine waiting in wait.
+func (s *signal) broadcast() {
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
+}
+
+// wait unlocks mu, waits for the next broadcast or for ctx to end, and
+// returns ctx's error if it ended first. It returns with mu unlocked.
+func (s *signal) wait(ctx context.Context, mu *sync.Mutex) error {
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	ch := s.ch
+	mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (q *Queue[T]) push(v T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.items = append(q.items, v)
-	if q.signal != nil {
-		close(q.signal)
-		q.signal = nil
-	}
+	q.pushed.broadcast()
 }
 
 // Receive returns the oldest event not yet received, waiting for one until
@@ -35,16 +61,9 @@ func (q *Queue[T]) Receive(ctx context.Context) (T, error) {
 			q.mu.Unlock()
 			return v, nil
 		}
-		if q.signal == nil {
-			q.signal = make(chan struct{})
-		}
-		ch := q.signal
-		q.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
+		if err := q.pushed.wait(ctx, &q.mu); err != nil {
 			var zero T
-			return zero, ctx.Err()
+			return zero, err
 		}
 	}
 }

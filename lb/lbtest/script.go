@@ -3,6 +3,7 @@ package lbtest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/lbkit/lbkit/lb"
@@ -20,9 +21,12 @@ import (
 //   - "inline" (a state name, such as "READY"): publish that state from
 //     inside every UpdateClientConnState, as some policies do;
 //   - "subConn" (bool): on the first update, create and connect one SubConn
-//     at address "script:<id>", which READY pickers return.
+//     at address "script:<id>", which READY pickers return;
+//   - "subConns" (bool): on the first update, create and connect one SubConn
+//     for each of its addresses instead; READY pickers return the first.
 //
-// A script publishes nothing by itself otherwise.
+// A script publishes nothing by itself otherwise. It records every state
+// its SubConns' listeners hear ([Script.Heard]).
 
 // Scripts records the script balancers built for one test. Its methods are
 // safe for concurrent use.
@@ -45,6 +49,21 @@ func (s *Scripts) Attributes(attrs attributes.Attributes) attributes.Attributes 
 	return attributes.With(attrs, scriptsKey, s)
 }
 
+// Builder returns the script policy's builder under name, whose balancers
+// are recorded in s as soon as they are built ([Scripts.All]), and by id at
+// their first update ([Scripts.Get]): for tests that build children
+// directly, with no resolver state to carry s down the tree.
+func (s *Scripts) Builder(name string) lb.Builder { return scriptBuilder{name: name, rec: s} }
+
+// add records sc in All, once.
+func (s *Scripts) add(sc *Script) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Contains(s.all, sc) {
+		s.all = append(s.all, sc)
+	}
+}
+
 // Get returns the newest script balancer with id, or nil.
 func (s *Scripts) Get(id string) *Script {
 	s.mu.Lock()
@@ -62,18 +81,26 @@ func (s *Scripts) All() []*Script {
 // NewScriptBuilder returns the builder of the script policy, under name.
 func NewScriptBuilder(name string) lb.Builder { return scriptBuilder{name: name} }
 
-type scriptBuilder struct{ name string }
+type scriptBuilder struct {
+	name string
+	rec  *Scripts // nil: found in the first update's attributes
+}
 
 func (b scriptBuilder) Name() string { return b.name }
 
-func (scriptBuilder) Build(cc lb.ClientConn, _ lb.BuildOptions) lb.Balancer {
-	return &Script{cc: cc}
+func (b scriptBuilder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
+	s := &Script{cc: cc, sched: opts.Scheduler, rec: b.rec, heard: make(map[lb.SubConn][]lb.ConnectivityState)}
+	if b.rec != nil {
+		b.rec.add(s)
+	}
+	return s
 }
 
 type scriptConfig struct {
-	id      string
-	inline  *lb.ConnectivityState
-	subConn bool
+	id       string
+	inline   *lb.ConnectivityState
+	subConn  bool
+	subConns bool
 }
 
 func (scriptBuilder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
@@ -86,6 +113,9 @@ func (scriptBuilder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
 		return nil, err
 	}
 	if err := obj.Decode(&cfg.subConn, "subConn"); err != nil {
+		return nil, err
+	}
+	if err := obj.Decode(&cfg.subConns, "subConns"); err != nil {
 		return nil, err
 	}
 	var inline string
@@ -110,8 +140,11 @@ func (scriptBuilder) ParseConfig(raw json.RawMessage) (lb.Config, error) {
 // waited for the serializer.
 type Script struct {
 	cc           lb.ClientConn
+	sched        lb.Scheduler
+	rec          *Scripts
 	id           string
-	sc           lb.SubConn
+	scs          []lb.SubConn
+	heard        map[lb.SubConn][]lb.ConnectivityState
 	updates      []lb.ClientConnState
 	resolverErrs []error
 	exitIdles    int
@@ -128,26 +161,47 @@ func (s *Script) UpdateClientConnState(st lb.ClientConnState) error {
 	}
 	if s.updates == nil {
 		s.id = cfg.id
-		if cfg.subConn {
-			sc, err := s.cc.NewSubConn([]resolver.Address{{Addr: "script:" + s.id}}, lb.NewSubConnOptions{
-				StateListener: func(lb.SubConnState) {},
-			})
-			if err != nil {
-				return err
-			}
-			sc.Connect()
-			s.sc = sc
+		if err := s.connect(cfg, st.ResolverState.Addresses); err != nil {
+			return err
 		}
 		if rec, ok := attributes.Get(st.ResolverState.Attributes, scriptsKey); ok {
-			rec.mu.Lock()
-			rec.live[s.id] = s
-			rec.all = append(rec.all, s)
-			rec.mu.Unlock()
+			s.rec = rec
+		}
+		if s.rec != nil {
+			s.rec.add(s)
+			s.rec.mu.Lock()
+			s.rec.live[s.id] = s
+			s.rec.mu.Unlock()
 		}
 	}
 	s.updates = append(s.updates, st)
 	if cfg.inline != nil {
 		s.Report(*cfg.inline, "inline:"+s.id)
+	}
+	return nil
+}
+
+// connect creates and connects the SubConns cfg asks for.
+func (s *Script) connect(cfg *scriptConfig, addrs []resolver.Address) error {
+	var list [][]resolver.Address
+	switch {
+	case cfg.subConns:
+		for _, a := range addrs {
+			list = append(list, []resolver.Address{a})
+		}
+	case cfg.subConn:
+		list = [][]resolver.Address{{{Addr: "script:" + s.id}}}
+	}
+	for _, a := range list {
+		var sc lb.SubConn
+		sc, err := s.cc.NewSubConn(a, lb.NewSubConnOptions{
+			StateListener: func(st lb.SubConnState) { s.heard[sc] = append(s.heard[sc], st.ConnectivityState) },
+		})
+		if err != nil {
+			return err
+		}
+		sc.Connect()
+		s.scs = append(s.scs, sc)
 	}
 	return nil
 }
@@ -159,8 +213,8 @@ func (s *Script) UpdateClientConnState(st lb.ClientConnState) error {
 func (s *Script) Report(state lb.ConnectivityState, token string) *ScriptPicker {
 	p := &ScriptPicker{Token: token, err: lb.ErrNoSubConnAvailable}
 	switch {
-	case state == lb.Ready && s.sc != nil:
-		p.result, p.err = lb.PickResult{SubConn: s.sc}, nil
+	case state == lb.Ready && len(s.scs) > 0:
+		p.result, p.err = lb.PickResult{SubConn: s.scs[0]}, nil
 	case state == lb.TransientFailure:
 		p.err = lb.TransientFailureError(fmt.Errorf("%s: %s", s.id, token))
 	}
@@ -179,11 +233,11 @@ func (s *Script) ExitIdle() {
 	}
 }
 
-// Close records the call and shuts the SubConn down.
+// Close records the call and shuts the SubConns down.
 func (s *Script) Close() {
 	s.closed = true
-	if s.sc != nil {
-		s.sc.Shutdown()
+	for _, sc := range s.scs {
+		sc.Shutdown()
 	}
 }
 
@@ -193,8 +247,25 @@ func (s *Script) ID() string { return s.id }
 // ClientConn returns the ClientConn the parent gave the script.
 func (s *Script) ClientConn() lb.ClientConn { return s.cc }
 
-// SubConn returns the script's SubConn, or nil without "subConn".
-func (s *Script) SubConn() lb.SubConn { return s.sc }
+// Scheduler returns the Scheduler the parent built the script with
+// ([lb.BuildOptions]), to run work as the child would (a timer, a hop).
+func (s *Script) Scheduler() lb.Scheduler { return s.sched }
+
+// SubConn returns the script's first SubConn, or nil without "subConn" or
+// "subConns".
+func (s *Script) SubConn() lb.SubConn {
+	if len(s.scs) == 0 {
+		return nil
+	}
+	return s.scs[0]
+}
+
+// SubConns returns the script's SubConns, in creation order.
+func (s *Script) SubConns() []lb.SubConn { return s.scs }
+
+// Heard returns the states the listener of sc, one of the script's
+// SubConns, has heard, in order.
+func (s *Script) Heard(sc lb.SubConn) []lb.ConnectivityState { return s.heard[sc] }
 
 // Updates returns every update received, in order.
 func (s *Script) Updates() []lb.ClientConnState { return s.updates }

@@ -3,6 +3,7 @@ package lbtest_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/lbkit/lbkit/lb"
@@ -44,5 +45,40 @@ func TestScript(t *testing.T) {
 	}
 	if _, _, err := lb.ParseConfig(b, json.RawMessage(`{"inline": "SOMETIMES"}`)); err == nil {
 		t.Fatal("an unknown inline state was accepted")
+	}
+}
+
+func TestScriptSubConnsAndBuilder(t *testing.T) {
+	t.Parallel()
+	h := lbtest.New(t)
+	scripts := lbtest.NewScripts()
+	b := scripts.Builder("test_script")
+	h.Build(b)
+	if got := scripts.All(); len(got) != 1 || got[0].ID() != "" || scripts.Get("") != nil {
+		t.Fatalf("built script not recorded at once (and by id only at its first update): %v", got)
+	}
+	cfg, _, err := lb.ParseConfig(b, json.RawMessage(`{"id": "a", "subConns": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.UpdateAddresses(cfg, resolver.Address{Addr: "x:1"}, resolver.Address{Addr: "x:2"}); err != nil {
+		t.Fatal(err)
+	}
+	s := scripts.Get("a")
+	if s == nil || len(scripts.All()) != 1 {
+		t.Fatalf("script a not recorded once: %v", scripts.All())
+	}
+	scs := h.CC.SubConns()
+	if len(scs) != 2 || len(s.SubConns()) != 2 || s.SubConn() != s.SubConns()[0] || scs[1].Addresses()[0].Addr != "x:2" {
+		t.Fatalf("SubConns %v, want one per address", scs)
+	}
+	scs[1].Ready()
+	scs[1].Fail(lb.ErrTransientFailure)
+	if got := s.Heard(s.SubConns()[1]); !slices.Equal(got, []lb.ConnectivityState{lb.Ready, lb.TransientFailure}) {
+		t.Fatalf("heard %v", got)
+	}
+	h.Do(s.Close)
+	if !scs[0].IsShutdown() || !scs[1].IsShutdown() {
+		t.Fatal("Close left SubConns up")
 	}
 }

@@ -15,9 +15,9 @@ import (
 // as the channel calls them. See docs/performance.md.
 func BenchmarkPick(b *testing.B) {
 	counting := newEnv(b)
-	counting.update(`{"failurePercentageEjection": {}, "childPolicy": [{"test_rr": {}}]}`, five...)
+	counting.update(`{"failurePercentageEjection": {}, "childPolicy": [{"test_leaf": {}}]}`, five...)
 	plain := newEnv(b)
-	plain.update(`{"childPolicy": [{"test_rr": {}}]}`, five...)
+	plain.update(`{"childPolicy": [{"test_leaf": {}}]}`, five...)
 	odPicker := counting.h.State().Picker
 	info := lb.PickInfo{Ctx: context.Background()}
 	for _, impl := range []struct {

@@ -8,12 +8,12 @@ import (
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
-	_ "github.com/lbkit/lbkit/lb/pickfirst"
 )
 
-const child = `"childPolicy": [{"test_rr": {}}]`
+const child = `"childPolicy": [{"test_leaf": {}}]`
 
 func TestParseConfigDefaults(t *testing.T) {
+	t.Parallel()
 	cfg := mustParse(t, `{`+child+`}`)
 	want := Config{
 		Interval: 10 * time.Second, BaseEjectionTime: 30 * time.Second,
@@ -24,8 +24,8 @@ func TestParseConfigDefaults(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults: got %+v, want %+v", got, want)
 	}
-	if cfg.ChildPolicy == nil || cfg.ChildPolicy.Name != leafName {
-		t.Errorf("child policy %+v, want %s", cfg.ChildPolicy, leafName)
+	if cfg.ChildPolicy == nil || cfg.ChildPolicy.Name != lbtest.LeafName {
+		t.Errorf("child policy %+v, want %s", cfg.ChildPolicy, lbtest.LeafName)
 	}
 
 	cfg = mustParse(t, `{"successRateEjection": {}, "failurePercentageEjection": {}, `+child+`}`)
@@ -41,6 +41,7 @@ func TestParseConfigDefaults(t *testing.T) {
 }
 
 func TestParseConfigAllFields(t *testing.T) {
+	t.Parallel()
 	for _, js := range []string{
 		`{"interval": "1.5s", "baseEjectionTime": "2s", "maxEjectionTime": "0s", "maxEjectionPercent": 100,
 		  "successRateEjection": {"stdevFactor": 1000, "enforcementPercentage": 50, "minimumHosts": 2, "requestVolume": "7"},
@@ -72,6 +73,7 @@ func TestParseConfigAllFields(t *testing.T) {
 }
 
 func TestParseConfigErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ js, path string }{
 		{`[]`, ""},
 		{`{}`, "childPolicy"},
@@ -98,7 +100,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{`{"failurePercentageEjection": {"enforcementPercentage": 200}, ` + child + `}`, "failurePercentageEjection.enforcementPercentage"},
 		{`{"failurePercentageEjection": {"requestVolume": true}, ` + child + `}`, "failurePercentageEjection.requestVolume"},
 	} {
-		cfg, _, err := Builder{}.ParseConfig(json.RawMessage(tc.js))
+		cfg, _, err := Builder{Registry: testRegistry}.ParseConfig(json.RawMessage(tc.js))
 		if cfg != nil {
 			t.Errorf("ParseConfig(%s) returned %+v with its error", tc.js, cfg)
 		}
@@ -107,6 +109,7 @@ func TestParseConfigErrors(t *testing.T) {
 }
 
 func TestConfigThroughRegistry(t *testing.T) {
+	t.Parallel()
 	p, err := lb.ParseLoadBalancingConfig(json.RawMessage(`[{"outlier_detection_experimental": {"maxEjectionPercent": 300, ` + child + `}}]`))
 	if p != nil {
 		t.Fatalf("parsed %+v", p)
@@ -125,7 +128,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		c, _, ok := lbtest.CheckConfigParse(t, Builder{}, raw)
+		c, _, ok := lbtest.CheckConfigParse(t, Builder{Registry: testRegistry}, raw)
 		if !ok {
 			return
 		}
@@ -139,9 +142,10 @@ func FuzzParseConfig(f *testing.F) {
 	})
 }
 
-// parseConfig parses raw and returns its *Config.
+// parseConfig parses raw, its child policy against testRegistry, and
+// returns its *Config.
 func parseConfig(raw json.RawMessage) (*Config, error) {
-	c, _, err := Builder{}.ParseConfig(raw)
+	c, _, err := Builder{Registry: testRegistry}.ParseConfig(raw)
 	cfg, _ := c.(*Config)
 	return cfg, err
 }

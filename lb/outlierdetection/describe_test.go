@@ -1,7 +1,6 @@
 package outlierdetection
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
-	_ "github.com/lbkit/lbkit/lb/roundrobin" // registers round_robin, the leaf here
 	"github.com/lbkit/lbkit/lb/weightedtarget"
 )
 
@@ -17,15 +15,12 @@ import (
 // itself: the target's weight, and the ejected endpoint marked as such
 // with the real SubConn, not the policy's wrapper.
 func TestDescribeMarksEjectedEndpoints(t *testing.T) {
-	h := lbtest.New(t)
-	h.Build(weightedtarget.Builder{})
-	cfg, _, err := weightedtarget.Builder{}.ParseConfig(json.RawMessage(`{"targets": {"t0": {"weight": 3, "childPolicy":
+	t.Parallel()
+	h := lbtest.New(t, lbtest.WithRegistry(testRegistry))
+	_, cfg := h.BuildPolicy(weightedtarget.Name, `{"targets": {"t0": {"weight": 3, "childPolicy":
 		[{"outlier_detection_experimental": {"interval": "10s",
 		"failurePercentageEjection": {"threshold": 50, "minimumHosts": 1, "requestVolume": 10},
-		"childPolicy": [{"round_robin": {}}]}}]}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+		"childPolicy": [{"round_robin": {}}]}}]}}}`)
 	var list []resolver.Address
 	for _, a := range []string{"a", "b"} {
 		list = append(list, hierarchy.Set(resolver.Address{Addr: a}, []string{"t0"}))

@@ -14,18 +14,26 @@ import (
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/attributes"
 	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/pickfirst"
+	"github.com/lbkit/lbkit/lb/priority"
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/roundrobin"
+	"github.com/lbkit/lbkit/lb/weightedtarget"
 )
 
-func TestMain(m *testing.M) {
-	lb.Register(lbtest.NewLeafBuilder(leafName))
-	lb.Register(addrPickerBuilder{})
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// leafName is the lbtest leaf policy: one SubConn per address, connected at
-// once, round robin over the READY ones.
-const leafName = "test_rr"
+// testRegistry holds the test children (lbtest.NewRegistry and
+// addrPickerName), pick_first, and the parents outlier_detection, priority
+// and weighted_target over them, for tests that parse configs without an
+// env.
+var testRegistry = func() *lb.Registry {
+	r := lbtest.NewRegistry(addrPickerBuilder{}, pickfirst.Builder{}, roundrobin.Builder{})
+	r.Register(Builder{Registry: r})
+	r.Register(priority.NewBuilder(priority.WithRegistry(r)))
+	r.Register(weightedtarget.Builder{Registry: r})
+	return r
+}()
 
 // addrPickerName is a test child policy whose picker picks the address a
 // request's context names (see withAddr): one SubConn per address,
@@ -155,18 +163,20 @@ type childRef struct{ p *addrPicker }
 
 var childRefKey = attributes.NewKey[*childRef]("lbkit/outlierdetection_test.child")
 
-// env is one outlier detection balancer on the lbtest harness.
+// env is one outlier detection balancer on an lbtest.Parent, over the test
+// children of its own registry (lbtest's and addrPickerName).
 type env struct {
 	t   lbtest.TB
-	h   *lbtest.Harness
+	h   *lbtest.Parent
 	ref *childRef
 }
 
 func newEnv(t lbtest.TB, opts ...lbtest.Option) *env {
 	t.Helper()
-	h := lbtest.New(t, opts...)
-	h.Build(Builder{})
-	return &env{t: t, h: h, ref: &childRef{}}
+	p := lbtest.NewParent(t, opts...)
+	p.Registry().Register(addrPickerBuilder{})
+	p.Build(Builder{Registry: p.Registry()})
+	return &env{t: t, h: p, ref: &childRef{}}
 }
 
 func (e *env) b() *odBalancer { return e.h.Balancer.(*odBalancer) }
@@ -193,7 +203,7 @@ func addrs(names ...string) []resolver.Address {
 func (e *env) update(cfgJSON string, names ...string) {
 	e.t.Helper()
 	before := len(e.h.CC.SubConns())
-	if err := e.updateErr(mustParse(e.t, cfgJSON), names...); err != nil {
+	if err := e.updateErr(e.h.ParseConfig(Name, cfgJSON), names...); err != nil {
 		e.t.Fatalf("UpdateClientConnState: %v", err)
 	}
 	for _, sc := range e.h.CC.SubConns()[before:] {

@@ -8,6 +8,7 @@ import (
 // An ejection is counted at the sweep that ejects, and its end exactly when
 // the ejection time is over.
 func TestMetricsEjectionsAndUnejections(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	m, target := e.h.Metrics, e.h.CC.Target()
 	e.update(fpConfig("10s", "30s", "300s", 10), five...)

@@ -45,6 +45,7 @@ type odModel struct {
 var modelPool = []string{"a", "b", "c", "d", "e"}
 
 func TestModelOfA50(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		seed := rapid.Uint64Range(1, 1<<20).Draw(t, "seed")
 		e := newEnv(t, lbtest.WithSeed(seed))

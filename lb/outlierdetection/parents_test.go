@@ -2,7 +2,6 @@ package outlierdetection
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -18,28 +17,24 @@ import (
 // that ejects an address with more than half of at least 10 calls failed.
 const odChild = `[{"outlier_detection_experimental": {"interval": "10s",
 	"failurePercentageEjection": {"threshold": 50, "minimumHosts": 1, "requestVolume": 10},
-	"childPolicy": [{"test_rr": {}}]}}]`
+	"childPolicy": [{"test_leaf": {}}]}}]`
 
 // TestWorksAsAChildOfPriorityAndWeightedTarget runs outlier detection under
 // both parent policies: requests that fail on one address eject it within
 // one interval, and the parent's picker then skips it.
 func TestWorksAsAChildOfPriorityAndWeightedTarget(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
-		name    string
-		builder lb.Builder
-		config  string
-		path    string
+		name   string
+		config string
+		path   string
 	}{
-		{"priority", priority.NewBuilder(), `{"children": {"p0": {"config": ` + odChild + `}}, "priorities": ["p0"]}`, "p0"},
-		{"weighted_target", weightedtarget.Builder{}, `{"targets": {"t0": {"weight": 1, "childPolicy": ` + odChild + `}}}`, "t0"},
+		{priority.Name, `{"children": {"p0": {"config": ` + odChild + `}}, "priorities": ["p0"]}`, "p0"},
+		{weightedtarget.Name, `{"targets": {"t0": {"weight": 1, "childPolicy": ` + odChild + `}}}`, "t0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := lbtest.New(t)
-			h.Build(tc.builder)
-			cfg, _, err := tc.builder.(lb.ConfigParser).ParseConfig(json.RawMessage(tc.config))
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := lbtest.New(t, lbtest.WithRegistry(testRegistry))
+			_, cfg := h.BuildPolicy(tc.name, tc.config)
 			var list []resolver.Address
 			for _, a := range []string{"a", "b", "c"} {
 				list = append(list, hierarchy.Set(resolver.Address{Addr: a}, []string{tc.path}))

@@ -21,6 +21,7 @@ func fpConfig(interval, base, maxTime string, maxPct int) string {
 }
 
 func TestSweepRunsExactlyAtTheInterval(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(fpConfig("10s", "30s", "300s", 10), five...)
 	e.calls("a", 10, 10)
@@ -46,6 +47,7 @@ func TestSweepRunsExactlyAtTheInterval(t *testing.T) {
 }
 
 func TestEjectionLastsBaseTimeTimesMultiplier(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(fpConfig("10s", "30s", "300s", 10), five...)
 	e.calls("a", 10, 10)
@@ -80,6 +82,7 @@ func TestEjectionLastsBaseTimeTimesMultiplier(t *testing.T) {
 }
 
 func TestEjectionTimeIsCappedByMaxEjectionTime(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(fpConfig("5s", "30s", "45s", 10), five...)
 	e.calls("a", 10, 10)
@@ -96,6 +99,7 @@ func TestEjectionTimeIsCappedByMaxEjectionTime(t *testing.T) {
 }
 
 func TestMaxEjectionTimeBelowBaseMeansBase(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(fpConfig("5s", "20s", "1s", 10), five...)
 	e.calls("a", 10, 10)
@@ -113,6 +117,7 @@ func (e *env) multiplier(addr string) int64 {
 }
 
 func TestMaxEjectionPercent(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		pct  int
 		want string
@@ -138,6 +143,7 @@ func TestMaxEjectionPercent(t *testing.T) {
 }
 
 func TestSuccessRateEjectsTheOutlier(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(`{"successRateEjection": {}, "childPolicy": [{"test_addr_picker": {}}]}`, five...)
 	// Rates 1, 1, 1, 1, 0.5: mean 0.9, stdev 0.2, threshold 0.9 - 1.9×0.2 = 0.52.
@@ -153,6 +159,7 @@ func TestSuccessRateEjectsTheOutlier(t *testing.T) {
 }
 
 func TestSuccessRateNeedsMinimumHostsAndVolume(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(`{"successRateEjection": {}, "childPolicy": [{"test_addr_picker": {}}]}`, five...)
 	for _, a := range five {
@@ -170,6 +177,7 @@ func TestSuccessRateNeedsMinimumHostsAndVolume(t *testing.T) {
 }
 
 func TestFailurePercentageIsStrictlyAboveThreshold(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(fpConfig("10s", "30s", "300s", 100), five...)
 	e.calls("a", 10, 5) // exactly 50%: not above the threshold
@@ -180,6 +188,7 @@ func TestFailurePercentageIsStrictlyAboveThreshold(t *testing.T) {
 }
 
 func TestFailurePercentageNeedsMinimumHosts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(`{"failurePercentageEjection": {"minimumHosts": 3, "requestVolume": 10}, "childPolicy": [{"test_addr_picker": {}}]}`, five...)
 	e.calls("a", 10, 10)
@@ -194,6 +203,7 @@ func TestFailurePercentageNeedsMinimumHosts(t *testing.T) {
 }
 
 func TestEnforcementPercentageDrawsFromTheTreeRand(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= 20; seed++ {
 		e := newEnv(t, lbtest.WithSeed(seed))
 		e.update(`{"failurePercentageEjection": {"enforcementPercentage": 50, "minimumHosts": 1, "requestVolume": 10},

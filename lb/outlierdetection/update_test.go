@@ -22,6 +22,7 @@ func (e *env) wantNextSweep(want time.Duration) {
 }
 
 func TestConfigUpdateKeepsTheIntervalStart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(fpConfig("10s", "30s", "300s", 10), five...)
 	e.wantNextSweep(10 * time.Second)
@@ -38,6 +39,7 @@ func TestConfigUpdateKeepsTheIntervalStart(t *testing.T) {
 }
 
 func TestConfigUpdateWithElapsedIntervalSweepsAtOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(fpConfig("10s", "30s", "300s", 10), five...)
 	e.calls("a", 10, 10)
@@ -48,6 +50,7 @@ func TestConfigUpdateWithElapsedIntervalSweepsAtOnce(t *testing.T) {
 }
 
 func TestEnablingStartsAFullIntervalAndResetsCounters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(fpConfig("10s", "30s", "300s", 10), five...)
 	e.calls("a", 10, 10) // counted, then reset when detection restarts
@@ -64,6 +67,7 @@ func TestEnablingStartsAFullIntervalAndResetsCounters(t *testing.T) {
 }
 
 func TestNoCountingWithoutAnAlgorithm(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(`{"childPolicy": [{"test_addr_picker": {}}]}`, five...)
 	r, err := e.h.State().Picker.Pick(lb.PickInfo{Ctx: withAddr("a")})
@@ -81,6 +85,7 @@ func TestNoCountingWithoutAnAlgorithm(t *testing.T) {
 }
 
 func TestRemovingBothAlgorithmsUnejectsEverything(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(fpConfig("10s", "30s", "300s", 100), five...)
 	e.calls("a", 10, 10)
@@ -100,6 +105,7 @@ func TestRemovingBothAlgorithmsUnejectsEverything(t *testing.T) {
 }
 
 func TestRemovedAddressForgetsItsEntry(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(fpConfig("10s", "30s", "300s", 10), five...)
 	e.calls("a", 10, 10)
@@ -118,8 +124,9 @@ func TestRemovedAddressForgetsItsEntry(t *testing.T) {
 }
 
 func TestSubConnCreatedForAnEjectedAddressStartsEjected(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	cfg := `{"failurePercentageEjection": {"minimumHosts": 1, "requestVolume": 10}, "childPolicy": [{"test_rr": {}}]}`
+	cfg := `{"failurePercentageEjection": {"minimumHosts": 1, "requestVolume": 10}, "childPolicy": [{"test_leaf": {}}]}`
 	e.update(cfg, "a", "b")
 	var ejected *entry
 	e.h.Do(func() {
@@ -142,6 +149,7 @@ func TestSubConnCreatedForAnEjectedAddressStartsEjected(t *testing.T) {
 }
 
 func TestEjectedSubConnHidesItsStatesUntilUnejected(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(fpConfig("10s", "30s", "300s", 10), five...)
 	e.calls("a", 10, 10)
@@ -159,6 +167,7 @@ func TestEjectedSubConnHidesItsStatesUntilUnejected(t *testing.T) {
 }
 
 func TestPickerChainsTheChildsDone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(fpConfig("10s", "30s", "300s", 10), five...)
 	var childDone []lb.DoneInfo
@@ -187,7 +196,7 @@ func (f pickerFunc) Pick(info lb.PickInfo) (lb.PickResult, error) { return f(inf
 
 func TestCountingPickDoesNotAllocate(t *testing.T) {
 	e := newEnv(t)
-	e.update(`{"failurePercentageEjection": {}, "childPolicy": [{"test_rr": {}}]}`, five...)
+	e.update(`{"failurePercentageEjection": {}, "childPolicy": [{"test_leaf": {}}]}`, five...)
 	p := e.h.State().Picker
 	info := lb.PickInfo{Ctx: context.Background()}
 	allocs := testing.AllocsPerRun(1000, func() {
@@ -203,6 +212,7 @@ func TestCountingPickDoesNotAllocate(t *testing.T) {
 }
 
 func TestSubConnWithSeveralAddressesIsIgnored(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(fpConfig("10s", "30s", "300s", 10), five...)
 	var w *subConn
@@ -230,6 +240,7 @@ func TestSubConnWithSeveralAddressesIsIgnored(t *testing.T) {
 // A pick the channel discarded before sending (lb.ErrRequestNotSent) is no
 // outcome: it is not counted as a failure, so it cannot eject a backend.
 func TestUnsentPicksAreNotCounted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(fpConfig("10s", "30s", "300s", 100), five...)
 	for range 20 {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestParseConfig(t *testing.T) {
+	t.Parallel()
 	cfg := mustParse(t, `{
 		"children": {
 			"p0": {"config": [{"unknown_policy": {}}, {"test_leaf": {}}], "ignoreReresolutionRequests": true},
@@ -26,7 +27,7 @@ func TestParseConfig(t *testing.T) {
 	for name, want := range map[string]struct {
 		policy string
 		ignore bool
-	}{"p0": {leafName, true}, "p1": {scriptName, true}, "p2": {leafName, false}} {
+	}{"p0": {lbtest.LeafName, true}, "p1": {lbtest.ScriptName, true}, "p2": {lbtest.LeafName, false}} {
 		c := cfg.Children[name]
 		if c.Policy == nil || c.Policy.Name != want.policy || c.IgnoreReresolutionRequests != want.ignore {
 			t.Errorf("child %s = %+v, want policy %s ignore %v", name, c, want.policy, want.ignore)
@@ -37,20 +38,21 @@ func TestParseConfig(t *testing.T) {
 	}
 
 	for _, js := range []string{``, `null`, `{}`, `{"children": {}, "priorities": []}`, `{"children": null, "priorities": null}`} {
-		cfg, err := parseConfig(json.RawMessage(js), lb.DefaultRegistry())
+		cfg, err := parseConfig(json.RawMessage(js), testRegistry)
 		if err != nil || len(cfg.Children) != 0 || len(cfg.Priorities) != 0 {
 			t.Errorf("parseConfig(%q) = %+v, %v; want an empty config", js, cfg, err)
 		}
 	}
 
 	// Through the registry, as a service config would.
-	p, err := lb.ParseLoadBalancingConfig(json.RawMessage(`[{"priority_experimental": {"children": {"a": {"config": [{"test_leaf": {}}]}}, "priorities": ["a"]}}]`))
+	p, err := lb.ParseLoadBalancingConfig(json.RawMessage(`[{"priority_experimental": {"children": {"a": {"config": [{"pick_first": {}}]}}, "priorities": ["a"]}}]`))
 	if err != nil || p.Name != Name {
 		t.Fatalf("ParseLoadBalancingConfig: %v, %v", p, err)
 	}
 }
 
 func TestParseConfigErrors(t *testing.T) {
+	t.Parallel()
 	leaf := `{"config": [{"test_leaf": {}}]}`
 	for _, tc := range []struct {
 		name, js, path, msg string
@@ -72,7 +74,7 @@ func TestParseConfigErrors(t *testing.T) {
 			`children["p1"].config[0].priority_experimental.priorities[0]`, `"x" names no child`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseConfig(json.RawMessage(tc.js), lb.DefaultRegistry())
+			_, err := parseConfig(json.RawMessage(tc.js), testRegistry)
 			var ce *lb.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("error = %v (%T), want a *lb.ConfigError", err, err)
@@ -95,7 +97,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		c, _, ok := lbtest.CheckConfigParse(t, NewBuilder(), raw)
+		c, _, ok := lbtest.CheckConfigParse(t, NewBuilder(WithRegistry(testRegistry)), raw)
 		if !ok {
 			return
 		}
@@ -117,6 +119,7 @@ func FuzzParseConfig(f *testing.F) {
 
 // Children's policy lists are parsed against the builder's registry.
 func TestWithRegistry(t *testing.T) {
+	t.Parallel()
 	js := `{"children":{"p0":{"config":[{"leaf_only_in_my_registry":{}}]}},"priorities":["p0"]}`
 	if _, _, err := NewBuilder().ParseConfig(json.RawMessage(js)); err == nil {
 		t.Fatal("the default registry resolved a policy registered elsewhere")

@@ -15,6 +15,7 @@ func (e *env) describe() lb.Node {
 // The snapshot names the child in use, each child's pending failover
 // deadline, and a deactivated child's retention deadline, on the mock clock.
 func TestDescribeCurrentChildFailoverAndRetention(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	start := e.h.Clock.Now()
 	twoLeaves(e)
@@ -53,9 +54,10 @@ func TestDescribeCurrentChildFailoverAndRetention(t *testing.T) {
 
 // A child in TRANSIENT_FAILURE carries its picker's error as LastError.
 func TestDescribeCarriesAChildsFailure(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptChild("p0"))
-	e.report("p0", lb.TransientFailure, "refused")
+	e.h.Report("p0", lb.TransientFailure, "refused")
 	n := e.describe()
 	if len(n.Children) != 1 || n.Children[0].State != lb.TransientFailure || n.Children[0].LastError != "p0: refused" {
 		t.Fatalf("describe = %+v, want p0 in TRANSIENT_FAILURE with LastError \"p0: refused\"", n)

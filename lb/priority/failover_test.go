@@ -21,6 +21,7 @@ func twoLeaves(e *env) {
 }
 
 func TestTypicalFailoverFlow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	twoLeaves(e)
 	if n := len(e.h.CC.SubConns()); n != 1 {
@@ -29,25 +30,25 @@ func TestTypicalFailoverFlow(t *testing.T) {
 	if got := e.childNames(); !slices.Equal(got, []string{"p0"}) {
 		t.Fatalf("children = %v, want [p0]", got)
 	}
-	e.wantState(lb.Connecting, "<queue>")
+	e.h.WantPicker(lb.Connecting, "<queue>")
 	sc0 := e.h.SubConnFor("10.0.0.1:80")
 
 	// p0 fails: p1 is created and used.
 	sc0.Fail(errConn)
 	sc1 := e.h.SubConnFor("10.0.1.1:80")
-	e.wantState(lb.Connecting, "<queue>")
+	e.h.WantPicker(lb.Connecting, "<queue>")
 	if got := e.childNames(); !slices.Equal(got, []string{"p0", "p1"}) {
 		t.Fatalf("children = %v, want [p0 p1]", got)
 	}
 	sc1.Ready()
-	e.wantState(lb.Ready, "<leaf>")
-	if got := pick(t, e.last().Picker); got != sc1 {
+	e.h.WantPicker(lb.Ready, "<leaf>")
+	if got := pick(t, e.h.State().Picker); got != sc1 {
 		t.Fatalf("picked %v, want p1's %v", got, sc1)
 	}
 
 	// p0 is READY again: back to p0, p1 deactivated.
 	sc0.Ready()
-	if got := pick(t, e.last().Picker); got != sc0 {
+	if got := pick(t, e.h.State().Picker); got != sc0 {
 		t.Fatalf("picked %v, want p0's %v", got, sc0)
 	}
 	if got := e.childNames(); !slices.Equal(got, []string{"p0", "p1(inactive)"}) {
@@ -60,8 +61,8 @@ func TestTypicalFailoverFlow(t *testing.T) {
 	if n := len(e.h.CC.SubConns()); n != 2 {
 		t.Fatalf("%d SubConns after p0 failed again, want 2 (p1 reused)", n)
 	}
-	e.wantState(lb.Ready, "<leaf>")
-	if got := pick(t, e.last().Picker); got != sc1 {
+	e.h.WantPicker(lb.Ready, "<leaf>")
+	if got := pick(t, e.h.State().Picker); got != sc1 {
 		t.Fatalf("picked %v, want p1's %v (its last picker)", got, sc1)
 	}
 	if got := e.childNames(); !slices.Equal(got, []string{"p0", "p1"}) {
@@ -81,12 +82,13 @@ func TestTypicalFailoverFlow(t *testing.T) {
 	if sc0.IsShutdown() {
 		t.Fatalf("p0's SubConn was shut down")
 	}
-	if got := pick(t, e.last().Picker); got != sc0 {
+	if got := pick(t, e.h.State().Picker); got != sc0 {
 		t.Fatalf("picked %v after p1's removal, want %v", got, sc0)
 	}
 }
 
 func TestFailoverTimerStartsNextPriority(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	twoLeaves(e)
 	// p0 stays CONNECTING.
@@ -105,13 +107,13 @@ func TestFailoverTimerStartsNextPriority(t *testing.T) {
 	if !e.failoverPending("p1") || e.failoverPending("p0") {
 		t.Errorf("failover pending: p0 %v, p1 %v; want false, true", e.failoverPending("p0"), e.failoverPending("p1"))
 	}
-	e.wantState(lb.Connecting, "<queue>")
+	e.h.WantPicker(lb.Connecting, "<queue>")
 
 	// p1's timer fires too: nothing is CONNECTING any more (both are
 	// treated as TRANSIENT_FAILURE), so the last child, p1, is used, in
 	// TRANSIENT_FAILURE with its own last picker.
 	e.h.Advance(failover)
-	e.wantState(lb.TransientFailure, "<queue>")
+	e.h.WantPicker(lb.TransientFailure, "<queue>")
 
 	// p0 really connecting again does not restart its timer (TF was more
 	// recent than READY), but the first CONNECTING child wins over the last.
@@ -125,6 +127,7 @@ func TestFailoverTimerStartsNextPriority(t *testing.T) {
 }
 
 func TestFailoverTimerRestartRules(t *testing.T) {
+	t.Parallel()
 	t.Run("duplicate CONNECTING does not restart", func(t *testing.T) {
 		e := newEnv(t)
 		twoLeaves(e)
@@ -192,6 +195,7 @@ func TestFailoverTimerRestartRules(t *testing.T) {
 }
 
 func TestIdleChildIsUsedLikeReady(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	twoLeaves(e)
 	sc0 := e.h.SubConnFor("10.0.0.1:80")
@@ -201,7 +205,7 @@ func TestIdleChildIsUsedLikeReady(t *testing.T) {
 
 	// p0 reports IDLE: it is chosen, and p1 is deactivated, as for READY.
 	sc0.Idle()
-	e.wantState(lb.Idle, "<queue>")
+	e.h.WantPicker(lb.Idle, "<queue>")
 	if got := e.childNames(); !slices.Equal(got, []string{"p0", "p1(inactive)"}) {
 		t.Fatalf("children = %v, want [p0 p1(inactive)]", got)
 	}
@@ -215,38 +219,41 @@ func TestIdleChildIsUsedLikeReady(t *testing.T) {
 }
 
 func TestIdleFirstChildDoesNotCreateLowerOnes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, inlineChild("p0", lb.Idle), scriptChild("p1"))
-	e.wantState(lb.Idle, "inline:p0")
+	e.h.WantPicker(lb.Idle, "inline:p0")
 	if got := e.childNames(); !slices.Equal(got, []string{"p0"}) {
 		t.Fatalf("children = %v, want [p0]", got)
 	}
 }
 
 func TestLowerPrioritiesKeptWhileFailoverTimerPending(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptChild("p1"))
-	e.report("p1", lb.Ready, "p1-ready")
+	e.h.Report("p1", lb.Ready, "p1-ready")
 	// A new, higher p0 is created with its failover timer pending: it is
 	// chosen, but p1 is not deactivated (A56: only a READY or IDLE choice
 	// deactivates lower priorities).
 	e.update(nil, scriptChild("p0"), scriptChild("p1"))
-	e.wantState(lb.Connecting, "<queue>")
+	e.h.WantPicker(lb.Connecting, "<queue>")
 	if got := e.childNames(); !slices.Equal(got, []string{"p0", "p1"}) {
 		t.Fatalf("children = %v, want p1 still active", got)
 	}
 	// When p0's timer fires, p1 is used again at once.
 	e.h.Advance(failover)
-	e.wantState(lb.Ready, "p1-ready")
+	e.h.WantPicker(lb.Ready, "p1-ready")
 	// p0 READY: now p1 is deactivated.
-	e.report("p0", lb.Ready, "p0-ready")
-	e.wantState(lb.Ready, "p0-ready")
+	e.h.Report("p0", lb.Ready, "p0-ready")
+	e.h.WantPicker(lb.Ready, "p0-ready")
 	if got := e.childNames(); !slices.Equal(got, []string{"p0", "p1(inactive)"}) {
 		t.Fatalf("children = %v, want p1 deactivated", got)
 	}
 }
 
 func TestDurationOptions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, WithFailoverTimeout(time.Second), WithDeactivationDelay(time.Minute),
 		WithFailoverTimeout(0), WithDeactivationDelay(-1)) // ignored: not valid durations
 	twoLeaves(e)
@@ -270,6 +277,7 @@ func TestDurationOptions(t *testing.T) {
 }
 
 func TestRegisteredBuilder(t *testing.T) {
+	t.Parallel()
 	b, ok := lb.Get(Name).(*Builder)
 	if !ok || b.Name() != Name {
 		t.Fatalf("lb.Get(%q) = %v, want this package's builder", Name, lb.Get(Name))

@@ -1,24 +1,27 @@
 package priority
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/lbkit/lbkit/lb/lbtest"
-	_ "github.com/lbkit/lbkit/lb/pickfirst" // registers pick_first, the child here
+	"github.com/lbkit/lbkit/lb/pickfirst"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
 // No log line repeats a key (policy=, child=); a child's lines name the
 // child.
 func TestLogLinesNamePolicyOnceAndTheChild(t *testing.T) {
-	var buf logBuffer
-	e := newEnvHarness(t, lbtest.New(t, lbtest.WithLogger(newLogger(&buf))))
+	t.Parallel()
+	logs := &lbtest.Logs{}
+	e := newEnvWith(t, []lbtest.Option{lbtest.WithLogger(slog.New(logs))})
+	e.h.Registry().Register(pickfirst.Builder{})
 	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0")}, childSpec{name: "p0", policy: `[{"pick_first": {}}]`})
 	e.h.SubConnFor("10.0.0.1:80").Ready()
 
 	var pickFirstLines int
-	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+	for _, l := range logs.Lines() {
 		if strings.Count(l, " policy=") > 1 || strings.Count(l, " child=") > 1 || strings.Contains(l, "lb_policy=") {
 			t.Errorf("log line %q: a key repeats", l)
 		}
@@ -30,6 +33,6 @@ func TestLogLinesNamePolicyOnceAndTheChild(t *testing.T) {
 		}
 	}
 	if pickFirstLines == 0 {
-		t.Fatalf("pick_first logged nothing:\n%s", buf.String())
+		t.Fatalf("pick_first logged nothing:\n%s", logs.String())
 	}
 }

@@ -1,29 +1,20 @@
 package priority
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/lbkit/lbkit/lb"
-	"github.com/lbkit/lbkit/lb/attributes"
-	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
-func TestMain(m *testing.M) {
-	lb.Register(lbtest.NewLeafBuilder(leafName))
-	lb.Register(lbtest.NewScriptBuilder(scriptName))
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // child describes one child of a test config.
 type childSpec struct {
@@ -55,9 +46,17 @@ func configJSON(children ...childSpec) string {
 	return fmt.Sprintf(`{"children": {%s}, "priorities": [%s]}`, strings.Join(cs, ", "), strings.Join(ps, ", "))
 }
 
+// testRegistry holds the test children and priority itself, for tests that
+// parse configs without an env.
+var testRegistry = func() *lb.Registry {
+	r := lbtest.NewRegistry()
+	r.Register(NewBuilder(WithRegistry(r)))
+	return r
+}()
+
 func mustParse(tb lbtest.TB, js string) *Config {
 	tb.Helper()
-	cfg, err := parseConfig(json.RawMessage(js), lb.DefaultRegistry())
+	cfg, err := parseConfig(json.RawMessage(js), testRegistry)
 	if err != nil {
 		tb.Fatalf("parsing %s: %v", js, err)
 	}
@@ -65,103 +64,44 @@ func mustParse(tb lbtest.TB, js string) *Config {
 }
 
 // paddr returns addr with path [child, rest...].
-func paddr(addr string, path ...string) resolver.Address {
-	return hierarchy.Set(resolver.Address{Addr: addr}, path)
-}
+var paddr = lbtest.PathAddr
 
-// env is one priority balancer on the lbtest harness.
+// env is one priority balancer on an lbtest.Parent, over the test
+// children of its own registry.
 type env struct {
-	t  lbtest.TB
-	h  *lbtest.Harness
-	tr *lbtest.Scripts
+	t lbtest.TB
+	h *lbtest.Parent
 }
 
 func newEnv(t lbtest.TB, opts ...Option) *env {
 	t.Helper()
-	return newEnvHarness(t, lbtest.New(t), opts...)
+	return newEnvWith(t, nil, opts...)
 }
 
-func newEnvHarness(t lbtest.TB, h *lbtest.Harness, opts ...Option) *env {
+// newEnvWith is newEnv on a harness made with hopts.
+func newEnvWith(t lbtest.TB, hopts []lbtest.Option, opts ...Option) *env {
 	t.Helper()
-	h.Build(NewBuilder(opts...))
-	return &env{t: t, h: h, tr: lbtest.NewScripts()}
+	p := lbtest.NewParent(t, hopts...)
+	p.Build(NewBuilder(append(opts, WithRegistry(p.Registry()))...))
+	return &env{t: t, h: p}
 }
 
 func (e *env) b() *priorityBalancer { return e.h.Balancer.(*priorityBalancer) }
+
+// config returns the config listing children in the given order as
+// priorities, parsed against the env's registry.
+func (e *env) config(children ...childSpec) *Config {
+	e.t.Helper()
+	return e.h.ParseConfig(Name, configJSON(children...)).(*Config)
+}
 
 // update sends children as the config (priorities in their order) with
 // addrs, and fails the test on an error.
 func (e *env) update(addrs []resolver.Address, children ...childSpec) {
 	e.t.Helper()
-	if err := e.updateErr(mustParse(e.t, configJSON(children...)), addrs); err != nil {
+	if err := e.h.UpdateAddresses(e.config(children...), addrs...); err != nil {
 		e.t.Fatalf("UpdateClientConnState: %v", err)
 	}
-}
-
-func (e *env) updateErr(cfg *Config, addrs []resolver.Address) error {
-	e.t.Helper()
-	return e.h.UpdateClientConnState(lb.ClientConnState{
-		ResolverState: resolver.State{
-			Addresses:  addrs,
-			Attributes: e.tr.Attributes(attributes.Attributes{}),
-		},
-		BalancerConfig: cfg,
-	})
-}
-
-// report makes the script child id publish state with a picker named
-// token, and returns that picker.
-func (e *env) report(id string, state lb.ConnectivityState, token string) *lbtest.ScriptPicker {
-	e.t.Helper()
-	s := e.tr.Get(id)
-	if s == nil {
-		e.t.Fatalf("no script child %q", id)
-	}
-	var p *lbtest.ScriptPicker
-	e.h.Do(func() { p = s.Report(state, token) })
-	return p
-}
-
-// last returns the last published state.
-func (e *env) last() lb.State {
-	e.t.Helper()
-	s, ok := e.h.CC.LastState()
-	if !ok {
-		e.t.Fatalf("no state published")
-	}
-	return s
-}
-
-// wantState checks the last published state and, for a script picker, its
-// token.
-func (e *env) wantState(state lb.ConnectivityState, token string) {
-	e.t.Helper()
-	s := e.last()
-	got := pickerToken(s.Picker)
-	if s.ConnectivityState != state || got != token {
-		e.t.Fatalf("published %v with picker %s, want %v with %s", s.ConnectivityState, got, state, token)
-	}
-}
-
-// pickerToken names a picker for comparisons: a script picker's token,
-// "<queue>" for a queueing picker, "<error: msg>" for a failing one,
-// "<leaf>" for a leaf's READY picker.
-func pickerToken(p lb.Picker) string {
-	switch p := p.(type) {
-	case *lbtest.ScriptPicker:
-		return p.Token
-	case nil:
-		return "<nil>"
-	}
-	_, err := p.Pick(lb.PickInfo{Ctx: context.Background()})
-	switch {
-	case err == lb.ErrNoSubConnAvailable:
-		return "<queue>"
-	case err != nil:
-		return "<error: " + err.Error() + ">"
-	}
-	return "<leaf>" // the only pickers here that return a SubConn
-
 }
 
 // pick returns the SubConn p picks, failing the test on an error.
@@ -210,37 +150,7 @@ func (e *env) failoverPending(name string) bool {
 	return ok
 }
 
-// logBuffer is a concurrency-safe buffer for a test logger.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func newLogger(b *logBuffer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
 const (
 	failover = DefaultFailoverTimeout
 	retain   = DefaultDeactivationDelay
 )
-
-// scriptName is the script child policy (lbtest.NewScriptBuilder): the
-// test sets its state directly.
-const scriptName = "test_script"
-
-// leafName is the test leaf policy (lbtest.NewLeafBuilder): one SubConn per
-// address, connected at once, round robin over the READY ones.
-const leafName = "test_leaf"

@@ -8,6 +8,7 @@ import (
 // The failover timer's firing and each change of the child in use are
 // counted once, labelled with the child, exactly at the timeout.
 func TestMetricsSwitchesAndFailoverFires(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	m, target := e.h.Metrics, e.h.CC.Target()
 	twoLeaves(e)

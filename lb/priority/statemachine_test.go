@@ -93,13 +93,15 @@ var reportStateNames = []string{"CONNECTING", "IDLE", "READY", "TRANSIENT_FAILUR
 
 func newMachine(t *rapid.T) *machine {
 	retainRemoved := rapid.Bool().Draw(t, "retainRemoved")
-	h := lbtest.New(t)
+	h := lbtest.NewParent(t)
 	sched := &recScheduler{inner: h.Serializer, clock: h.Clock}
 	opts := h.BuildOptions()
 	opts.Scheduler = sched
-	h.Do(func() { h.Balancer = NewBuilder(WithRetainRemovedChildren(retainRemoved)).Build(h.CC, opts) })
+	b := NewBuilder(WithRetainRemovedChildren(retainRemoved), WithRegistry(h.Registry()))
+	h.Registry().Register(b) // for h.ParseConfig
+	h.Do(func() { h.Balancer = b.Build(h.CC, opts) })
 	mc := &machine{
-		e:     &env{t: t, h: h, tr: lbtest.NewScripts()},
+		e:     &env{t: t, h: h},
 		sched: sched,
 		m:     newModel(h.Clock.Now(), retainRemoved),
 		names: []string{"a", "b", "c", "d"},
@@ -114,7 +116,7 @@ func (mc *machine) setConfig(priorities []string) {
 	for _, n := range priorities {
 		children = append(children, scriptChild(n))
 	}
-	if err := mc.e.updateErr(mustParse(mc.e.t, configJSON(children...)), nil); err != nil {
+	if err := mc.e.h.UpdateAddresses(mc.e.config(children...)); err != nil {
 		mc.e.t.Fatalf("UpdateClientConnState: %v", err)
 	}
 	mc.m.UpdateConfig(priorities)
@@ -152,7 +154,7 @@ func (mc *machine) report(t *rapid.T, name string) {
 	state := reportStates[rapid.SampledFrom(reportStateNames).Draw(t, "state")]
 	mc.token++
 	token := fmt.Sprintf("%s#%d", name, mc.token)
-	mc.e.report(name, state, token)
+	mc.e.h.Report(name, state, token)
 	mc.m.OnConnectivityStateUpdate(name, state, token)
 }
 
@@ -218,7 +220,7 @@ func (mc *machine) Wait(t *rapid.T) {
 func (mc *machine) ExitIdle(t *rapid.T) {
 	counts := func() map[*lbtest.Script]int {
 		out := make(map[*lbtest.Script]int)
-		for _, s := range mc.e.tr.All() {
+		for _, s := range mc.e.h.Scripts.All() {
 			out[s] = s.ExitIdles()
 		}
 		return out
@@ -228,7 +230,7 @@ func (mc *machine) ExitIdle(t *rapid.T) {
 	after := counts()
 	for s, n := range after {
 		want := before[s]
-		if cur := mc.m.current(); cur != "" && s == mc.e.tr.Get(cur) {
+		if cur := mc.m.current(); cur != "" && s == mc.e.h.Scripts.Get(cur) {
 			want++
 		}
 		if n != want {
@@ -243,7 +245,7 @@ func (mc *machine) Check(t *rapid.T) {
 	// What was published since the last check, in order.
 	var got, want []string
 	for _, s := range e.h.CC.States.Drain() {
-		got = append(got, s.ConnectivityState.String()+"/"+pickerToken(s.Picker))
+		got = append(got, s.ConnectivityState.String()+"/"+lbtest.PickerToken(s.Picker))
 	}
 	for _, p := range m.published {
 		want = append(want, p.state.String()+"/"+p.picker)
@@ -269,7 +271,7 @@ func (mc *machine) Check(t *rapid.T) {
 			current = b.current.Name()
 		}
 		for _, c := range b.children.Children() {
-			v := childView{name: c.Name(), picker: pickerToken(c.Data.picker), state: c.Data.state, active: c.Active()}
+			v := childView{name: c.Name(), picker: lbtest.PickerToken(c.Data.picker), state: c.Data.state, active: c.Active()}
 			if c.Data.failover != nil {
 				v.failoverIsPending, v.failover = true, c.Data.failoverAt // its timer's deadline: sched.pending checks the timers
 			}
@@ -305,13 +307,13 @@ func (mc *machine) Check(t *rapid.T) {
 	// script balancer was closed.
 	live := make(map[*lbtest.Script]bool)
 	for _, name := range m.sortedChildren() {
-		s := e.tr.Get(name)
+		s := e.h.Scripts.Get(name)
 		if s == nil || s.Closed() {
 			t.Fatalf("child %s has no live balancer", name)
 		}
 		live[s] = true
 	}
-	for _, s := range e.tr.All() {
+	for _, s := range e.h.Scripts.All() {
 		if !live[s] && !s.Closed() {
 			t.Fatalf("a balancer of destroyed child %s was not closed", s.ID())
 		}
@@ -323,6 +325,7 @@ func (mc *machine) Check(t *rapid.T) {
 // after every step. It runs rapid's checks several times over (once with
 // -short) since each check is cheap.
 func TestStateMachineMatchesA56Model(t *testing.T) {
+	t.Parallel()
 	rounds := 3
 	if testing.Short() {
 		rounds = 1

@@ -2,6 +2,7 @@ package priority
 
 import (
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +25,7 @@ func (e *env) current() string {
 }
 
 func TestChildMovedToAnotherPriorityIsNotRecreated(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	addrs := []resolver.Address{paddr("10.0.0.1:80", "p0"), paddr("10.0.1.1:80", "p1"), paddr("10.0.2.1:80", "p2")}
 	e.update(addrs, leafChild("p0"), leafChild("p1"))
@@ -37,7 +39,7 @@ func TestChildMovedToAnotherPriorityIsNotRecreated(t *testing.T) {
 	if e.child("p1") != old || sc1.IsShutdown() || len(e.h.CC.SubConns()) != 2 {
 		t.Fatalf("p1 was recreated (SubConns %d, old shut down %v)", len(e.h.CC.SubConns()), sc1.IsShutdown())
 	}
-	if got := pick(t, e.last().Picker); got != sc1 {
+	if got := pick(t, e.h.State().Picker); got != sc1 {
 		t.Fatalf("picked %v, want p1's %v", got, sc1)
 	}
 	if got := e.childNames(); !slices.Equal(got, []string{"p0(inactive)", "p1"}) {
@@ -68,6 +70,7 @@ func removeAndReadd(t *testing.T, e *env) (sc0, sc1 *lbtest.SubConn) {
 }
 
 func TestRemovedChildIsDeactivatedThenReadded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sc0, sc1 := removeAndReadd(t, e)
 	if got := e.childNames(); !slices.Equal(got, []string{"p0", "p1(inactive)"}) || sc1.IsShutdown() {
@@ -102,6 +105,7 @@ func TestRemovedChildIsDeactivatedThenReadded(t *testing.T) {
 }
 
 func TestRemovedChildIsReactivatedOnlyWhenChosen(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sc0, _ := removeAndReadd(t, e)
 	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0"), paddr("10.0.1.2:80", "p1")}, leafChild("p0"), leafChild("p1"))
@@ -114,7 +118,7 @@ func TestRemovedChildIsReactivatedOnlyWhenChosen(t *testing.T) {
 	if got := e.childNames(); !slices.Equal(got, []string{"p0", "p1"}) || e.current() != "p1" {
 		t.Fatalf("children %v, current %q; want p1 reactivated and current", got, e.current())
 	}
-	if got := pick(t, e.last().Picker); got != sc1b {
+	if got := pick(t, e.h.State().Picker); got != sc1b {
 		t.Fatalf("picked %v, want %v", got, sc1b)
 	}
 	e.h.Advance(time.Hour)
@@ -124,6 +128,7 @@ func TestRemovedChildIsReactivatedOnlyWhenChosen(t *testing.T) {
 }
 
 func TestRemovedChildIsDestroyedAtOnceWithA115(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, WithRetainRemovedChildren(false))
 	sc0, sc1 := removeAndReadd(t, e)
 	if got := e.childNames(); !slices.Equal(got, []string{"p0"}) || !sc1.IsShutdown() {
@@ -150,41 +155,43 @@ func TestRemovedChildIsDestroyedAtOnceWithA115(t *testing.T) {
 }
 
 func TestEmptyPriorities(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	if err := e.updateErr(mustParse(t, `{}`), nil); err != nil {
+	if err := e.h.UpdateAddresses(e.h.ParseConfig(Name, `{}`)); err != nil {
 		t.Fatalf("UpdateClientConnState: %v", err)
 	}
-	e.wantState(lb.TransientFailure, "<error: priority policy has empty priority list>")
-	_, err := e.last().Picker.Pick(lb.PickInfo{})
+	e.h.WantPicker(lb.TransientFailure, "<error: priority policy has empty priority list>")
+	_, err := e.h.State().Picker.Pick(lb.PickInfo{})
 	if !errors.Is(err, lb.ErrTransientFailure) || !errors.Is(err, ErrEmptyPriorities) {
 		t.Errorf("empty-list picker error %v is not ErrEmptyPriorities as a transient failure", err)
 	}
 	// From a non-empty list to an empty one: children are deactivated.
 	e.update(nil, scriptChild("p0"))
-	e.report("p0", lb.Ready, "ready")
+	e.h.Report("p0", lb.Ready, "ready")
 	e.update(nil)
-	e.wantState(lb.TransientFailure, "<error: priority policy has empty priority list>")
+	e.h.WantPicker(lb.TransientFailure, "<error: priority policy has empty priority list>")
 	if got := e.childNames(); !slices.Equal(got, []string{"p0(inactive)"}) {
 		t.Fatalf("children = %v, want [p0(inactive)]", got)
 	}
 	n := len(e.h.CC.States.All())
-	e.report("p0", lb.Connecting, "connecting") // a removed child's report changes nothing
+	e.h.Report("p0", lb.Connecting, "connecting") // a removed child's report changes nothing
 	e.h.ExitIdle()
-	if got := len(e.h.CC.States.All()); got != n || e.tr.Get("p0").ExitIdles() != 0 {
-		t.Fatalf("published %d more states, ExitIdle reached p0 %d times; want 0, 0", got-n, e.tr.Get("p0").ExitIdles())
+	if got := len(e.h.CC.States.All()); got != n || e.h.Scripts.Get("p0").ExitIdles() != 0 {
+		t.Fatalf("published %d more states, ExitIdle reached p0 %d times; want 0, 0", got-n, e.h.Scripts.Get("p0").ExitIdles())
 	}
 }
 
 func TestIgnoreReresolutionRequests(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	p0 := scriptChild("p0")
 	p0.ignore = true
 	p1 := scriptChild("p1")
 	e.update(nil, p0, p1)
-	e.report("p0", lb.TransientFailure, "tf")
+	e.h.Report("p0", lb.TransientFailure, "tf")
 	resolveNow := func(id string) int {
 		before := e.h.CC.ResolveNows.Pending()
-		e.h.Do(func() { e.tr.Get(id).ClientConn().ResolveNow() })
+		e.h.Do(func() { e.h.Scripts.Get(id).ClientConn().ResolveNow() })
 		return e.h.CC.ResolveNows.Pending() - before
 	}
 	if got := resolveNow("p0"); got != 0 {
@@ -205,9 +212,10 @@ func TestIgnoreReresolutionRequests(t *testing.T) {
 }
 
 func TestInlineUpdateStateOnCreation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, inlineChild("p0", lb.Ready), scriptChild("p1"))
-	if got := e.h.CC.States.Drain(); len(got) != 1 || pickerToken(got[0].Picker) != "inline:p0" {
+	if got := e.h.CC.States.Drain(); len(got) != 1 || lbtest.PickerToken(got[0].Picker) != "inline:p0" {
 		t.Fatalf("published %v, want exactly p0's inline READY", got)
 	}
 	if _, ok := e.h.Serializer.NextDeadline(); ok {
@@ -219,22 +227,23 @@ func TestInlineUpdateStateOnCreation(t *testing.T) {
 }
 
 func TestInlineUpdateStateDuringUpdateDoesNotChooseMidUpdate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptChild("p0"), scriptChild("p1"))
-	e.report("p0", lb.TransientFailure, "p0-tf")
-	e.report("p1", lb.Ready, "p1-ready")
-	e.report("p0", lb.Ready, "p0-ready")
-	e.wantState(lb.Ready, "p0-ready")
+	e.h.Report("p0", lb.TransientFailure, "p0-tf")
+	e.h.Report("p1", lb.Ready, "p1-ready")
+	e.h.Report("p0", lb.Ready, "p0-ready")
+	e.h.WantPicker(lb.Ready, "p0-ready")
 	e.h.CC.States.Drain()
 
 	// p0 fails inline during the update, before p1 gets its (inline READY)
 	// update. A choice run mid-update would publish p1's stale picker.
 	e.update(nil, inlineChild("p0", lb.TransientFailure), inlineChild("p1", lb.Ready))
 	got := e.h.CC.States.Drain()
-	if len(got) != 1 || got[0].ConnectivityState != lb.Ready || pickerToken(got[0].Picker) != "inline:p1" {
+	if len(got) != 1 || got[0].ConnectivityState != lb.Ready || lbtest.PickerToken(got[0].Picker) != "inline:p1" {
 		var tokens []string
 		for _, s := range got {
-			tokens = append(tokens, s.ConnectivityState.String()+"/"+pickerToken(s.Picker))
+			tokens = append(tokens, s.ConnectivityState.String()+"/"+lbtest.PickerToken(s.Picker))
 		}
 		t.Fatalf("published %v during the update, want exactly [READY/inline:p1]", tokens)
 	}
@@ -244,39 +253,41 @@ func TestInlineUpdateStateDuringUpdateDoesNotChooseMidUpdate(t *testing.T) {
 }
 
 func TestChildPolicyChange(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0")}, leafChild("p0"))
 	sc := e.h.SubConnFor("10.0.0.1:80")
 	sc.Ready()
-	e.wantState(lb.Ready, "<leaf>")
+	e.h.WantPicker(lb.Ready, "<leaf>")
 
 	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0")}, scriptChild("p0"))
 	if !sc.IsShutdown() {
 		t.Fatalf("old policy's SubConn not shut down")
 	}
-	if e.tr.Get("p0") == nil || e.child("p0").Policy() != scriptName {
+	if e.h.Scripts.Get("p0") == nil || e.child("p0").Policy() != lbtest.ScriptName {
 		t.Fatalf("new policy not built")
 	}
 	// The new policy has published nothing: CONNECTING, and since p0 was
 	// READY more recently than TRANSIENT_FAILURE, its failover timer runs.
-	e.wantState(lb.Connecting, "<queue>")
+	e.h.WantPicker(lb.Connecting, "<queue>")
 	if !e.failoverPending("p0") {
 		t.Errorf("no failover timer after the policy change")
 	}
-	e.report("p0", lb.Ready, "script-ready")
-	e.wantState(lb.Ready, "script-ready")
+	e.h.Report("p0", lb.Ready, "script-ready")
+	e.h.WantPicker(lb.Ready, "script-ready")
 }
 
 // A resolver error after an empty priority list says why the list is
 // empty: picks fail with both ErrEmptyPriorities and the error.
 func TestEmptyPrioritiesNameTheResolverReason(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptChild("p0"))
-	e.report("p0", lb.Ready, "ready")
+	e.h.Report("p0", lb.Ready, "ready")
 	e.update(nil)
 	why := errors.New("priority 0 has no locality with a load_balancing_weight")
 	e.h.ResolverError(why)
-	s := e.last()
+	s := e.h.State()
 	_, err := s.Picker.Pick(lb.PickInfo{})
 	if s.ConnectivityState != lb.TransientFailure || !errors.Is(err, ErrEmptyPriorities) || !errors.Is(err, why) || !errors.Is(err, lb.ErrTransientFailure) {
 		t.Fatalf("published %v with pick error %v, want TRANSIENT_FAILURE with ErrEmptyPriorities and %v", s.ConnectivityState, err, why)
@@ -284,12 +295,13 @@ func TestEmptyPrioritiesNameTheResolverReason(t *testing.T) {
 }
 
 func TestResolverError(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("resolver exploded")
 	t.Run("no children", func(t *testing.T) {
 		e := newEnv(t)
 		for _, want := range []error{boom, errConn} {
 			e.h.ResolverError(want)
-			s := e.last()
+			s := e.h.State()
 			_, err := s.Picker.Pick(lb.PickInfo{})
 			if s.ConnectivityState != lb.TransientFailure || !errors.Is(err, want) || !errors.Is(err, lb.ErrTransientFailure) {
 				t.Fatalf("published %v with pick error %v, want TRANSIENT_FAILURE with %v", s.ConnectivityState, err, want)
@@ -299,16 +311,16 @@ func TestResolverError(t *testing.T) {
 	t.Run("every existing child", func(t *testing.T) {
 		e := newEnv(t)
 		e.update(nil, scriptChild("p0"), scriptChild("p1"), scriptChild("p2"))
-		e.report("p0", lb.TransientFailure, "p0-tf")
-		e.report("p1", lb.Ready, "p1-ready")
+		e.h.Report("p0", lb.TransientFailure, "p0-tf")
+		e.h.Report("p1", lb.Ready, "p1-ready")
 		n := len(e.h.CC.States.All())
 		e.h.ResolverError(boom)
 		for _, id := range []string{"p0", "p1"} {
-			if errs := e.tr.Get(id).ResolverErrors(); len(errs) != 1 || !errors.Is(errs[0], boom) {
+			if errs := e.h.Scripts.Get(id).ResolverErrors(); len(errs) != 1 || !errors.Is(errs[0], boom) {
 				t.Errorf("%s got resolver errors %v, want [%v]", id, errs, boom)
 			}
 		}
-		if e.tr.Get("p2") != nil {
+		if e.h.Scripts.Get("p2") != nil {
 			t.Errorf("ResolverError created p2")
 		}
 		if got := len(e.h.CC.States.All()); got != n {
@@ -318,17 +330,19 @@ func TestResolverError(t *testing.T) {
 }
 
 func TestExitIdleReachesCurrentChildOnly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptChild("p0"), scriptChild("p1"))
-	e.report("p0", lb.TransientFailure, "p0-tf")
-	e.report("p1", lb.Idle, "p1-idle")
+	e.h.Report("p0", lb.TransientFailure, "p0-tf")
+	e.h.Report("p1", lb.Idle, "p1-idle")
 	e.h.ExitIdle()
-	if p0, p1 := e.tr.Get("p0").ExitIdles(), e.tr.Get("p1").ExitIdles(); p0 != 0 || p1 != 1 {
+	if p0, p1 := e.h.Scripts.Get("p0").ExitIdles(), e.h.Scripts.Get("p1").ExitIdles(); p0 != 0 || p1 != 1 {
 		t.Fatalf("ExitIdle reached p0 %d and p1 %d times, want 0 and 1", p0, p1)
 	}
 }
 
 func TestCloseStopsChildrenAndTimers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	twoLeaves(e)
 	sc0 := e.h.SubConnFor("10.0.0.1:80")
@@ -349,21 +363,22 @@ func TestCloseStopsChildrenAndTimers(t *testing.T) {
 	n := len(e.h.CC.States.All())
 	e.h.ResolverError(errConn)
 	e.h.ExitIdle()
-	_ = e.updateErr(mustParse(t, configJSON(leafChild("p0"))), nil)
+	_ = e.h.UpdateAddresses(e.config(leafChild("p0")))
 	if got := len(e.h.CC.States.All()); got != n {
 		t.Errorf("calls after Close published %d states", got-n)
 	}
 }
 
 func TestChoiceIsIdempotent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptChild("p0"), scriptChild("p1"))
-	e.report("p0", lb.TransientFailure, "p0-tf")
-	e.report("p1", lb.Ready, "p1-ready")
-	e.report("p0", lb.Ready, "p0-ready")
+	e.h.Report("p0", lb.TransientFailure, "p0-tf")
+	e.h.Report("p1", lb.Ready, "p1-ready")
+	e.h.Report("p0", lb.Ready, "p0-ready")
 	n := len(e.h.CC.States.All())
 	e.h.Do(func() { e.b().choosePriority(false); e.b().choosePriority(false) })
-	e.report("p1", lb.TransientFailure, "p1-tf") // a deactivated child changes nothing
+	e.h.Report("p1", lb.TransientFailure, "p1-tf") // a deactivated child changes nothing
 	if got := len(e.h.CC.States.All()); got != n {
 		t.Fatalf("running the choice again published %d states", got-n)
 	}
@@ -372,12 +387,13 @@ func TestChoiceIsIdempotent(t *testing.T) {
 	if got := len(e.h.CC.States.All()); got != n+1 {
 		t.Fatalf("a config update published %d states, want 1", got-n)
 	}
-	e.wantState(lb.Ready, "p0-ready")
+	e.h.WantPicker(lb.Ready, "p0-ready")
 }
 
 func TestHierarchicalAddresses(t *testing.T) {
-	var logs logBuffer
-	e := newEnvHarness(t, lbtest.New(t, lbtest.WithLogger(newLogger(&logs))))
+	t.Parallel()
+	logs := &lbtest.Logs{}
+	e := newEnvWith(t, []lbtest.Option{lbtest.WithLogger(slog.New(logs))})
 	e.update([]resolver.Address{
 		paddr("10.0.0.1:80", "p0", "localityA"),
 		paddr("10.0.0.2:80", "p0"),
@@ -385,7 +401,7 @@ func TestHierarchicalAddresses(t *testing.T) {
 		{Addr: "10.9.9.9:80"},
 		paddr("10.0.1.1:80", "p1", "localityB"),
 	}, scriptChild("p0"), scriptChild("p1"))
-	got := e.tr.Get("p0").Updates()[0].ResolverState.Addresses
+	got := e.h.Scripts.Get("p0").Updates()[0].ResolverState.Addresses
 	if len(got) != 2 {
 		t.Fatalf("p0 got %v, want its 2 addresses", got)
 	}
@@ -395,7 +411,7 @@ func TestHierarchicalAddresses(t *testing.T) {
 	if _, ok := hierarchy.Get(got[1]); ok || got[1].Addr != "10.0.0.2:80" {
 		t.Errorf("p0's second address = %v, want 10.0.0.2:80 without a path", got[1])
 	}
-	if a := e.tr.Get("p0").Updates()[0].ResolverState.Attributes; a.Len() != 1 {
+	if a := e.h.Scripts.Get("p0").Updates()[0].ResolverState.Attributes; a.Len() != 1 {
 		t.Errorf("resolver attributes not passed to the child: %v", a)
 	}
 	out := logs.String()
@@ -405,18 +421,19 @@ func TestHierarchicalAddresses(t *testing.T) {
 		}
 	}
 	// p1, created later by failover, gets its addresses from that update.
-	e.report("p0", lb.TransientFailure, "tf")
-	if got := e.tr.Get("p1").Updates()[0].ResolverState.Addresses; len(got) != 1 || got[0].Addr != "10.0.1.1:80" {
+	e.h.Report("p0", lb.TransientFailure, "tf")
+	if got := e.h.Scripts.Get("p1").Updates()[0].ResolverState.Addresses; len(got) != 1 || got[0].Addr != "10.0.1.1:80" {
 		t.Fatalf("p1 got %v, want 10.0.1.1:80", got)
 	}
 }
 
 func TestChildUpdateErrorsAreReturned(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// p1 has no address; it is created only when p0 fails.
 	twoLeaves(e)
 	e.h.SubConnFor("10.0.0.1:80").Fail(errConn)
-	err := e.updateErr(mustParse(t, configJSON(leafChild("p0"), leafChild("p1"))), []resolver.Address{paddr("10.0.0.1:80", "p0")})
+	err := e.h.UpdateAddresses(e.config(leafChild("p0"), leafChild("p1")), paddr("10.0.0.1:80", "p0"))
 	if !errors.Is(err, lb.ErrBadResolverState) || !strings.Contains(err.Error(), `"p1"`) {
 		t.Fatalf("UpdateClientConnState error = %v, want p1's ErrBadResolverState", err)
 	}
@@ -435,12 +452,13 @@ func TestChildUpdateErrorsAreReturned(t *testing.T) {
 // A child that publishes the same state with the same picker again changes
 // nothing: the policy publishes nothing (docs/choices.md, "Publishing").
 func TestIdenticalChildReportIsNotPublishedAgain(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptChild("p0"))
 	for _, state := range []lb.ConnectivityState{lb.Ready, lb.Connecting, lb.TransientFailure} {
-		p := e.report("p0", state, "r-"+state.String())
+		p := e.h.Report("p0", state, "r-"+state.String())
 		n := len(e.h.CC.States.All())
-		s := e.tr.Get("p0")
+		s := e.h.Scripts.Get("p0")
 		e.h.Do(func() { s.ClientConn().UpdateState(lb.State{ConnectivityState: state, Picker: p}) })
 		if got := len(e.h.CC.States.All()); got != n {
 			t.Fatalf("%v: the same report again published %d more states, want none", state, got-n)

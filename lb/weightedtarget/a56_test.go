@@ -9,18 +9,18 @@ import (
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/lbtest"
-	_ "github.com/lbkit/lbkit/lb/priority" // registers priority_experimental
+	"github.com/lbkit/lbkit/lb/priority"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
 // a56Config is gRFC A56's "Hierarchical Addresses" tree: priority_experimental
-// over two weighted_target_experimental children, each over two test_rr
+// over two weighted_target_experimental children, each over two test_leaf
 // localities, with the weights given.
 func a56Config(wA, wB, wC, wD int) string {
 	wt := func(l1 string, w1 int, l2 string, w2 int) string {
 		return fmt.Sprintf(`[{"weighted_target_experimental": {"targets": {
-			%q: {"weight": %d, "childPolicy": [{"test_rr": {}}]},
-			%q: {"weight": %d, "childPolicy": [{"test_rr": {}}]}}}}]`, l1, w1, l2, w2)
+			%q: {"weight": %d, "childPolicy": [{"test_leaf": {}}]},
+			%q: {"weight": %d, "childPolicy": [{"test_leaf": {}}]}}}}]`, l1, w1, l2, w2)
 	}
 	return fmt.Sprintf(`{"children": {"child0": {"config": %s}, "child1": {"config": %s}}, "priorities": ["child0", "child1"]}`,
 		wt("localityA", wA, "localityB", wB), wt("localityC", wC, "localityD", wD))
@@ -58,8 +58,12 @@ func subConnByAddr(t *testing.T, h *lbtest.Harness) map[lb.SubConn]string {
 }
 
 func TestA56HierarchyEndToEnd(t *testing.T) {
-	h := lbtest.New(t)
-	_, cfg := h.BuildPolicy("priority_experimental", a56Config(1, 3, 2, 1))
+	t.Parallel()
+	reg := lbtest.NewRegistry()
+	reg.Register(Builder{Registry: reg})
+	reg.Register(priority.NewBuilder(priority.WithRegistry(reg)))
+	h := lbtest.New(t, lbtest.WithRegistry(reg))
+	_, cfg := h.BuildPolicy(priority.Name, a56Config(1, 3, 2, 1))
 	if err := h.UpdateAddresses(cfg, a56Addresses()...); err != nil {
 		t.Fatalf("UpdateClientConnState: %v", err)
 	}

@@ -14,11 +14,12 @@ import (
 var errConn = errors.New("connection refused")
 
 func TestWeightsOneToThree(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 3))
-	e.report("a", lb.Ready, "r")
-	e.report("b", lb.Ready, "r")
-	p := e.wantState(lb.Ready).Picker
+	e.h.Report("a", lb.Ready, "r")
+	e.h.Report("b", lb.Ready, "r")
+	p := e.h.WantState(lb.Ready).Picker
 	names := e.names("a", "b")
 
 	seq := pickSeq(t, p, names, 4)
@@ -33,43 +34,46 @@ func TestWeightsOneToThree(t *testing.T) {
 }
 
 func TestTargetInTransientFailureIsNotPicked(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 2), scriptTarget("c", 3))
 	for _, id := range []string{"a", "b", "c"} {
-		e.report(id, lb.Ready, "r")
+		e.h.Report(id, lb.Ready, "r")
 	}
 	names := e.names("a", "b", "c")
-	checkPeriods(t, pickSeq(t, e.last().Picker, names, 60), 6, map[string]int{"a": 1, "b": 2, "c": 3})
+	checkPeriods(t, pickSeq(t, e.h.State().Picker, names, 60), 6, map[string]int{"a": 1, "b": 2, "c": 3})
 
-	e.report("b", lb.TransientFailure, "down")
-	seq := pickSeq(t, e.wantState(lb.Ready).Picker, names, 400)
+	e.h.Report("b", lb.TransientFailure, "down")
+	seq := pickSeq(t, e.h.WantState(lb.Ready).Picker, names, 400)
 	checkPeriods(t, seq, 4, map[string]int{"a": 1, "c": 3})
 
-	e.report("b", lb.Ready, "up")
-	checkPeriods(t, pickSeq(t, e.wantState(lb.Ready).Picker, names, 60), 6, map[string]int{"a": 1, "b": 2, "c": 3})
+	e.h.Report("b", lb.Ready, "up")
+	checkPeriods(t, pickSeq(t, e.h.WantState(lb.Ready).Picker, names, 60), 6, map[string]int{"a": 1, "b": 2, "c": 3})
 }
 
 func TestAllConnectingQueues(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
 	// New targets start CONNECTING: the update publishes CONNECTING.
-	if err := pickErr(e.wantState(lb.Connecting).Picker); !errors.Is(err, lb.ErrNoSubConnAvailable) {
+	if err := pickErr(e.h.WantState(lb.Connecting).Picker); !errors.Is(err, lb.ErrNoSubConnAvailable) {
 		t.Fatalf("CONNECTING pick error = %v, want ErrNoSubConnAvailable", err)
 	}
-	e.report("a", lb.TransientFailure, "down")
-	e.report("b", lb.Connecting, "c")
-	if err := pickErr(e.wantState(lb.Connecting).Picker); !errors.Is(err, lb.ErrNoSubConnAvailable) {
+	e.h.Report("a", lb.TransientFailure, "down")
+	e.h.Report("b", lb.Connecting, "c")
+	if err := pickErr(e.h.WantState(lb.Connecting).Picker); !errors.Is(err, lb.ErrNoSubConnAvailable) {
 		t.Fatalf("CONNECTING pick error = %v, want ErrNoSubConnAvailable", err)
 	}
 }
 
 func TestAllTransientFailureFailsWithAnError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
-	e.report("a", lb.TransientFailure, "refused")
-	e.wantState(lb.Connecting)
-	e.report("b", lb.TransientFailure, "timeout")
-	err := pickErr(e.wantState(lb.TransientFailure).Picker)
+	e.h.Report("a", lb.TransientFailure, "refused")
+	e.h.WantState(lb.Connecting)
+	e.h.Report("b", lb.TransientFailure, "timeout")
+	err := pickErr(e.h.WantState(lb.TransientFailure).Picker)
 	if !errors.Is(err, lb.ErrTransientFailure) || lb.ClassifyPickError(err) != lb.PickFailUnlessWaitForReady {
 		t.Fatalf("pick error %v is not a transient failure", err)
 	}
@@ -79,59 +83,62 @@ func TestAllTransientFailureFailsWithAnError(t *testing.T) {
 		}
 	}
 	// A newer failure of a becomes the reported one.
-	e.report("a", lb.TransientFailure, "reset")
-	if err := pickErr(e.wantState(lb.TransientFailure).Picker); !strings.Contains(err.Error(), "a: reset") {
+	e.h.Report("a", lb.TransientFailure, "reset")
+	if err := pickErr(e.h.WantState(lb.TransientFailure).Picker); !strings.Contains(err.Error(), "a: reset") {
 		t.Errorf("pick error %q does not name a's newer failure", err)
 	}
 }
 
 func TestStickyTransientFailure(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
-	e.report("a", lb.TransientFailure, "a-down")
-	e.report("b", lb.TransientFailure, "b-down")
-	e.wantState(lb.TransientFailure)
+	e.h.Report("a", lb.TransientFailure, "a-down")
+	e.h.Report("b", lb.TransientFailure, "b-down")
+	e.h.WantState(lb.TransientFailure)
 	n := e.published()
 
 	// a retries: CONNECTING, but it still counts as failed.
-	e.report("a", lb.Connecting, "retry")
-	e.report("a", lb.Idle, "idle")
+	e.h.Report("a", lb.Connecting, "retry")
+	e.h.Report("a", lb.Idle, "idle")
 	if got := e.published(); got != n {
 		t.Fatalf("a sticky-failed target's reports published %d states, want none", got-n)
 	}
-	if err := pickErr(e.wantState(lb.TransientFailure).Picker); !strings.Contains(err.Error(), "b: b-down") {
+	if err := pickErr(e.h.WantState(lb.TransientFailure).Picker); !strings.Contains(err.Error(), "b: b-down") {
 		t.Errorf("pick error %q, want b's error", err)
 	}
 	// READY ends the stickiness; a later CONNECTING counts as such.
-	e.report("a", lb.Ready, "up")
-	e.wantState(lb.Ready)
-	e.report("a", lb.Connecting, "lost")
-	e.wantState(lb.Connecting)
+	e.h.Report("a", lb.Ready, "up")
+	e.h.WantState(lb.Ready)
+	e.h.Report("a", lb.Connecting, "lost")
+	e.h.WantState(lb.Connecting)
 
 	// A target that was never READY: TRANSIENT_FAILURE then CONNECTING
 	// keeps the aggregate in TRANSIENT_FAILURE too.
-	e.report("a", lb.TransientFailure, "again")
-	e.wantState(lb.TransientFailure)
+	e.h.Report("a", lb.TransientFailure, "again")
+	e.h.WantState(lb.TransientFailure)
 }
 
 func TestNoTargets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil)
-	err := pickErr(e.wantState(lb.TransientFailure).Picker)
+	err := pickErr(e.h.WantState(lb.TransientFailure).Picker)
 	if !errors.Is(err, lb.ErrTransientFailure) || !errors.Is(err, ErrNoTargets) {
 		t.Fatalf("pick error %v, want ErrNoTargets as a transient failure", err)
 	}
 	// From targets to none: every target is closed.
 	e.update(nil, scriptTarget("a", 1))
-	e.report("a", lb.Ready, "r")
+	e.h.Report("a", lb.Ready, "r")
 	e.update(nil)
-	e.wantState(lb.TransientFailure)
-	if !e.script("a").Closed() || len(e.childNames()) != 0 {
+	e.h.WantState(lb.TransientFailure)
+	if !e.h.Script("a").Closed() || len(e.childNames()) != 0 {
 		t.Fatalf("target a not closed when the config dropped it")
 	}
 }
 
 func TestRemovedTargetIsClosedAtOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	addrs := []resolver.Address{paddr("10.0.0.1:80", "a"), paddr("10.0.0.2:80", "a"), paddr("10.0.1.1:80", "b")}
 	e.update(addrs, leafTarget("a", 1), leafTarget("b", 1))
@@ -151,35 +158,37 @@ func TestRemovedTargetIsClosedAtOnce(t *testing.T) {
 		t.Errorf("a timer is pending: removal must not be deferred")
 	}
 	b := e.h.SubConnFor("10.0.1.1:80")
-	if got, err := countSubConns(e.wantState(lb.Ready).Picker, 10); err != nil || got[b] != 10 {
+	if got, err := countSubConns(e.h.WantState(lb.Ready).Picker, 10); err != nil || got[b] != 10 {
 		t.Fatalf("picks %v, %v; want all 10 on b", got, err)
 	}
 }
 
 func TestWeightChangeAppliesAtOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
-	e.report("a", lb.Ready, "r")
-	e.report("b", lb.Ready, "r")
+	e.h.Report("a", lb.Ready, "r")
+	e.h.Report("b", lb.Ready, "r")
 	names := e.names("a", "b")
-	checkPeriods(t, pickSeq(t, e.last().Picker, names, 20), 2, map[string]int{"a": 1, "b": 1})
+	checkPeriods(t, pickSeq(t, e.h.State().Picker, names, 20), 2, map[string]int{"a": 1, "b": 1})
 
 	e.update(nil, scriptTarget("a", 4), scriptTarget("b", 1))
-	seq := pickSeq(t, e.wantState(lb.Ready).Picker, names, 500)
+	seq := pickSeq(t, e.h.WantState(lb.Ready).Picker, names, 500)
 	checkPeriods(t, seq, 5, map[string]int{"a": 4, "b": 1})
-	if len(e.script("a").Updates()) != 2 || e.script("a").Closed() {
+	if len(e.h.Script("a").Updates()) != 2 || e.h.Script("a").Closed() {
 		t.Errorf("a weight change recreated the target")
 	}
 }
 
 func TestChildPolicyChangeReplacesChild(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	addrs := []resolver.Address{paddr("10.0.0.1:80", "a")}
 	e.update(addrs, leafTarget("a", 1), scriptTarget("b", 1))
 	old := e.h.SubConnFor("10.0.0.1:80")
 	old.Fail(errConn)
-	e.report("b", lb.TransientFailure, "down")
-	e.wantState(lb.TransientFailure)
+	e.h.Report("b", lb.TransientFailure, "down")
+	e.h.WantState(lb.TransientFailure)
 
 	e.update(addrs, scriptTarget("a", 1), scriptTarget("b", 1))
 	if !old.IsShutdown() {
@@ -187,18 +196,19 @@ func TestChildPolicyChangeReplacesChild(t *testing.T) {
 	}
 	var policy string
 	e.h.Do(func() { policy = e.b().children.Get("a").Policy() })
-	if policy != scriptName || e.tr.Get("a") == nil {
-		t.Fatalf("target a runs %q, want %q", policy, scriptName)
+	if policy != lbtest.ScriptName || e.h.Scripts.Get("a") == nil {
+		t.Fatalf("target a runs %q, want %q", policy, lbtest.ScriptName)
 	}
 	// The new policy has not failed: a counts as CONNECTING again.
-	e.wantState(lb.Connecting)
-	e.report("a", lb.Ready, "r")
-	if got := pickSeq(t, e.wantState(lb.Ready).Picker, e.names("a"), 3); !slices.Equal(got, []string{"a", "a", "a"}) {
+	e.h.WantState(lb.Connecting)
+	e.h.Report("a", lb.Ready, "r")
+	if got := pickSeq(t, e.h.WantState(lb.Ready).Picker, e.names("a"), 3); !slices.Equal(got, []string{"a", "a", "a"}) {
 		t.Fatalf("picks %v, want a's new policy", got)
 	}
 }
 
 func TestInlineUpdateStateDoesNotPublishMidUpdate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, inlineTarget("a", 1, lb.Ready), inlineTarget("b", 3, lb.Ready), inlineTarget("c", 1, lb.TransientFailure))
 	states := e.h.CC.States.Drain()
@@ -217,56 +227,59 @@ func TestInlineUpdateStateDoesNotPublishMidUpdate(t *testing.T) {
 }
 
 func TestUpdateRepublishesUnchangedPicker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 2))
-	e.report("a", lb.Ready, "r")
-	e.report("b", lb.Ready, "r")
+	e.h.Report("a", lb.Ready, "r")
+	e.h.Report("b", lb.Ready, "r")
 	n := e.published()
 	// A child report that changes nothing visible publishes nothing.
-	e.report("a", lb.Connecting, "c")
-	e.report("a", lb.TransientFailure, "tf")
-	e.report("a", lb.Connecting, "c")
-	e.report("a", lb.Ready, "r2")
-	e.report("a", lb.TransientFailure, "tf")
+	e.h.Report("a", lb.Connecting, "c")
+	e.h.Report("a", lb.TransientFailure, "tf")
+	e.h.Report("a", lb.Connecting, "c")
+	e.h.Report("a", lb.Ready, "r2")
+	e.h.Report("a", lb.TransientFailure, "tf")
 	// Published: a leaves READY, rejoins, leaves again. Its sticky
 	// CONNECTING and its TRANSIENT_FAILURE while b is READY change
 	// nothing.
 	if got := e.published(); got != n+3 {
 		t.Fatalf("published %d states, want 3", got-n)
 	}
-	e.report("a", lb.Ready, "r3")
-	p := e.last().Picker
+	e.h.Report("a", lb.Ready, "r3")
+	p := e.h.State().Picker
 	n = e.published()
 	// A parent update always publishes, the same picker when nothing
 	// changed, so its schedule continues.
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 2))
-	if got := e.published(); got != n+1 || e.last().Picker != p {
-		t.Fatalf("update published %d states (same picker %v), want 1, the same", got-n, e.last().Picker == p)
+	if got := e.published(); got != n+1 || e.h.State().Picker != p {
+		t.Fatalf("update published %d states (same picker %v), want 1, the same", got-n, e.h.State().Picker == p)
 	}
 }
 
 func TestCarryOverDoesNotStarveLightTarget(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptTarget("light", 1), scriptTarget("heavy", 9))
-	e.report("light", lb.Ready, "r")
-	e.report("heavy", lb.Ready, "r")
+	e.h.Report("light", lb.Ready, "r")
+	e.h.Report("heavy", lb.Ready, "r")
 	names := e.names("light", "heavy")
 	// heavy republishes after every pick: a new picker each time. A
 	// schedule restarted each time would always pick heavy first.
 	var seq []string
 	for i := range 100 {
-		seq = append(seq, pickSeq(t, e.last().Picker, names, 1)...)
-		e.report("heavy", lb.Ready, "r"+string(rune('a'+i%26)))
+		seq = append(seq, pickSeq(t, e.h.State().Picker, names, 1)...)
+		e.h.Report("heavy", lb.Ready, "r"+string(rune('a'+i%26)))
 	}
 	checkPeriods(t, seq, 10, map[string]int{"light": 1, "heavy": 9})
 }
 
 func TestSingleReadyTargetPublishesItsOwnPicker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
-	e.report("a", lb.Ready, "only")
-	if p, ok := e.wantState(lb.Ready).Picker.(*lbtest.ScriptPicker); !ok || p.Token != "only" {
-		t.Fatalf("published %T, want a's own picker", e.last().Picker)
+	e.h.Report("a", lb.Ready, "only")
+	if p, ok := e.h.WantState(lb.Ready).Picker.(*lbtest.ScriptPicker); !ok || p.Token != "only" {
+		t.Fatalf("published %T, want a's own picker", e.h.State().Picker)
 	}
 }
 
@@ -277,7 +290,7 @@ func TestPickDoesNotAllocate(t *testing.T) {
 	for _, sc := range e.h.CC.SubConns() {
 		sc.Ready()
 	}
-	p := e.wantState(lb.Ready).Picker
+	p := e.h.WantState(lb.Ready).Picker
 	if _, ok := p.(*weightedPicker); !ok {
 		t.Fatalf("published %T, want *weightedPicker", p)
 	}

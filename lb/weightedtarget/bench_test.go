@@ -118,15 +118,16 @@ func BenchmarkPickThroughTree(b *testing.B) {
 // 10 targets of 1000 endpoints each (10,000 addresses), every target's
 // child already holding a SubConn per address: the update groups the
 // addresses by path, strips the first element, sends each child its
-// group, and publishes once. leaf=test_rr isolates weighted_target's own
+// group, and publishes once. leaf=test_leaf isolates weighted_target's own
 // work (the test leaf only diffs its addresses); leaf=wrr adds
 // weighted_round_robin's, which rebuilds its schedule on every update.
 func BenchmarkUpdateClientConnState(b *testing.B) {
 	const targets, endpoints = 10, 1000
-	for _, leaf := range []string{leafName, wrr.Name} {
+	for _, leaf := range []string{lbtest.LeafName, wrr.Name} {
 		b.Run("leaf="+leaf, func(b *testing.B) {
-			h := lbtest.New(b)
-			h.Build(Builder{})
+			reg := lbtest.NewRegistry(wrr.Builder{})
+			reg.Register(Builder{Registry: reg})
+			h := lbtest.New(b, lbtest.WithRegistry(reg))
 			var specs []targetSpec
 			addrs := make([]resolver.Address, 0, targets*endpoints)
 			for l := range targets {
@@ -136,9 +137,10 @@ func BenchmarkUpdateClientConnState(b *testing.B) {
 					addrs = append(addrs, weight.Set(paddr(fmt.Sprintf("10.%d.%d.%d:80", l, e/250, e%250), name), uint32(1+e%5)))
 				}
 			}
+			_, cfg := h.BuildPolicy(Name, configJSON(specs...))
 			state := lb.ClientConnState{
 				ResolverState:  resolver.State{Addresses: addrs},
-				BalancerConfig: mustParse(b, configJSON(specs...)),
+				BalancerConfig: cfg,
 			}
 			if err := h.UpdateClientConnState(state); err != nil {
 				b.Fatal(err)

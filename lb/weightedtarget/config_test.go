@@ -11,13 +11,14 @@ import (
 )
 
 func TestParseConfig(t *testing.T) {
+	t.Parallel()
 	cfg := mustParse(t, `{
 		"targets": {
-			"a": {"weight": 1, "childPolicy": [{"unknown_policy": {}}, {"test_rr": {}}]},
+			"a": {"weight": 1, "childPolicy": [{"unknown_policy": {}}, {"test_leaf": {}}]},
 			"b": {"weight": "3", "child_policy": [{"test_script": {"id": "x"}}], "unknownField": 1},
-			"c": {"weight": 4294967295, "childPolicy": [{"test_rr": {}}]},
-			"d": {"weight": 2.0, "childPolicy": [{"test_rr": {}}], "child_policy": [{"test_script": {}}]},
-			"e": {"weight": 1e2, "childPolicy": [{"test_rr": {}}]}
+			"c": {"weight": 4294967295, "childPolicy": [{"test_leaf": {}}]},
+			"d": {"weight": 2.0, "childPolicy": [{"test_leaf": {}}], "child_policy": [{"test_script": {}}]},
+			"e": {"weight": 1e2, "childPolicy": [{"test_leaf": {}}]}
 		},
 		"unknownTopLevel": {}
 	}`)
@@ -25,11 +26,11 @@ func TestParseConfig(t *testing.T) {
 		weight uint32
 		policy string
 	}{
-		"a": {1, leafName},
-		"b": {3, scriptName},
-		"c": {4294967295, leafName},
-		"d": {2, leafName}, // childPolicy wins over child_policy
-		"e": {100, leafName},
+		"a": {1, lbtest.LeafName},
+		"b": {3, lbtest.ScriptName},
+		"c": {4294967295, lbtest.LeafName},
+		"d": {2, lbtest.LeafName}, // childPolicy wins over child_policy
+		"e": {100, lbtest.LeafName},
 	} {
 		got := cfg.Targets[name]
 		if got.Weight != want.weight || got.ChildPolicy == nil || got.ChildPolicy.Name != want.policy {
@@ -44,14 +45,15 @@ func TestParseConfig(t *testing.T) {
 	}
 
 	for _, js := range []string{``, `null`, `{}`, `{"targets": {}}`, `{"targets": null}`} {
-		cfg, err := parseConfig(json.RawMessage(js), lb.DefaultRegistry())
+		cfg, err := parseConfig(json.RawMessage(js), testRegistry)
 		if err != nil || len(cfg.Targets) != 0 {
 			t.Errorf("parseConfig(%q) = %+v, %v; want an empty config", js, cfg, err)
 		}
 	}
 
 	// Through the registry, as a service config would.
-	p, err := lb.ParseLoadBalancingConfig(json.RawMessage(`[{"weighted_target_experimental": ` + configJSON(leafTarget("a", 2)) + `}]`))
+	p, err := lb.ParseLoadBalancingConfig(json.RawMessage(`[{"weighted_target_experimental": ` +
+		configJSON(targetSpec{name: "a", weight: 2, policy: `[{"weighted_round_robin": {}}]`}) + `}]`))
 	if err != nil || p.Name != Name {
 		t.Fatalf("ParseLoadBalancingConfig: %v, %v", p, err)
 	}
@@ -61,7 +63,8 @@ func TestParseConfig(t *testing.T) {
 }
 
 func TestParseConfigErrors(t *testing.T) {
-	const pol = `"childPolicy": [{"test_rr": {}}]`
+	t.Parallel()
+	const pol = `"childPolicy": [{"test_leaf": {}}]`
 	for _, tc := range []struct {
 		name, js, path, msg string
 	}{
@@ -89,7 +92,7 @@ func TestParseConfigErrors(t *testing.T) {
 			`targets["a"].childPolicy[0].weighted_target_experimental.targets["x"].weight`, "must be >= 1, got 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseConfig(json.RawMessage(tc.js), lb.DefaultRegistry())
+			_, err := parseConfig(json.RawMessage(tc.js), testRegistry)
 			var ce *lb.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("error = %v (%T), want a *lb.ConfigError", err, err)
@@ -102,15 +105,16 @@ func TestParseConfigErrors(t *testing.T) {
 }
 
 func TestValidateHandBuiltConfig(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	leafPolicy := mustParse(t, configJSON(leafTarget("a", 1))).Targets["a"].ChildPolicy
+	leafPolicy := e.config(leafTarget("a", 1)).Targets["a"].ChildPolicy
 	for _, cfg := range []lb.Config{
 		nil,
 		(*Config)(nil),
 		&Config{Targets: map[string]Target{"a": {Weight: 0, ChildPolicy: leafPolicy}}},
 		&Config{Targets: map[string]Target{"a": {Weight: 1}}},
 	} {
-		if err := e.updateErr(cfg, nil); err == nil {
+		if err := e.h.UpdateAddresses(cfg); err == nil {
 			t.Errorf("config %#v was accepted", cfg)
 		}
 	}
@@ -124,14 +128,14 @@ func FuzzParseConfig(f *testing.F) {
 		`{}`,
 		configJSON(leafTarget("a", 1), leafTarget("b", 3)),
 		configJSON(scriptTarget("a", 1), inlineTarget("b", 2, lb.Ready)),
-		`{"targets": {"a": {"weight": "7", "child_policy": [{"test_rr": {}}]}}}`,
+		`{"targets": {"a": {"weight": "7", "child_policy": [{"test_leaf": {}}]}}}`,
 		`{"targets": {"a": {"weight": 1e3, "childPolicy": [{"weighted_target_experimental": {}}]}}}`,
-		`{"targets": {"a": {"weight": -1, "childPolicy": [{"test_rr": {}}]}}}`,
+		`{"targets": {"a": {"weight": -1, "childPolicy": [{"test_leaf": {}}]}}}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		c, _, ok := lbtest.CheckConfigParse(t, Builder{}, raw)
+		c, _, ok := lbtest.CheckConfigParse(t, Builder{Registry: testRegistry}, raw)
 		if !ok {
 			return
 		}
@@ -145,6 +149,7 @@ func FuzzParseConfig(f *testing.F) {
 
 // Targets' child policy lists are parsed against the builder's registry.
 func TestBuilderRegistry(t *testing.T) {
+	t.Parallel()
 	js := `{"targets":{"a":{"weight":1,"childPolicy":[{"leaf_only_in_my_registry":{}}]}}}`
 	if _, _, err := (Builder{}).ParseConfig(json.RawMessage(js)); err == nil {
 		t.Fatal("the default registry resolved a policy registered elsewhere")

@@ -1,30 +1,21 @@
 package weightedtarget
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/lbkit/lbkit/lb"
-	"github.com/lbkit/lbkit/lb/attributes"
-	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
-func TestMain(m *testing.M) {
-	lb.Register(lbtest.NewLeafBuilder(leafName))
-	lb.Register(lbtest.NewScriptBuilder(scriptName))
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // targetSpec describes one target of a test config.
 type targetSpec struct {
@@ -34,7 +25,7 @@ type targetSpec struct {
 }
 
 func leafTarget(name string, weight uint32) targetSpec {
-	return targetSpec{name: name, weight: weight, policy: `[{"test_rr": {}}]`}
+	return targetSpec{name: name, weight: weight, policy: `[{"test_leaf": {}}]`}
 }
 
 func scriptTarget(name string, weight uint32) targetSpec {
@@ -55,9 +46,17 @@ func configJSON(targets ...targetSpec) string {
 	return fmt.Sprintf(`{"targets": {%s}}`, strings.Join(ts, ", "))
 }
 
+// testRegistry holds the test children and weighted_target itself, for
+// tests that parse configs without an env.
+var testRegistry = func() *lb.Registry {
+	r := lbtest.NewRegistry()
+	r.Register(Builder{Registry: r})
+	return r
+}()
+
 func mustParse(tb lbtest.TB, js string) *Config {
 	tb.Helper()
-	cfg, err := parseConfig(json.RawMessage(js), lb.DefaultRegistry())
+	cfg, err := parseConfig(json.RawMessage(js), testRegistry)
 	if err != nil {
 		tb.Fatalf("parsing %s: %v", js, err)
 	}
@@ -65,92 +64,47 @@ func mustParse(tb lbtest.TB, js string) *Config {
 }
 
 // paddr returns addr with the hierarchical path path.
-func paddr(addr string, path ...string) resolver.Address {
-	return hierarchy.Set(resolver.Address{Addr: addr}, path)
-}
+var paddr = lbtest.PathAddr
 
-// env is one weighted_target balancer on the lbtest harness.
+// env is one weighted_target balancer on an lbtest.Parent, over the test
+// children of its own registry.
 type env struct {
-	t  lbtest.TB
-	h  *lbtest.Harness
-	tr *lbtest.Scripts
+	t lbtest.TB
+	h *lbtest.Parent
 }
 
 func newEnv(t lbtest.TB, opts ...lbtest.Option) *env {
 	t.Helper()
-	h := lbtest.New(t, opts...)
-	h.Build(Builder{})
-	return &env{t: t, h: h, tr: lbtest.NewScripts()}
+	p := lbtest.NewParent(t, opts...)
+	p.Build(Builder{Registry: p.Registry()})
+	return &env{t: t, h: p}
 }
 
 func (e *env) b() *wtBalancer { return e.h.Balancer.(*wtBalancer) }
+
+// config returns the config of targets, parsed against the env's registry.
+func (e *env) config(targets ...targetSpec) *Config {
+	e.t.Helper()
+	return e.h.ParseConfig(Name, configJSON(targets...)).(*Config)
+}
 
 // update sends targets as the config with addrs, and fails the test on an
 // error.
 func (e *env) update(addrs []resolver.Address, targets ...targetSpec) {
 	e.t.Helper()
-	if err := e.updateErr(mustParse(e.t, configJSON(targets...)), addrs); err != nil {
+	if err := e.h.UpdateAddresses(e.config(targets...), addrs...); err != nil {
 		e.t.Fatalf("UpdateClientConnState: %v", err)
 	}
-}
-
-func (e *env) updateErr(cfg lb.Config, addrs []resolver.Address) error {
-	e.t.Helper()
-	return e.h.UpdateClientConnState(lb.ClientConnState{
-		ResolverState: resolver.State{
-			Addresses:  addrs,
-			Attributes: e.tr.Attributes(attributes.Attributes{}),
-		},
-		BalancerConfig: cfg,
-	})
-}
-
-// script returns the newest script child with id.
-func (e *env) script(id string) *lbtest.Script {
-	e.t.Helper()
-	s := e.tr.Get(id)
-	if s == nil {
-		e.t.Fatalf("no script child %q", id)
-	}
-	return s
-}
-
-// report makes the script child id publish state with a picker named
-// token.
-func (e *env) report(id string, state lb.ConnectivityState, token string) {
-	e.t.Helper()
-	s := e.script(id)
-	e.h.Do(func() { s.Report(state, token) })
-}
-
-// last returns the last published state.
-func (e *env) last() lb.State {
-	e.t.Helper()
-	s, ok := e.h.CC.LastState()
-	if !ok {
-		e.t.Fatalf("no state published")
-	}
-	return s
 }
 
 // published returns how many states were published so far.
 func (e *env) published() int { return len(e.h.CC.States.All()) }
 
-// wantState checks the last published state.
-func (e *env) wantState(want lb.ConnectivityState) lb.State {
-	e.t.Helper()
-	s := e.last()
-	if s.ConnectivityState != want {
-		e.t.Fatalf("published %v, want %v", s.ConnectivityState, want)
-	}
-	return s
-}
-
 // names maps each script child's SubConn to its id.
 func (e *env) names(ids ...string) map[lb.SubConn]string {
 	out := make(map[lb.SubConn]string, len(ids))
 	for _, id := range ids {
-		out[e.script(id).SubConn()] = id
+		out[e.h.Script(id).SubConn()] = id
 	}
 	return out
 }
@@ -225,33 +179,3 @@ func (e *env) childNames() []string {
 	})
 	return slices.Clip(out)
 }
-
-// logBuffer is a concurrency-safe buffer for a test logger.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func newLogger(b *logBuffer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// scriptName is the script child policy (lbtest.NewScriptBuilder): the
-// test sets its state directly.
-const scriptName = "test_script"
-
-// leafName is the test leaf policy (lbtest.NewLeafBuilder): one SubConn per
-// address, connected at once, round robin over the READY ones.
-const leafName = "test_rr"

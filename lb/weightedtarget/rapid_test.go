@@ -46,6 +46,7 @@ var (
 )
 
 func TestPicksFollowWeightsExactly(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		m := &weightsMachine{t: t, e: newEnv(t), targets: make(map[string]*modelTarget)}
 		m.reconfig(t)
@@ -84,7 +85,7 @@ func (m *weightsMachine) report(t *rapid.T) {
 	key := rapid.SampledFrom(stateNames).Draw(t, "state")
 	s := stateByKey[key]
 	m.token++
-	m.e.report(name, s, fmt.Sprint(m.token))
+	m.e.h.Report(name, s, fmt.Sprint(m.token))
 	mt := m.targets[name]
 	mt.reported = s
 	switch {
@@ -113,7 +114,7 @@ func (m *weightsMachine) republish(t *rapid.T) {
 	}
 	name := rapid.SampledFrom(ready).Draw(t, "target")
 	m.token++
-	m.e.report(name, lb.Ready, fmt.Sprint(m.token))
+	m.e.h.Report(name, lb.Ready, fmt.Sprint(m.token))
 }
 
 func (m *weightsMachine) readySet() map[string]uint32 {
@@ -150,7 +151,7 @@ func (m *weightsMachine) pick(t *rapid.T) {
 	}
 	p, _ := period(ready)
 	n := rapid.IntRange(1, 3*p).Draw(t, "picks")
-	m.picks = append(m.picks, pickSeq(t, m.e.last().Picker, m.e.names(slices.Collect(maps.Keys(ready))...), n)...)
+	m.picks = append(m.picks, pickSeq(t, m.e.h.State().Picker, m.e.names(slices.Collect(maps.Keys(ready))...), n)...)
 }
 
 // check runs after every step.
@@ -168,7 +169,7 @@ func (m *weightsMachine) check(t *rapid.T) {
 			latest, latestSeq = name, mt.failSeq
 		}
 	}
-	s := m.e.last()
+	s := m.e.h.State()
 	if want := c.Aggregate(); s.ConnectivityState != want {
 		t.Fatalf("published %v, want %v (targets %v)", s.ConnectivityState, want, m.describe())
 	}

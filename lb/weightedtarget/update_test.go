@@ -2,6 +2,7 @@ package weightedtarget
 
 import (
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -13,8 +14,9 @@ import (
 )
 
 func TestHierarchicalAddresses(t *testing.T) {
-	var logs logBuffer
-	e := newEnv(t, lbtest.WithLogger(newLogger(&logs)))
+	t.Parallel()
+	logs := &lbtest.Logs{}
+	e := newEnv(t, lbtest.WithLogger(slog.New(logs)))
 	e.update([]resolver.Address{
 		paddr("10.0.0.1:80", "a", "deeper"),
 		paddr("10.0.0.2:80", "a"),
@@ -22,7 +24,7 @@ func TestHierarchicalAddresses(t *testing.T) {
 		{Addr: "10.9.9.9:80"},
 		paddr("10.0.1.1:80", "b"),
 	}, scriptTarget("a", 1), scriptTarget("b", 1))
-	got := e.script("a").Updates()[0].ResolverState.Addresses
+	got := e.h.Script("a").Updates()[0].ResolverState.Addresses
 	if len(got) != 2 {
 		t.Fatalf("a got %v, want its 2 addresses", got)
 	}
@@ -32,10 +34,10 @@ func TestHierarchicalAddresses(t *testing.T) {
 	if _, ok := hierarchy.Get(got[1]); ok || got[1].Addr != "10.0.0.2:80" {
 		t.Errorf("a's second address = %v, want 10.0.0.2:80 without a path", got[1])
 	}
-	if got := e.script("b").Updates()[0].ResolverState.Addresses; len(got) != 1 || got[0] != (resolver.Address{Addr: "10.0.1.1:80"}) {
+	if got := e.h.Script("b").Updates()[0].ResolverState.Addresses; len(got) != 1 || got[0] != (resolver.Address{Addr: "10.0.1.1:80"}) {
 		t.Errorf("b got %v, want the plain 10.0.1.1:80", got)
 	}
-	if a := e.script("a").Updates()[0].ResolverState.Attributes; a.Len() != 1 {
+	if a := e.h.Script("a").Updates()[0].ResolverState.Attributes; a.Len() != 1 {
 		t.Errorf("resolver attributes not passed to the child: %v", a)
 	}
 	out := logs.String()
@@ -47,10 +49,10 @@ func TestHierarchicalAddresses(t *testing.T) {
 }
 
 func TestChildUpdateErrorsAreReturned(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	// b has no address: test_rr returns ErrBadResolverState.
-	err := e.updateErr(mustParse(t, configJSON(leafTarget("a", 1), leafTarget("b", 1))),
-		[]resolver.Address{paddr("10.0.0.1:80", "a")})
+	// b has no address: test_leaf returns ErrBadResolverState.
+	err := e.h.UpdateAddresses(e.config(leafTarget("a", 1), leafTarget("b", 1)), paddr("10.0.0.1:80", "a"))
 	if !errors.Is(err, lb.ErrBadResolverState) || !strings.Contains(err.Error(), `target "b"`) {
 		t.Fatalf("UpdateClientConnState error = %v, want b's ErrBadResolverState", err)
 	}
@@ -60,12 +62,13 @@ func TestChildUpdateErrorsAreReturned(t *testing.T) {
 }
 
 func TestResolverError(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("resolver exploded")
 	t.Run("no targets", func(t *testing.T) {
 		e := newEnv(t)
 		for _, want := range []error{boom, errConn} {
 			e.h.ResolverError(want)
-			err := pickErr(e.wantState(lb.TransientFailure).Picker)
+			err := pickErr(e.h.WantState(lb.TransientFailure).Picker)
 			if !errors.Is(err, want) || !errors.Is(err, lb.ErrTransientFailure) {
 				t.Fatalf("pick error %v, want %v as a transient failure", err, want)
 			}
@@ -74,11 +77,11 @@ func TestResolverError(t *testing.T) {
 	t.Run("every target", func(t *testing.T) {
 		e := newEnv(t)
 		e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
-		e.report("a", lb.Ready, "r")
+		e.h.Report("a", lb.Ready, "r")
 		n := e.published()
 		e.h.ResolverError(boom)
 		for _, id := range []string{"a", "b"} {
-			if errs := e.script(id).ResolverErrors(); len(errs) != 1 || !errors.Is(errs[0], boom) {
+			if errs := e.h.Script(id).ResolverErrors(); len(errs) != 1 || !errors.Is(errs[0], boom) {
 				t.Errorf("%s got resolver errors %v, want [%v]", id, errs, boom)
 			}
 		}
@@ -89,76 +92,80 @@ func TestResolverError(t *testing.T) {
 }
 
 func TestExitIdleReachesEveryTarget(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1), scriptTarget("c", 1))
-	e.report("a", lb.Ready, "r")
-	e.report("b", lb.TransientFailure, "tf")
+	e.h.Report("a", lb.Ready, "r")
+	e.h.Report("b", lb.TransientFailure, "tf")
 	// Children answering inline do not publish one by one.
 	for _, id := range []string{"a", "b", "c"} {
-		s := e.script(id)
+		s := e.h.Script(id)
 		s.SetOnExitIdle(func() { s.Report(lb.Ready, "woken") })
 	}
 	n := e.published()
 	e.h.ExitIdle()
 	for _, id := range []string{"a", "b", "c"} {
-		if got := e.script(id).ExitIdles(); got != 1 {
+		if got := e.h.Script(id).ExitIdles(); got != 1 {
 			t.Errorf("ExitIdle reached %s %d times, want 1", id, got)
 		}
 	}
 	if got := e.published(); got != n+1 {
 		t.Fatalf("ExitIdle published %d states, want 1", got-n)
 	}
-	checkPeriods(t, pickSeq(t, e.last().Picker, e.names("a", "b", "c"), 9), 3, map[string]int{"a": 1, "b": 1, "c": 1})
+	checkPeriods(t, pickSeq(t, e.h.State().Picker, e.names("a", "b", "c"), 9), 3, map[string]int{"a": 1, "b": 1, "c": 1})
 }
 
 func TestIdleTargetIsAskedToLeaveIdle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
-	e.report("a", lb.Ready, "r")
-	e.report("b", lb.Idle, "idle")
-	if got := e.script("b").ExitIdles(); got != 1 {
+	e.h.Report("a", lb.Ready, "r")
+	e.h.Report("b", lb.Idle, "idle")
+	if got := e.h.Script("b").ExitIdles(); got != 1 {
 		t.Fatalf("IDLE target asked to leave IDLE %d times, want 1", got)
 	}
 	// A repeated IDLE report does not ask again; a new entry into IDLE
 	// does.
-	e.report("b", lb.Idle, "idle2")
-	e.report("b", lb.Connecting, "c")
-	e.report("b", lb.Idle, "idle3")
-	if got := e.script("b").ExitIdles(); got != 2 {
+	e.h.Report("b", lb.Idle, "idle2")
+	e.h.Report("b", lb.Connecting, "c")
+	e.h.Report("b", lb.Idle, "idle3")
+	if got := e.h.Script("b").ExitIdles(); got != 2 {
 		t.Fatalf("asked to leave IDLE %d times, want 2", got)
 	}
-	if got := e.script("a").ExitIdles(); got != 0 {
+	if got := e.h.Script("a").ExitIdles(); got != 0 {
 		t.Errorf("READY target asked to leave IDLE %d times", got)
 	}
 }
 
 func TestIdlePickerAsksTargetsToLeaveIdle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
-	e.report("a", lb.Idle, "idle")
-	e.report("b", lb.Idle, "idle")
-	p := e.wantState(lb.Idle).Picker
-	before := e.script("a").ExitIdles()
+	e.h.Report("a", lb.Idle, "idle")
+	e.h.Report("b", lb.Idle, "idle")
+	p := e.h.WantState(lb.Idle).Picker
+	before := e.h.Script("a").ExitIdles()
 	for range 3 {
 		if err := pickErr(p); !errors.Is(err, lb.ErrNoSubConnAvailable) {
 			t.Fatalf("IDLE pick error %v, want ErrNoSubConnAvailable", err)
 		}
 	}
 	e.h.Settle()
-	if got := e.script("a").ExitIdles() - before; got != 1 {
+	if got := e.h.Script("a").ExitIdles() - before; got != 1 {
 		t.Fatalf("IDLE picker asked a to leave IDLE %d times, want 1", got)
 	}
 	// The targets stayed IDLE; a parent update publishes a fresh IDLE
 	// picker, whose first pick asks again.
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
-	_ = pickErr(e.wantState(lb.Idle).Picker)
+	_ = pickErr(e.h.WantState(lb.Idle).Picker)
 	e.h.Settle()
-	if got := e.script("a").ExitIdles() - before; got != 2 {
+	if got := e.h.Script("a").ExitIdles() - before; got != 2 {
 		t.Fatalf("after the update, a was asked to leave IDLE %d times in all, want 2", got)
 	}
 }
 
 func TestFailureOf(t *testing.T) {
+	t.Parallel()
 	boom := lb.TransientFailureError(errors.New("boom"))
 	if err := failureOf(lb.NewErrPicker(boom)); err != boom {
 		t.Errorf("failureOf(error picker) = %v, want %v", err, boom)
@@ -183,6 +190,7 @@ func (p pickCounter) Pick(lb.PickInfo) (lb.PickResult, error) {
 }
 
 func TestCloseClosesEveryTarget(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	addrs := []resolver.Address{paddr("10.0.0.1:80", "a"), paddr("10.0.1.1:80", "b")}
 	e.update(addrs, leafTarget("a", 1), leafTarget("b", 1))
@@ -195,7 +203,7 @@ func TestCloseClosesEveryTarget(t *testing.T) {
 	n := e.published()
 	e.h.ResolverError(errConn)
 	e.h.ExitIdle()
-	if err := e.updateErr(mustParse(t, configJSON(leafTarget("a", 1))), addrs); err != nil {
+	if err := e.h.UpdateAddresses(e.config(leafTarget("a", 1)), addrs...); err != nil {
 		t.Errorf("update after Close: %v", err)
 	}
 	if got := e.published(); got != n {
@@ -207,30 +215,32 @@ func TestCloseClosesEveryTarget(t *testing.T) {
 }
 
 func TestTargetReaddedIsNew(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
-	first := e.script("a")
+	first := e.h.Script("a")
 	e.update(nil, scriptTarget("b", 1))
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
-	if e.script("a") == first || !first.Closed() {
+	if e.h.Script("a") == first || !first.Closed() {
 		t.Fatalf("re-added target a reused its closed balancer")
 	}
-	e.report("a", lb.Ready, "r")
-	e.report("b", lb.Ready, "r")
-	checkPeriods(t, pickSeq(t, e.wantState(lb.Ready).Picker, e.names("a", "b"), 20), 2, map[string]int{"a": 1, "b": 1})
+	e.h.Report("a", lb.Ready, "r")
+	e.h.Report("b", lb.Ready, "r")
+	checkPeriods(t, pickSeq(t, e.h.WantState(lb.Ready).Picker, e.names("a", "b"), 20), 2, map[string]int{"a": 1, "b": 1})
 }
 
 // A target that publishes the same state with the same picker again changes
 // nothing: the policy publishes nothing, and a repeated TRANSIENT_FAILURE
 // is not a newer failure (docs/choices.md, "Publishing").
 func TestIdenticalTargetReportIsNotPublishedAgain(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.update(nil, scriptTarget("a", 1), scriptTarget("b", 1))
 	for _, state := range []lb.ConnectivityState{lb.Ready, lb.TransientFailure} {
-		a := e.script("a")
+		a := e.h.Script("a")
 		var p lb.Picker
 		e.h.Do(func() { p = a.Report(state, "a-"+state.String()) })
-		e.report("b", state, "b-"+state.String())
+		e.h.Report("b", state, "b-"+state.String())
 		again := lb.State{ConnectivityState: state, Picker: p}
 		n := e.published()
 		e.h.Do(func() { a.ClientConn().UpdateState(again) })

@@ -1,7 +1,6 @@
 package wrr_test
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"strings"
@@ -220,9 +219,8 @@ func TestMissingWeight(t *testing.T) {
 // TestZeroWeight: a weight of 0 is treated as 1 and logged once per
 // endpoint, however many updates carry it.
 func TestZeroWeight(t *testing.T) {
-	var buf bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e := newEnv(t, nil, lbtest.WithLogger(logger))
+	logs := &lbtest.Logs{}
+	e := newEnv(t, nil, lbtest.WithLogger(slog.New(logs)))
 	e.readyAll(ep("a", 0), ep("b", 2))
 	e.wantCounts(3, map[int]int{0: 1, 1: 2})
 	e.mustUpdate(ep("a", 0), ep("b", 2))
@@ -231,7 +229,7 @@ func TestZeroWeight(t *testing.T) {
 	e.mustUpdate(ep("a", 0), ep("b", 0))
 
 	var lines []string
-	for l := range strings.Lines(buf.String()) {
+	for _, l := range logs.Lines() {
 		if strings.Contains(l, "weight 0") {
 			lines = append(lines, l)
 		}

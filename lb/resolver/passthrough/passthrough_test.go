@@ -1,7 +1,6 @@
 package passthrough_test
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"reflect"
@@ -11,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/passthrough"
 )
@@ -78,15 +78,15 @@ func TestBuildEmptyEndpointFails(t *testing.T) {
 }
 
 func TestRejectedUpdateIsLogged(t *testing.T) {
-	var buf bytes.Buffer
+	logs := &lbtest.Logs{}
 	cc := &recorder{updateErr: errors.New("bad state")}
-	opts := resolver.BuildOptions{Logger: slog.New(slog.NewTextHandler(&buf, nil))}
+	opts := resolver.BuildOptions{Logger: slog.New(logs)}
 	r, err := passthrough.Builder{}.Build(resolver.Target{Scheme: passthrough.Scheme, Endpoint: "a:1"}, cc, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if !strings.Contains(buf.String(), "bad state") {
-		t.Errorf("log %q does not mention the rejection", buf.String())
+	if !strings.Contains(logs.String(), "bad state") {
+		t.Errorf("log %q does not mention the rejection", logs.String())
 	}
 }

@@ -13,10 +13,10 @@ BENCH ?= .
 STATICCHECK_VERSION ?= v0.8.2
 # golangci-lint runs only forbidigo (.golangci.yml): the injected-clock rule.
 GOLANGCI_LINT_VERSION ?= v2.15.0
-# A race-enabled test binary sleeps 1 s before exiting, so that goroutines still
-# running can report races: a second per package, ~45 s of make test. Every test
-# package that starts goroutines checks with goleak that none is left, so there
-# is nothing to wait for. Set GORACE to keep the sleep.
+# A race-enabled test binary sleeps 1 s before exiting, so that goroutines
+# still running can report races: a second for each of make test's 38 test
+# packages. Every test package that starts goroutines checks with goleak that
+# none is left, so there is nothing to wait for. Set GORACE to keep the sleep.
 GORACE ?= atexit_sleep_ms=0
 export GORACE
 GOBIN ?= $(shell go env GOPATH)/bin

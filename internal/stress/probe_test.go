@@ -16,7 +16,9 @@ type applied struct{ prev, cur int }
 // generation carried in its config ({"gen": N, "childPolicy": [...]}) when
 // an update reaches it, then hands the update to its child, switching
 // child whenever the named child policy changes. It lets the churn test
-// know which address set the channel's pickers may still reflect.
+// know which address set the channel's pickers may still reflect. As every
+// parent does, it gives each child a scope of its own ([lb.Scope]) and
+// closes it with the child, so nothing of a replaced child runs afterwards.
 type probeBuilder struct{ latest *atomic.Pointer[applied] }
 
 type probeConfig struct {
@@ -54,6 +56,7 @@ type probe struct {
 	opts      lb.BuildOptions
 	latest    *atomic.Pointer[applied]
 	child     lb.Balancer
+	scope     *lb.Scope // the child's
 	childName string
 }
 
@@ -62,10 +65,11 @@ func (p *probe) UpdateClientConnState(s lb.ClientConnState) error {
 	old := p.latest.Load()
 	p.latest.Store(&applied{prev: old.cur, cur: cfg.gen})
 	if p.child == nil || p.childName != cfg.child.Name {
-		if p.child != nil {
-			p.child.Close()
-		}
-		p.child = cfg.child.Builder.Build(p.cc, p.opts)
+		p.closeChild()
+		p.scope = lb.NewScope(p.opts.Scheduler)
+		opts := p.opts
+		opts.Scheduler = p.scope
+		p.child = cfg.child.Builder.Build(p.scope.ClientConn(p.cc), opts)
 		p.childName = cfg.child.Name
 	}
 	return p.child.UpdateClientConnState(lb.ClientConnState{ResolverState: s.ResolverState, BalancerConfig: cfg.child.Config})
@@ -83,8 +87,12 @@ func (p *probe) ExitIdle() {
 	}
 }
 
-func (p *probe) Close() {
+func (p *probe) Close() { p.closeChild() }
+
+// closeChild closes the child's scope, then the child, as a parent does.
+func (p *probe) closeChild() {
 	if p.child != nil {
+		p.scope.Close()
 		p.child.Close()
 	}
 }

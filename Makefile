@@ -13,12 +13,6 @@ BENCH ?= .
 STATICCHECK_VERSION ?= v0.8.2
 # golangci-lint runs only forbidigo (.golangci.yml): the injected-clock rule.
 GOLANGCI_LINT_VERSION ?= v2.15.0
-# A race-enabled test binary sleeps 1 s before exiting, so that goroutines
-# still running can report races: a second for each of make test's 38 test
-# packages. Every test package that starts goroutines checks with goleak that
-# none is left, so there is nothing to wait for. Set GORACE to keep the sleep.
-GORACE ?= atexit_sleep_ms=0
-export GORACE
 GOBIN ?= $(shell go env GOPATH)/bin
 
 .PHONY: help
@@ -39,7 +33,9 @@ deps: ## Download every module's dependencies.
 
 # make test sets GORACE's atexit_sleep_ms to 0: the race detector otherwise
 # sleeps 1 s at the end of every test binary (38 of them), after the
-# testing package has already failed any test that raced (docs/testing.md).
+# testing package has already failed any test that raced, and every test
+# package that starts goroutines checks with goleak that none is left
+# (docs/testing.md). A GORACE of your own is applied after it.
 .PHONY: test
 test: deps lint ## gofmt, vet, staticcheck, the injected-clock rule, race-enabled tests of every module, short fuzz runs.
 	@for m in $(MODULES); do echo "== $$m"; (cd $$m && GORACE="atexit_sleep_ms=0 $$GORACE" go test -race -count=1 ./...) || exit 1; done

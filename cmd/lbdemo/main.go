@@ -28,7 +28,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"io"
 	"time"
@@ -46,26 +45,16 @@ type options struct {
 }
 
 func parseFlags(args []string) (options, error) {
-	fs := flag.NewFlagSet("lbdemo", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var o options
-	o.AddFlags(fs, "lbdemo")
-	fs.StringVar(&o.claPath, "cla", "", "send traffic to the endpoints of this ClusterLoadAssignment JSON file instead of the built-in scenario")
-	fs.StringVar(&o.target, "target", "", "send traffic to this lbkit target (for example dns:///example.com:80) instead of the built-in scenario")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, demo.Usagef("usage: lbdemo [-duration 30s] [-rate 300] [-svg file] [-debug addr] [-cla file | -target target]")
-		}
-		return o, demo.Usagef("%v", err)
-	}
+	err := o.ParseFlags("lbdemo", "usage: lbdemo [-duration 30s] [-rate 300] [-svg file] [-debug addr] [-cla file | -target target]", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&o.claPath, "cla", "", "send traffic to the endpoints of this ClusterLoadAssignment JSON file instead of the built-in scenario")
+		fs.StringVar(&o.target, "target", "", "send traffic to this lbkit target (for example dns:///example.com:80) instead of the built-in scenario")
+	})
 	switch {
-	case fs.NArg() > 0:
-		return o, demo.Usagef("unexpected argument %q (flags only)", fs.Arg(0))
+	case err != nil:
+		return o, err
 	case o.claPath != "" && o.target != "":
 		return o, demo.Usagef("-cla and -target cannot be used together")
-	}
-	if err := o.Check(); err != nil {
-		return o, err
 	}
 	if o.claPath == "" && o.target == "" && o.Duration < 3*time.Second {
 		return o, demo.Usagef("-duration %v: the scripted demo needs at least 3s", o.Duration)

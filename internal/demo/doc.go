@@ -24,7 +24,8 @@
 //
 // # Flags and errors
 //
-// [Options.AddFlags] declares the flags every demo shares (-duration,
-// -rate, -svg, -debug) and [Options.Check] validates them. A problem
+// [Options.ParseFlags] parses the flags every demo shares (-duration,
+// -rate, -svg, -debug) beside a demo's own, and [Options.Check] validates
+// them. A problem
 // with the flags or the input is a [*UsageError].
 package demo

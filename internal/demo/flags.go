@@ -41,9 +41,32 @@ type Options struct {
 	Debug string
 }
 
-// AddFlags declares -duration, -rate, -svg and -debug on fs, storing into
+// ParseFlags parses args as the flags of the demo called name: the shared
+// ones into o, and those extra declares on the flag set (nil for none).
+// It returns a [*UsageError] for -h (usage), a bad flag, a positional
+// argument, or a setting [Options.Check] refuses.
+func (o *Options) ParseFlags(name, usage string, args []string, extra func(*flag.FlagSet)) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.addFlags(fs, name)
+	if extra != nil {
+		extra(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return Usagef("%s", usage)
+		}
+		return Usagef("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return Usagef("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	return o.Check()
+}
+
+// addFlags declares -duration, -rate, -svg and -debug on fs, storing into
 // o, for the demo called name.
-func (o *Options) AddFlags(fs *flag.FlagSet, name string) {
+func (o *Options) addFlags(fs *flag.FlagSet, name string) {
 	fs.DurationVar(&o.Duration, "duration", 30*time.Second, "how long to send traffic")
 	fs.IntVar(&o.Rate, "rate", 300, "requests per second")
 	fs.StringVar(&o.SVGPath, "svg", filepath.Join(os.TempDir(), name+"-timeline.svg"), "where to write the SVG timeline")

@@ -36,8 +36,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"io"
 	"time"
 
@@ -50,20 +48,8 @@ func main() { demo.Main("xdsdemo", run) }
 const minDuration = 3 * time.Second
 
 func parseFlags(args []string) (demo.Options, error) {
-	fs := flag.NewFlagSet("xdsdemo", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var o demo.Options
-	o.AddFlags(fs, "xdsdemo")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, demo.Usagef("usage: xdsdemo [-duration 30s] [-rate 300] [-svg file] [-debug addr]")
-		}
-		return o, demo.Usagef("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return o, demo.Usagef("unexpected argument %q (flags only)", fs.Arg(0))
-	}
-	if err := o.Check(); err != nil {
+	if err := o.ParseFlags("xdsdemo", "usage: xdsdemo [-duration 30s] [-rate 300] [-svg file] [-debug addr]", args, nil); err != nil {
 		return o, err
 	}
 	if o.Duration < minDuration {

@@ -34,6 +34,7 @@ func TestBadScenariosNameTheirPath(t *testing.T) {
 		{strings.Replace(base, `"duration": "10s",`, ``, 1), "duration", "required when"},
 		{strings.Replace(base, `"count": 2`, `"count": 0`, 1), "backends[0].count", "must be from 1"},
 		{strings.Replace(strings.Replace(base, `"10s"`, `"86400s"`, 1), `"count": 2`, `"count": 1000`, 1), "duration", "cells"},
+		{strings.Replace(base, `"rate": 10`, `"rate": 10, "reconnectDelay": "0s"`, 1), "clients[0].reconnectDelay", "must be from 1ms"},
 		{`[]`, "", "want a JSON object"},
 		{`{"name": "x", "name": "y"}`, "name", ""},
 	} {

@@ -156,6 +156,22 @@ func TestPolicyTimerOnTheClockIsAnError(t *testing.T) {
 	}
 }
 
+// A closed loop over service times of 0 cannot move time forward: the run
+// stops with an error that says so instead of spinning.
+func TestTimeThatCannotAdvanceIsAnError(t *testing.T) {
+	s, err := ParseScenario([]byte(`{"name": "zero", "duration": "1s",
+		"policies": [{"serviceConfig": {"loadBalancingConfig": [{"round_robin": {}}]}}],
+		"clients": [{"concurrency": 1}],
+		"backends": [{"name": "b", "service": {"constant": "0s"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.atOneInstant = 10_000
+	if _, err := Run(s); err == nil || !strings.Contains(err.Error(), "virtual time stopped at 0s") {
+		t.Fatalf("Run: %v, want the error that time stopped", err)
+	}
+}
+
 // The resolver's state follows the timeline: a removed endpoint gets
 // nothing until it returns, a new weight moves weighted_round_robin's
 // shares; a stopped backend restarts warming up, slow at first.

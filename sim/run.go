@@ -85,6 +85,10 @@ func (p *pool[T]) put(v *T) {
 	p.free = append(p.free, v)
 }
 
+// maxAtOneInstant is how many events in a row may run at one virtual
+// instant before the run is stopped as one whose time cannot advance.
+const maxAtOneInstant = 10_000_000
+
 // errTooManyInFlight stops a run whose fleet falls so far behind that
 // its requests would not fit the memory bound.
 var errTooManyInFlight = fmt.Errorf("more than %d requests in flight: the fleet cannot keep up (set a timeout or lower the rate)", maxInFlight)
@@ -222,9 +226,18 @@ func (r *run) publish() {
 // stopped, or the drain time is over.
 func (r *run) loop() {
 	e := &r.e
+	same := 0 // events in a row at one instant
 	for len(e.heap) > 0 && r.err == nil {
 		if e.heap[0].at > r.stopAt {
 			break
+		}
+		if e.heap[0].at == e.now {
+			if same++; same > r.sc.atOneInstant {
+				r.err = fmt.Errorf("virtual time stopped at %v: more than %d events at one instant (a closed loop over service times of 0?)", e.now, r.sc.atOneInstant)
+				break
+			}
+		} else {
+			same = 0
 		}
 		ev := e.next()
 		switch ev.kind() {

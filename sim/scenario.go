@@ -34,6 +34,10 @@ type Scenario struct {
 	clients           []clientSpec
 	backends          []backendSpec
 	faults            []faultSpec
+	// atOneInstant is how many events in a row may run at one instant
+	// before the run stops as one whose time cannot advance:
+	// maxAtOneInstant (tests lower it).
+	atOneInstant int
 }
 
 // Name returns the scenario's name.
@@ -80,7 +84,7 @@ func ParseScenario(data []byte) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scenario{seed: 1, drain: time.Minute}
+	s := &Scenario{seed: 1, drain: time.Minute, atOneInstant: maxAtOneInstant}
 	var seed int64 = 1
 	err = firstErr(
 		func() error {

@@ -29,7 +29,9 @@ func (s *Scenario) parseClient(c object) error {
 		func() error { return c.integer("requests", &spec.requests, 1, maxRequests) },
 		func() error { return c.duration("timeout", &spec.timeout, 0, maxScenarioT) },
 		func() error { return c.integer("retries", &retries, 0, 10) },
-		func() error { return c.duration("reconnectDelay", &spec.reconnectDelay, 0, maxScenarioT) },
+		func() error {
+			return c.duration("reconnectDelay", &spec.reconnectDelay, time.Millisecond, maxScenarioT)
+		},
 		func() error { return parseRates(c, &spec) },
 	)
 	if err != nil {

@@ -93,7 +93,7 @@ func TestS2DistinctChoices(t *testing.T) {
 	}
 	a48, distinct := rep.Policies[0], rep.Policies[1]
 	for _, p := range rep.Policies {
-		t.Logf("%s: p99.9 %.1f ms, the 1 s endpoint got %d requests", p.Policy, p.Latency.P999, p.Backends[9].Requests)
+		t.Logf("%s: p50 %.1f, p90 %.1f, p99 %.1f, p99.9 %.1f ms, %d s; the 1 s endpoint got %d requests", p.Policy, p.Latency.P50, p.Latency.P90, p.Latency.P99, p.Latency.P999, len(p.Series), p.Backends[9].Requests)
 	}
 	if distinct.Backends[9].Requests >= a48.Backends[9].Requests || distinct.Latency.P999 >= a48.Latency.P999 {
 		t.Errorf("distinct choices: p99.9 %.1f ms, %d requests to the slow endpoint; least_request: %.1f ms, %d",

@@ -27,6 +27,13 @@ demo: deps ## Run the demo: outlier ejection and failover between priorities ove
 demo-xds: deps ## Run the xDS demo: an in-process control plane pushes snapshots (weights, endpoints, priorities, a bad one) and the traffic follows (about 30 s).
 	cd adapters/xds && go run ./cmd/xdsdemo $(DEMOFLAGS)
 
+.PHONY: sim
+sim: deps ## Run the simulator's scenarios (sim/scenarios) in full into sim/results (JSON, SVG, results.md), check docs/simulation.md shows that table, then the long checks against queueing theory.
+	@mkdir -p sim/results
+	set -o pipefail; go run ./cmd/lbsim run -out sim/results sim/scenarios/*.json | tee sim/results/results.md
+	go test -count=1 -run 'TestDocsShowTheResultsTable' ./cmd/lbsim
+	set -o pipefail; go test -count=1 -run 'TestQueueingTheory' -v ./sim -args -long | grep -E 'samples|^(ok|FAIL|---)'
+
 .PHONY: deps
 deps: ## Download every module's dependencies.
 	@for m in $(MODULES); do (cd $$m && go mod download) || exit 1; done

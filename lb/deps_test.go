@@ -47,6 +47,7 @@ var layers = []struct {
 	{"lb/backoff", 0},
 	{"lb/resolver/internal/", 0}, // helpers of the resolvers
 	{"lb/internal/jsonx", 0},     // the JSON toolkit of configs and EDS
+	{"sim/hist", 0},              // the simulator's latency histogram, imports nothing of lbkit
 	{"lb/resolver", 1},
 	{"lb/hierarchy", 2},
 	{"lb/weight", 2},
@@ -57,6 +58,7 @@ var layers = []struct {
 	{"lb/lbtest", 4},
 	{"lb/", 5}, // the policies
 	{"conn", 6},
+	{"sim", 6},   // the fleet simulator: runs the policies, never the channel
 	{"conn/", 7}, // conn/debugpage
 	{"adapters/", 8},
 	{"internal/demo", 9}, // the demos' runner, under cmd/lbdemo and adapters/xds/cmd/xdsdemo

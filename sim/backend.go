@@ -1,0 +1,220 @@
+package sim
+
+import (
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+// ErrBackendError is what a request's Done reports when an errors fault
+// failed it.
+var ErrBackendError = errors.New("sim: the backend answered with an error")
+
+// ErrConnectionLost is what Done reports for a request in flight on a
+// backend that stopped.
+var ErrConnectionLost = errors.New("sim: the backend stopped with the request in flight")
+
+// attempt is one try of a request at one backend. It lives from its
+// arrival at the backend until the backend is done with it, which may be
+// after the request itself ended (a timed-out request keeps its backend
+// busy, as a real server that never heard of the timeout would).
+type attempt struct {
+	r      *request
+	rid    uint64 // r.id when the attempt was made: r may be reused after
+	b      *backend
+	slot   int  // index in b.serving while served
+	fail   bool // an errors fault will fail it
+	killed bool // the backend stopped while serving it; its completion event only frees it
+}
+
+// live reports whether the attempt is still its request's current one.
+func (a *attempt) live() bool { return a.r.id == a.rid && a.r.att == a }
+
+// backend is one simulated server: a concurrency limit, a FIFO queue, a
+// service-time distribution and its faults.
+type backend struct {
+	run    *run
+	idx    int
+	spec   *backendSpec
+	faults []*faultSpec
+	rng    *rand.Rand
+
+	serving []*attempt
+	queue   ring
+	down    bool
+	// restarted is when the backend last came back up, and warm the
+	// stop fault that brought it down (its warm-up applies after).
+	restarted time.Duration
+	warm      *faultSpec
+	// conns are the SubConns of every client to this backend not shut
+	// down, for a stop to break their connections.
+	conns []*subConn
+
+	requests uint64 // attempts that arrived, measured ones
+	peak     int    // most attempts served or queued at once
+	sec      secondStats
+}
+
+// secondStats is a backend's current second of the time series.
+type secondStats struct {
+	requests uint32
+	peak     int
+}
+
+// inFlight returns the attempts served or queued.
+func (b *backend) inFlight() int { return len(b.serving) + b.queue.len() }
+
+// arrive takes a new attempt: served at once when below the concurrency
+// limit, else queued.
+func (b *backend) arrive(a *attempt, measured bool) {
+	b.run.rollSecond()
+	if measured {
+		b.requests++
+	}
+	b.sec.requests++
+	if b.spec.concurrency == 0 || len(b.serving) < b.spec.concurrency {
+		b.start(a)
+	} else {
+		b.queue.push(a)
+	}
+	n := b.inFlight()
+	if measured {
+		b.peak = max(b.peak, n)
+	}
+	b.sec.peak = max(b.sec.peak, n)
+}
+
+// start serves a: its service time is drawn now, under the faults active
+// now.
+func (b *backend) start(a *attempt) {
+	e := &b.run.e
+	a.slot = len(b.serving)
+	b.serving = append(b.serving, a)
+	d, fail := b.serviceTime(e.now)
+	a.fail = fail
+	e.at(e.now+d, evComplete, 0, a)
+}
+
+// serviceTime draws a service time and whether the request fails.
+func (b *backend) serviceTime(now time.Duration) (time.Duration, bool) {
+	d := b.scale(float64(b.spec.service.sample(b.rng)), now)
+	fail := false
+	for _, f := range b.faults {
+		if f.kind == faultErrors && f.active(now) {
+			fail = fail || b.rng.Float64() < f.rate
+		}
+	}
+	return time.Duration(min(d, float64(maxServiceTime))), fail
+}
+
+// scale returns service time d as the faults active now make it: slower
+// by a factor or a fixed latency, and the warm-up after a restart, which
+// multiplies by warmupFactor at the restart, falling linearly to 1.
+func (b *backend) scale(d float64, now time.Duration) float64 {
+	for _, f := range b.faults {
+		if f.kind == faultSlower && f.active(now) {
+			if f.latency > 0 {
+				d = float64(f.latency)
+			} else {
+				d *= f.factor
+			}
+		}
+	}
+	if w := b.warm; w != nil && w.warmup > 0 && now-b.restarted < w.warmup {
+		d *= 1 + (w.factor-1)*(1-float64(now-b.restarted)/float64(w.warmup))
+	}
+	return d
+}
+
+// complete ends a's service: the next queued attempt starts, and a's
+// outcome goes to its request.
+func (b *backend) complete(a *attempt) {
+	if a.killed {
+		b.run.freeAttempt(a)
+		return
+	}
+	last := len(b.serving) - 1
+	moved := b.serving[last]
+	b.serving[a.slot] = moved
+	moved.slot = a.slot
+	b.serving[last] = nil
+	b.serving = b.serving[:last]
+	if b.queue.len() > 0 {
+		b.start(b.queue.pop())
+	}
+	var err error
+	if a.fail {
+		err = ErrBackendError
+	}
+	b.run.attemptDone(a, err)
+	b.run.freeAttempt(a)
+}
+
+// refusing reports whether a connection attempt fails now.
+func (b *backend) refusing(now time.Duration) bool {
+	if b.down {
+		return true
+	}
+	for _, f := range b.faults {
+		if f.kind == faultRefuse && f.active(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// stop takes the backend down: every attempt served or queued fails with
+// ErrConnectionLost and every READY connection to it is lost (IDLE).
+func (b *backend) stop() {
+	b.down = true
+	// Connections go first, so that a retry picks another backend.
+	for _, sc := range b.conns {
+		sc.lose()
+	}
+	for _, a := range b.serving {
+		a.killed = true // its completion event frees it
+		b.run.attemptDone(a, ErrConnectionLost)
+	}
+	clear(b.serving)
+	b.serving = b.serving[:0]
+	for b.queue.len() > 0 {
+		a := b.queue.pop()
+		b.run.attemptDone(a, ErrConnectionLost)
+		b.run.freeAttempt(a)
+	}
+}
+
+// restart brings the backend back up after f, warming up as f says.
+func (b *backend) restart(f *faultSpec) {
+	b.down = false
+	b.restarted = b.run.e.now
+	b.warm = f
+}
+
+// ring is a FIFO queue of attempts.
+type ring struct {
+	buf        []*attempt
+	head, size int
+}
+
+func (q *ring) len() int { return q.size }
+
+func (q *ring) push(a *attempt) {
+	if q.size == len(q.buf) {
+		grown := make([]*attempt, max(16, 2*len(q.buf)))
+		for i := range q.size {
+			grown[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf, q.head = grown, 0
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = a
+	q.size++
+}
+
+func (q *ring) pop() *attempt {
+	a := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+	return a
+}

@@ -1,0 +1,214 @@
+package sim
+
+import (
+	"math"
+	"time"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// maxRate is the highest open-loop rate a client may ask for, per second.
+const maxRate = 1e9
+
+// parseClients reads clients: [{"name", "count", "rate" | "rates" |
+// "concurrency", "requests", "timeout", "retries", "reconnectDelay"}].
+func (s *Scenario) parseClients(o object) error {
+	return o.each("clients", "want at least one client",
+		[]string{"name", "count", "rate", "rates", "concurrency", "requests", "timeout", "retries", "reconnectDelay"},
+		s.parseClient)
+}
+
+// parseClient reads one entry of clients.
+func (s *Scenario) parseClient(c object) error {
+	spec := clientSpec{name: "client", reconnectDelay: time.Second}
+	var count, conc, retries int64 = 1, 0, 0
+	err := firstErr(
+		func() error { return c.str("name", &spec.name) },
+		func() error { return c.integer("count", &count, 1, maxClients) },
+		func() error { return c.integer("concurrency", &conc, 0, maxInFlight) },
+		func() error { return c.integer("requests", &spec.requests, 1, maxRequests) },
+		func() error { return c.duration("timeout", &spec.timeout, 0, maxScenarioT) },
+		func() error { return c.integer("retries", &retries, 0, 10) },
+		func() error {
+			return c.duration("reconnectDelay", &spec.reconnectDelay, time.Millisecond, maxScenarioT)
+		},
+		func() error { return parseRates(c, &spec) },
+	)
+	if err != nil {
+		return err
+	}
+	spec.concurrency, spec.retries = int(conc), int(retries)
+	if (conc > 0) == (len(spec.rates) > 0) {
+		return lb.ConfigErrorf(c.path, "want exactly one of rate, rates (open loop) and concurrency (closed loop)")
+	}
+	if len(s.clients)+int(count) > maxClients {
+		return lb.ConfigErrorf(c.at("count"), "more than %d clients in all", maxClients)
+	}
+	for _, n := range expand(spec.name, count) {
+		one := spec
+		one.name = n
+		s.clients = append(s.clients, one)
+	}
+	return nil
+}
+
+// parseRates reads "rate": r (from time 0) or "rates": [{"at", "rate"}]
+// with increasing times, the first at 0.
+func parseRates(c object, spec *clientSpec) error {
+	if c.has("rate") {
+		if c.has("rates") {
+			return lb.ConfigErrorf(c.at("rates"), "give rate or rates, not both")
+		}
+		var r float64
+		if err := c.float("rate", &r, 0, maxRate); err != nil {
+			return err
+		}
+		spec.rates = []rateStep{{rate: r}}
+		return nil
+	}
+	return c.each("rates", "", []string{"at", "rate"}, func(r object) error {
+		var st rateStep
+		if !r.has("at") || !r.has("rate") {
+			return lb.ConfigErrorf(r.path, "at and rate are required")
+		}
+		if err := firstErr(
+			func() error { return r.duration("at", &st.at, 0, maxScenarioT) },
+			func() error { return r.float("rate", &st.rate, 0, maxRate) },
+		); err != nil {
+			return err
+		}
+		i := len(spec.rates)
+		switch {
+		case i == 0 && st.at != 0:
+			return lb.ConfigErrorf(r.at("at"), "the first step must be at 0s")
+		case i > 0 && st.at <= spec.rates[i-1].at:
+			return lb.ConfigErrorf(r.at("at"), "must be after the previous step's")
+		}
+		spec.rates = append(spec.rates, st)
+		return nil
+	})
+}
+
+// faultKind names what a fault does to its backend.
+type faultKind uint8
+
+const (
+	faultSlower  faultKind = iota // service time × factor, or a fixed latency
+	faultErrors                   // a fraction of requests fail
+	faultRefuse                   // new connections are refused
+	faultStop                     // the backend is down, then restarts warming up
+	faultRemoved                  // the endpoint is out of the resolver's state
+	faultWeight                   // the endpoint's weight attribute changes
+)
+
+// faultKinds are the keys that name a fault's kind, in faultKind order.
+var faultKinds = []string{"slower", "errors", "refuse", "stop", "removed", "weight"}
+
+// forever is the end of a fault with no "until".
+const forever = time.Duration(math.MaxInt64)
+
+// faultSpec is one entry of the fault timeline: kind applies to backend
+// from from until until.
+type faultSpec struct {
+	backend     int
+	from, until time.Duration
+	kind        faultKind
+	factor      float64       // slower: service time multiplier; stop: warm-up's initial multiplier
+	latency     time.Duration // slower: a fixed service time instead
+	rate        float64       // errors: the fraction that fails
+	warmup      time.Duration // stop: how long the warm-up lasts after the restart
+	weight      uint32        // weight: the new weight
+}
+
+// active reports whether f applies at t.
+func (f *faultSpec) active(t time.Duration) bool { return f.from <= t && t < f.until }
+
+// parseFaults reads faults: [{"backend", "from", "until", and one of
+// slower, errors, refuse, stop, removed, weight}].
+func (s *Scenario) parseFaults(o object) error {
+	return o.each("faults", "", append([]string{"backend", "from", "until"}, faultKinds...), s.parseFault)
+}
+
+// parseFault reads one entry of faults.
+func (s *Scenario) parseFault(f object) error {
+	spec := faultSpec{until: forever}
+	var name string
+	if err := firstErr(
+		func() error { return f.str("backend", &name) },
+		func() error { return f.duration("from", &spec.from, 0, maxScenarioT) },
+		func() error { return f.duration("until", &spec.until, 0, maxScenarioT) },
+	); err != nil {
+		return err
+	}
+	var ok bool
+	if spec.backend, ok = s.backendIndex(name); !ok {
+		return lb.ConfigErrorf(f.at("backend"), "no backend named %q", name)
+	}
+	if spec.until <= spec.from {
+		return lb.ConfigErrorf(f.at("until"), "must be after from")
+	}
+	if err := parseFaultKind(f, &spec); err != nil {
+		return err
+	}
+	s.faults = append(s.faults, spec)
+	return nil
+}
+
+// parseFaultKind reads the one key of f that names the fault's kind.
+func parseFaultKind(f object, spec *faultSpec) error {
+	found := -1
+	for k, name := range faultKinds {
+		if f.has(name) {
+			if found >= 0 {
+				return lb.ConfigErrorf(f.at(name), "a fault has one kind; %s is given too", faultKinds[found])
+			}
+			found = k
+		}
+	}
+	if found < 0 {
+		return lb.ConfigErrorf(f.path, "want one of slower, errors, refuse, stop, removed, weight")
+	}
+	spec.kind = faultKind(found)
+	name := faultKinds[found]
+	if spec.kind == faultWeight {
+		var w int64
+		err := f.integer(name, &w, 1, math.MaxUint32)
+		spec.weight = uint32(w)
+		return err
+	}
+	k, err := parseObject(f.raw(name), f.at(name))
+	if err != nil {
+		return err
+	}
+	switch spec.kind {
+	case faultSlower:
+		if err := k.known("factor", "latency"); err != nil {
+			return err
+		}
+		if k.has("factor") == k.has("latency") {
+			return lb.ConfigErrorf(k.path, "want exactly one of factor and latency")
+		}
+		err = firstErr(
+			func() error { return k.float("factor", &spec.factor, 0, 1e6) },
+			func() error { return k.duration("latency", &spec.latency, 0, maxServiceTime) },
+		)
+	case faultErrors:
+		if err := k.known("rate"); err != nil {
+			return err
+		}
+		if !k.has("rate") {
+			return lb.ConfigErrorf(k.at("rate"), "required")
+		}
+		err = k.float("rate", &spec.rate, 0, 1)
+	case faultRefuse, faultRemoved:
+		err = k.known()
+	case faultStop:
+		spec.factor = 1
+		err = firstErr(
+			func() error { return k.known("warmup", "warmupFactor") },
+			func() error { return k.duration("warmup", &spec.warmup, 0, maxScenarioT) },
+			func() error { return k.float("warmupFactor", &spec.factor, 1, 1e6) },
+		)
+	}
+	return err
+}

@@ -62,12 +62,12 @@ func TestSizeCountsEveryDrop(t *testing.T) {
 	tr := &Transport{}
 	defer tr.CloseIdleConnections()
 	b := tr.backendFor(sc, addr)
-	b.release()
-	if !b.users.CompareAndSwap(0, retired) { // a sweep's first step
+	b.users.release()
+	if !b.users.retire() { // a sweep's first step
 		t.Fatal("an unused backend could not be retired")
 	}
 	b2 := tr.backendFor(sc, addr) // finds it retired: drops it, makes another
-	b2.release()
+	b2.users.release()
 	if b2 == b {
 		t.Fatal("a retired backend was handed out")
 	}

@@ -76,9 +76,9 @@ type backend struct {
 	tr *http.Transport
 	sc atomic.Pointer[conn.SubConn]
 	// users counts the requests using the pool, from backendFor until
-	// their response body is closed (or their round trip failed); the
-	// retired bit, set only while there are none, admits no more.
-	users atomic.Int64
+	// their response body is closed (or their round trip failed); once
+	// retired, it admits no more.
+	users useCount
 
 	// conns are the pool's open connections. A retired pool closes them
 	// all: an HTTP/2 connection may still be finishing a stream whose
@@ -130,24 +130,40 @@ func (b *backend) closeAll() {
 	}
 }
 
-// retired marks a backend's users count once a sweep has dropped it.
+// useCount counts the users of something that is retired once it has
+// none: a backend's pool (retired by a sweep) or a [Client]'s host
+// (retired when idle). Its zero value has no user and is not retired.
+type useCount struct{ n atomic.Int64 }
+
+// retired marks a useCount whose thing has been retired.
 const retired = int64(1) << 62
 
-// acquire counts a user of b, unless b is retired.
-func (b *backend) acquire() bool {
+// acquire counts a user, unless the thing is retired.
+func (u *useCount) acquire() bool {
 	for {
-		n := b.users.Load()
+		n := u.n.Load()
 		if n&retired != 0 {
 			return false
 		}
-		if b.users.CompareAndSwap(n, n+1) {
+		if u.n.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
 }
 
-// release ends a use counted by acquire.
-func (b *backend) release() { b.users.Add(-1) }
+// release ends a use counted by acquire, and reports whether it was the
+// last one.
+func (u *useCount) release() bool { return u.n.Add(-1) == 0 }
+
+// retire marks the thing retired if it has no user, and reports whether it
+// did: from then on acquire fails.
+func (u *useCount) retire() bool { return u.n.CompareAndSwap(0, retired) }
+
+// idle reports whether there is no user (and the thing is not retired).
+func (u *useCount) idle() bool { return u.n.Load() == 0 }
+
+// isRetired reports whether the thing is retired.
+func (u *useCount) isRetired() bool { return u.n.Load()&retired != 0 }
 
 // backendKey is the context key under which a request sent to a backend
 // carries that backend's address.
@@ -175,7 +191,7 @@ func (t *Transport) backendFor(sc *conn.SubConn, addr resolver.Address) *backend
 	for {
 		if v, ok := t.backends.Load(addr.Addr); ok {
 			b := v.(*backend)
-			if !b.acquire() {
+			if !b.users.acquire() {
 				// Being dropped: take it out (if its sweep has not yet)
 				// and make another.
 				if t.backends.CompareAndDelete(addr.Addr, b) {
@@ -191,7 +207,7 @@ func (t *Transport) backendFor(sc *conn.SubConn, addr resolver.Address) *backend
 			return b
 		}
 		b := t.newBackend(sc, addr)
-		b.users.Store(1)
+		b.users.n.Store(1)
 		if _, loaded := t.backends.LoadOrStore(addr.Addr, b); loaded {
 			continue // another request made it first: use that one
 		}
@@ -231,12 +247,22 @@ const sweepEvery = 1024
 func (t *Transport) sweep() {
 	t.backends.Range(func(key, v any) bool {
 		b := v.(*backend)
-		if b.sc.Load().Closed() && b.users.CompareAndSwap(0, retired) {
+		if b.sc.Load().Closed() && b.users.retire() {
 			if t.backends.CompareAndDelete(key, b) {
 				t.size.Add(-1)
 			}
 			b.closeAll()
 		}
+		return true
+	})
+}
+
+// closePools closes every backend's pool and connection, idle or not,
+// for a [Client] closing t's host: t's channel is closed, so no request
+// will use them again, and one still running fails.
+func (t *Transport) closePools() {
+	t.backends.Range(func(_, v any) bool {
+		v.(*backend).closeAll()
 		return true
 	})
 }
@@ -289,14 +315,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err := b.tr.RoundTrip(out)
 		if err == nil {
 			resp.Body = withDone(resp.Body, func(err error) {
-				b.release()
+				b.users.release()
 				if picked.Done != nil {
 					picked.Done(lb.DoneInfo{Err: t.classify(resp, err), Status: resp.StatusCode, Metadata: resp.Header})
 				}
 			})
 			return resp, nil
 		}
-		b.release()
+		b.users.release()
 		dialFailed := isDialError(err)
 		if dialFailed {
 			picked.SubConn.ReportError(err)

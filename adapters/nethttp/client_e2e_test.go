@@ -127,9 +127,16 @@ var fastBackoff = conn.WithBackoff(backoff.Config{BaseDelay: 20 * time.Milliseco
 // target each, and gamma, routed by WithRouteFunc to two servers, one of
 // which stops and starts again on its address mid-test. Every request
 // succeeds (its body can be sent again, so one that could not reach the
-// stopped server goes to the other), the restarted server serves again,
-// and after Close no connection, file descriptor or goroutine of the
-// client is left.
+// stopped server goes to the other, and one written to a pooled
+// connection the server closed is sent again by net/http), the restarted
+// server serves again, and after Close no connection, file descriptor or
+// goroutine of the client is left.
+//
+// The server stops between two requests of each worker, as a server that
+// drains before it restarts does: a request already written when its
+// server dies may have been served, and is the caller's to retry
+// (docs/choices.md, "Trying another backend"), so it would fail the test
+// by design, not by fault.
 func TestClientManyServicesOneRestarting(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("counts file descriptors in /proc/self/fd")
@@ -167,6 +174,7 @@ func TestClientManyServicesOneRestarting(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var sent atomic.Int64
+	var between sync.RWMutex // held for reading by each request
 	failures := make(chan error, 100)
 	for w := range 4 {
 		wg.Add(1)
@@ -180,7 +188,9 @@ func TestClientManyServicesOneRestarting(t *testing.T) {
 				default:
 				}
 				h := hosts[i%3]
+				between.RLock()
 				got, err := put(ctx, client.Client, "http://"+h+"/x")
+				between.RUnlock()
 				if err == nil && !strings.HasPrefix(got, h) {
 					err = errors.New("http://" + h + " answered " + got)
 				}
@@ -204,7 +214,9 @@ func TestClientManyServicesOneRestarting(t *testing.T) {
 		t.Fatalf("1000 requests to gamma and none served by %s", name)
 	}
 	servedByName("gamma1")
+	between.Lock()
 	gamma1.stop()
+	between.Unlock()
 	for before := sent.Load(); sent.Load() < before+100; {
 		servedByName("gamma2") // traffic flows while gamma1 is down
 	}
@@ -227,7 +239,14 @@ func TestClientManyServicesOneRestarting(t *testing.T) {
 	for _, s := range servers {
 		s.waitNoConns(t)
 	}
-	if n := openFDs(t); n != baseFDs {
+	// A server closes its side of a connection after the client closed
+	// its own, and may accept one the client dialled and closed after
+	// waitNoConns saw none: allow it a moment.
+	n := openFDs(t)
+	for deadline := time.Now().Add(5 * time.Second); n != baseFDs && time.Now().Before(deadline); n = openFDs(t) {
+		time.Sleep(time.Millisecond)
+	}
+	if n != baseFDs {
 		t.Errorf("%d file descriptors open after Close, %d before the client", n, baseFDs)
 	}
 	for _, s := range servers {

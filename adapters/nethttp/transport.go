@@ -13,9 +13,23 @@
 // no request uses the pool, the pool and its connections are dropped at
 // the next sweep (see [Transport.CloseIdleConnections]).
 //
+// # One client for many services
+//
+// [Client] is an http.Client that routes each request by its URL's scheme
+// and host to a Transport and channel of that host's own, made on the
+// host's first request from its [Route]: the channel's target and the
+// settings of the channel and the Transport. [WithRoute] names the route
+// of one host, [WithRouteFunc] decides the rest, and [DefaultRoute], the
+// default, resolves the host itself through DNS. A host with no request
+// in flight for [WithIdleTimeout] (15 minutes by default) has its channel
+// and pooled connections closed; [Client.WaitReady] makes the channels of
+// the hosts it names and waits until each can serve, or says why not; one
+// [Client.Close] closes every channel and connection.
+//
 // # Concurrency
 //
-// A Transport is safe for concurrent use, like any http.RoundTripper.
+// A Transport is safe for concurrent use, like any http.RoundTripper; so
+// is a Client.
 package nethttp
 
 import (

@@ -1,0 +1,88 @@
+package nethttp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lbkit/lbkit/adapters/nethttp"
+	"github.com/lbkit/lbkit/conn"
+)
+
+// One Client for two services: each request goes to the channel of its
+// URL's host, made on the host's first request (or by WaitReady) from the
+// host's route; one Close closes every channel and connection.
+func ExampleClient() {
+	addrs, stop := namedServers("users-1", "users-2", "billing")
+	defer stop()
+	client, err := nethttp.NewClient(
+		// users: two backends, round_robin (the client's default policy);
+		// requests wait for a backend rather than fail fast.
+		nethttp.WithRoute("http://users", nethttp.Route{
+			Target:    "static:///" + addrs[0] + "," + addrs[1],
+			Transport: &nethttp.Transport{WaitForReady: true},
+		}),
+		// billing: one backend, with settings of its own.
+		nethttp.WithRoute("http://billing", nethttp.Route{
+			Target:  "static:///" + addrs[2],
+			Options: []conn.Option{conn.WithIdleTimeout(time.Minute)},
+		}),
+		// Any other host goes through DNS (nethttp.DefaultRoute); a host
+		// idle for 5 minutes has its channel closed.
+		nethttp.WithIdleTimeout(5*time.Minute),
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := client.WaitReady(ctx, "http://users", "http://billing"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("billing:", fetchURL(client.Client, "http://billing/invoices"))
+	seen := map[string]bool{}
+	for range 100 {
+		seen[fetchURL(client.Client, "http://users/me")] = true
+		if len(seen) == 2 {
+			break
+		}
+	}
+	fmt.Println("users served by both:", seen["users-1"] && seen["users-2"])
+	// Output:
+	// billing: billing
+	// users served by both: true
+}
+
+// Hosts routed by a function, here a service registry, falling back to
+// DNS for the hosts it does not know; a host the function refuses fails
+// its requests with an error naming the host and the reason.
+func ExampleWithRouteFunc() {
+	addrs, stop := namedServers("orders")
+	defer stop()
+	registry := map[string]string{"orders": "static:///" + addrs[0]}
+	client, err := nethttp.NewClient(nethttp.WithRouteFunc(func(scheme, host string) (nethttp.Route, error) {
+		if target, ok := registry[host]; ok {
+			return nethttp.Route{Target: target}, nil
+		}
+		if strings.HasSuffix(host, ".internal") {
+			return nethttp.Route{}, errors.New("not in the service registry")
+		}
+		return nethttp.DefaultRoute(scheme, host) // dns:///host:80 for http
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	fmt.Println(fetchURL(client.Client, "http://orders/"))
+	fmt.Println(fetchURL(client.Client, "http://payments.internal/"))
+	// Output:
+	// orders
+	// Get "http://payments.internal/": nethttp: host http://payments.internal: no route: not in the service registry
+}

@@ -17,8 +17,8 @@ import (
 	"github.com/lbkit/lbkit/lb"
 )
 
-// ErrClientClosed is the error of a request sent through a [Client] after
-// its Close (wrapped, with the host's name), and of one Close interrupted.
+// ErrClientClosed is wrapped, with the host's name, by the error of a
+// request sent through a [Client] after its Close, or cut off by it.
 var ErrClientClosed = errors.New("nethttp: client closed")
 
 // Client is an http.Client for many services: it routes each request by
@@ -75,10 +75,12 @@ func (c *Client) Close() error { return c.r.close() }
 
 // WaitReady makes a channel for each host not yet open (hosts are written
 // "scheme://host[:port]", as in [WithRoute]) and waits until each can
-// serve: its channel has a READY connection. It returns nil then, or, once
-// ctx ends, an error naming each host that cannot and why (the channel's
-// last pick error, such as a DNS or connection error). The hosts count as
-// in use while it waits, so the idle timeout does not close them.
+// serve: its channel has a READY connection. It returns nil then. A host
+// that cannot serve is named in the error it returns, with why: at once
+// for a malformed host or a route that fails, and once ctx ends for a
+// channel with no READY connection (its last pick error, such as a DNS or
+// connection error). The hosts count as in use while it waits, so the
+// idle timeout does not close them.
 func (c *Client) WaitReady(ctx context.Context, hosts ...string) error {
 	errs := make([]error, len(hosts))
 	var wg sync.WaitGroup

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -333,6 +334,13 @@ func TestClientCloseRacingRequests(t *testing.T) {
 	for _, n := range []string{"a", "b", "c"} {
 		servers[n] = startLiveServer(t, n)
 	}
+	stream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "endless")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer stream.Close()
+	servers["stream"] = &liveServer{addr: stream.Listener.Addr().String()}
 	client := newTestClient(t, servers)
 	var wg sync.WaitGroup
 	var afterClose atomic.Int64
@@ -361,16 +369,30 @@ func TestClientCloseRacingRequests(t *testing.T) {
 		}()
 	}
 	getAll(t, client, "http://a/")
+	resp := clientGet(t, client, "http://stream/") // a body that never ends
+	read := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, resp.Body)
+		read <- err
+	}()
 	if err := client.Close(); err != nil {
 		t.Errorf("Close: %v", err)
+	}
+	select {
+	case err := <-read:
+		if err == nil {
+			t.Error("a body being read when Close ran ended without an error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a body being read when Close ran is still being read 10 s later")
 	}
 	close(closed)
 	wg.Wait()
 	if afterClose.Load() != 12 {
 		t.Errorf("%d goroutines sent after Close, want 12", afterClose.Load())
 	}
-	for _, s := range servers {
-		s.waitNoConns(t)
+	for _, n := range []string{"a", "b", "c"} {
+		servers[n].waitNoConns(t)
 	}
 }
 

@@ -415,3 +415,54 @@ func mustParse(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// TestClientIdleCloseRacingRequests races idle closes with requests:
+// each round begins with the host closed as idle, then sends requests
+// from several goroutines while the clock moves past the idle timeout
+// again, so the host is made, used and closed under them. Every request
+// succeeds (none is cut off by an idle close, none uses a closed channel),
+// and each round makes a channel.
+func TestClientIdleCloseRacingRequests(t *testing.T) {
+	mock := clock.NewMock()
+	server := startLiveServer(t, "a")
+	var made atomic.Int64
+	client := newTestClient(t, nil, nethttp.WithClock(mock), nethttp.WithIdleTimeout(time.Millisecond),
+		nethttp.WithRouteFunc(func(_, _ string) (nethttp.Route, error) {
+			made.Add(1)
+			return nethttp.Route{Target: "static:///" + server.addr}, nil
+		}))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	advance := func() {
+		mock.Add(time.Millisecond)
+		if err := client.Settle(ctx); err != nil {
+			t.Fatalf("Settle: %v", err)
+		}
+	}
+	const rounds = 20
+	for round := range rounds {
+		advance() // nothing in flight: the host closes
+		if _, ok := client.Channel("http://a"); ok {
+			t.Fatalf("round %d: the host is open after an idle timeout with no request", round)
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 3 {
+					if got, err := put(ctx, client.Client, "http://a/"); err != nil || got != "a" {
+						t.Errorf("round %d: got %q, %v", round, got, err)
+					}
+				}
+			}()
+		}
+		for range 3 {
+			advance()
+		}
+		wg.Wait()
+	}
+	if made.Load() < rounds {
+		t.Errorf("%d channels made in %d rounds, each beginning with the host closed", made.Load(), rounds)
+	}
+}

@@ -70,7 +70,9 @@ func NewClient(opts ...ClientOption) (*Client, error) {
 // Close closes every host's channel and every connection the client
 // pooled, in flight or idle, and stops the idle timers; requests still in
 // flight fail. Later requests fail with [ErrClientClosed]. It returns the
-// channels' Close errors; later calls do nothing and return nil.
+// channels' Close errors; later calls do nothing and return nil. As with
+// any http.Client, a response body its caller never closes keeps
+// net/http's goroutine for it (reading it fails) until it is closed.
 func (c *Client) Close() error { return c.r.close() }
 
 // WaitReady makes a channel for each host not yet open (hosts are written
@@ -261,19 +263,29 @@ func (r *router) newHost(key string) *host {
 }
 
 // make makes h's channel and Transport from its route. A host that cannot
-// be made leaves the map, so the next request asks its route again.
+// be made leaves the map, so the next request asks its route again; so
+// does one whose route function panicked, and the requests waiting for it
+// fail rather than wait for ever.
 func (r *router) make(h *host) {
 	defer r.making.Done()
-	h.ch, h.tr, h.err = r.build(h.key)
-	if h.err != nil {
-		h.err = fmt.Errorf("nethttp: host %s: %w", h.key, h.err)
-		r.mu.Lock()
-		if r.hosts[h.key] == h {
-			delete(r.hosts, h.key)
+	h.err = errors.New("the route function panicked") // until build returns
+	defer func() {
+		if h.err != nil {
+			h.err = fmt.Errorf("nethttp: host %s: %w", h.key, h.err)
+			r.forget(h)
 		}
-		r.mu.Unlock()
+		close(h.made)
+	}()
+	h.ch, h.tr, h.err = r.build(h.key)
+}
+
+// forget takes h out of the map, unless another host has replaced it.
+func (r *router) forget(h *host) {
+	r.mu.Lock()
+	if r.hosts[h.key] == h {
+		delete(r.hosts, h.key)
 	}
-	close(h.made)
+	r.mu.Unlock()
 }
 
 // build returns the channel and Transport of the host key.
@@ -343,11 +355,7 @@ func (r *router) idleCheck(h *host) {
 	if !h.uses.retire() {
 		return // a request came: its release arms the check again
 	}
-	r.mu.Lock()
-	if r.hosts[h.key] == h {
-		delete(r.hosts, h.key)
-	}
-	r.mu.Unlock()
+	r.forget(h)
 	_ = h.close()
 }
 

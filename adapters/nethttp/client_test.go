@@ -466,3 +466,51 @@ func TestClientIdleCloseRacingRequests(t *testing.T) {
 		t.Errorf("%d channels made in %d rounds, each beginning with the host closed", made.Load(), rounds)
 	}
 }
+
+// TestClientRoutePanicFailsTheWaiters checks that a route function that
+// panics fails the requests waiting for the host's channel instead of
+// leaving them waiting, and is asked again at the next request.
+func TestClientRoutePanicFailsTheWaiters(t *testing.T) {
+	server := startLiveServer(t, "a")
+	entered, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
+	client := newTestClient(t, nil, nethttp.WithRouteFunc(func(_, _ string) (nethttp.Route, error) {
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-release
+			panic("registry unavailable")
+		}
+		return nethttp.Route{Target: "static:///" + server.addr}, nil
+	}))
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		_, _ = client.Get("http://a/")
+	}()
+	<-entered
+	waiter := make(chan error, 1)
+	go func() {
+		// Waits for the first request's channel, or, if it comes after
+		// the panic, makes the channel anew.
+		resp, err := client.Get("http://a/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		waiter <- err
+	}()
+	close(release)
+	if p := <-panicked; p != "registry unavailable" {
+		t.Fatalf("the first request's panic: got %v", p)
+	}
+	select {
+	case err := <-waiter:
+		if err != nil && !strings.Contains(err.Error(), "nethttp: host http://a: the route function panicked") {
+			t.Errorf("the waiting request: got %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a request waiting for a host whose route panicked still waits 10 s later")
+	}
+	if got := getAll(t, client, "http://a/"); got != "a" {
+		t.Errorf("the next request: got %q", got)
+	}
+}

@@ -38,7 +38,8 @@ var ErrClientClosed = errors.New("nethttp: client closed")
 // host make one channel, which they all use. Close may race with requests:
 // a request sent after Close fails with [ErrClientClosed], one in flight
 // fails (its connections are closed), and when Close returns no goroutine
-// or connection of the client is left.
+// or connection of the client is left (but for response bodies never
+// closed: see Close).
 type Client struct {
 	*http.Client
 	r *router

@@ -64,7 +64,7 @@ func NewClient(opts ...ClientOption) (*Client, error) {
 	if clk == nil {
 		clk = clock.New()
 	}
-	r := &router{cfg: cfg, clock: clk, ser: lb.NewSerializer(clk), hosts: map[string]*host{}}
+	r := &router{cfg: cfg, clock: clk, ser: lb.NewSerializer(clk)}
 	return &Client{Client: &http.Client{Transport: r}, r: r}, nil
 }
 
@@ -112,10 +112,13 @@ func (c *Client) Channel(host string) (*conn.Channel, bool) {
 	if err != nil {
 		return nil, false
 	}
-	c.r.mu.Lock()
-	h := c.r.hosts[key]
-	c.r.mu.Unlock()
-	if h == nil || !h.isMade() || h.err != nil {
+	return c.r.channel(key)
+}
+
+// channel returns the channel of the host of key, if it is open.
+func (r *router) channel(key string) (*conn.Channel, bool) {
+	h, ok := r.live(key)
+	if !ok || !h.isMade() || h.err != nil || r.closed.Load() {
 		return nil, false
 	}
 	return h.ch, true
@@ -135,9 +138,12 @@ type router struct {
 	clock clock.Clock
 	ser   *lb.Serializer // runs the idle checks
 
-	mu     sync.Mutex
-	hosts  map[string]*host // by key: made, being made, or failed
-	closed bool
+	// hosts holds each host by key, from when a request adds it until it
+	// fails to be made or is closed as idle. A request finds its host
+	// there without a lock; adding one takes mu.
+	hosts  sync.Map
+	closed atomic.Bool
+	mu     sync.Mutex     // serializes adding hosts with Close
 	making sync.WaitGroup // hosts being made; Close waits for them
 }
 
@@ -202,10 +208,7 @@ func (r *router) RoundTrip(req *http.Request) (*http.Response, error) {
 // interrupted adds ErrClientClosed to err when Close has run: err is
 // then Close's doing.
 func (r *router) interrupted(h *host, err error) error {
-	r.mu.Lock()
-	closed := r.closed
-	r.mu.Unlock()
-	if closed {
+	if r.closed.Load() {
 		return fmt.Errorf("nethttp: host %s: %w: %w", h.key, ErrClientClosed, err)
 	}
 	return err
@@ -241,26 +244,35 @@ func (r *router) acquire(ctx context.Context, key string) (*host, error) {
 // lookup returns the host of key, or a new one the caller must make
 // (mine).
 func (r *router) lookup(key string) (h *host, mine bool, err error) {
+	if h, ok := r.live(key); ok && !r.closed.Load() {
+		return h, false, nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if r.closed.Load() {
 		return nil, false, fmt.Errorf("nethttp: host %s: %w", key, ErrClientClosed)
 	}
-	if h := r.hosts[key]; h != nil {
-		if !h.isMade() || !h.uses.isRetired() {
-			return h, false, nil
-		}
-		// The idle check is closing it: make another.
+	if h, ok := r.live(key); ok {
+		return h, false, nil // another request added it
 	}
-	return r.newHost(key), true, nil
+	h = &host{key: key, made: make(chan struct{})}
+	r.hosts.Store(key, h) // replacing one the idle check is closing
+	r.making.Add(1)
+	return h, true, nil
 }
 
-// newHost adds a host to be made; r.mu is held.
-func (r *router) newHost(key string) *host {
-	h := &host{key: key, made: make(chan struct{})}
-	r.hosts[key] = h
-	r.making.Add(1)
-	return h
+// live returns the host of key unless there is none or the idle check is
+// closing it.
+func (r *router) live(key string) (*host, bool) {
+	v, ok := r.hosts.Load(key)
+	if !ok {
+		return nil, false
+	}
+	h := v.(*host)
+	if h.isMade() && h.uses.isRetired() {
+		return nil, false
+	}
+	return h, true
 }
 
 // make makes h's channel and Transport from its route. A host that cannot
@@ -282,11 +294,7 @@ func (r *router) make(h *host) {
 
 // forget takes h out of the map, unless another host has replaced it.
 func (r *router) forget(h *host) {
-	r.mu.Lock()
-	if r.hosts[h.key] == h {
-		delete(r.hosts, h.key)
-	}
-	r.mu.Unlock()
+	r.hosts.CompareAndDelete(h.key, h)
 }
 
 // build returns the channel and Transport of the host key.
@@ -373,26 +381,22 @@ func (h *host) close() error {
 // close closes every host; see Client.Close.
 func (r *router) close() error {
 	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	first := r.closed.CompareAndSwap(false, true)
+	r.mu.Unlock()
+	if !first {
 		return nil
 	}
-	r.closed = true
-	r.mu.Unlock()
-	r.making.Wait() // no host is being made after this
+	r.making.Wait() // no host is being made or added after this
 	r.ser.Close()   // no idle check runs after this
-	r.mu.Lock()
-	hosts := r.hosts
-	r.hosts = nil
-	r.mu.Unlock()
-	keys := make([]string, 0, len(hosts))
-	for k := range hosts {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	var hosts []*host
+	r.hosts.Range(func(_, v any) bool {
+		hosts = append(hosts, v.(*host))
+		return true
+	})
+	slices.SortFunc(hosts, func(a, b *host) int { return strings.Compare(a.key, b.key) })
 	var errs []error
-	for _, k := range keys {
-		errs = append(errs, hosts[k].close())
+	for _, h := range hosts {
+		errs = append(errs, h.close())
 	}
 	return errors.Join(errs...)
 }
@@ -400,17 +404,12 @@ func (r *router) close() error {
 // CloseIdleConnections closes the idle connections of every host's
 // Transport; http.Client.CloseIdleConnections calls it.
 func (r *router) CloseIdleConnections() {
-	r.mu.Lock()
-	var trs []*Transport
-	for _, h := range r.hosts {
-		if h.isMade() && h.err == nil {
-			trs = append(trs, h.tr)
+	r.hosts.Range(func(_, v any) bool {
+		if h := v.(*host); h.isMade() && h.err == nil {
+			h.tr.CloseIdleConnections()
 		}
-	}
-	r.mu.Unlock()
-	for _, t := range trs {
-		t.CloseIdleConnections()
-	}
+		return true
+	})
 }
 
 // waitReady waits until the host of key can serve; see Client.WaitReady.

@@ -378,6 +378,9 @@ func TestClientCloseRacingRequests(t *testing.T) {
 	if err := client.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
+	if _, ok := client.Channel("http://a"); ok {
+		t.Error("Channel returned a channel after Close")
+	}
 	select {
 	case err := <-read:
 		if err == nil {

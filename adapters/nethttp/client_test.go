@@ -517,3 +517,66 @@ func TestClientRoutePanicFailsTheWaiters(t *testing.T) {
 		t.Errorf("the next request: got %q", got)
 	}
 }
+
+// TestDefaultRoute checks the default route's targets.
+func TestDefaultRoute(t *testing.T) {
+	for _, tc := range []struct{ scheme, host, want, err string }{
+		{"http", "users", "dns:///users:80", ""},
+		{"https", "users", "dns:///users:443", ""},
+		{"http", "users:8080", "dns:///users:8080", ""},
+		{"https", "[::1]", "dns:///[::1]:443", ""},
+		{"http", "[::1]:81", "dns:///[::1]:81", ""},
+		{"ftp", "files", "", `no default port for scheme "ftp"`},
+	} {
+		r, err := nethttp.DefaultRoute(tc.scheme, tc.host)
+		if r.Target != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("DefaultRoute(%q, %q) = %q, %v; want %q, %q", tc.scheme, tc.host, r.Target, err, tc.want, tc.err)
+		}
+	}
+}
+
+// TestClientPerHostSettings checks the order of the settings: the
+// client's round_robin, then WithChannelOptions and WithTransport for
+// every host, then the host's Route, whose options and Transport template
+// win.
+func TestClientPerHostSettings(t *testing.T) {
+	one, two := startLiveServer(t, "one"), startLiveServer(t, "two")
+	target := "static:///" + one.addr + "," + two.addr
+	pickFirst := conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"pick_first":{}}]}`)
+	roundRobin := conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`)
+	client, err := nethttp.NewClient(
+		nethttp.WithRoute("http://default", nethttp.Route{Target: target}),
+		nethttp.WithRoute("http://route", nethttp.Route{Target: target, Options: []conn.Option{roundRobin},
+			Transport: &nethttp.Transport{WaitForReady: true, Base: &http.Transport{DisableKeepAlives: true}}}),
+		nethttp.WithChannelOptions(pickFirst),
+		nethttp.WithTransport(&nethttp.Transport{WaitForReady: true}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := client.WaitReady(ctx, "http://default", "http://route"); err != nil {
+		t.Fatal(err)
+	}
+	seen := func(host string, n int) map[string]bool {
+		got := map[string]bool{}
+		for range n {
+			got[getAll(t, client, "http://"+host+"/")] = true
+			if len(got) == 2 {
+				break
+			}
+		}
+		return got
+	}
+	if got := seen("default", 20); len(got) != 1 || !got["one"] {
+		t.Errorf("WithChannelOptions' pick_first: served by %v, want one only", got)
+	}
+	if got := seen("route", 200); len(got) != 2 {
+		t.Errorf("the route's round_robin: served by %v, want both", got)
+	}
+	// Only the route's host reaches two, and its template keeps no
+	// connection open: had the template been ignored, one would stay.
+	two.waitNoConns(t)
+}

@@ -225,10 +225,12 @@ func (r *router) acquire(ctx context.Context, key string) (*host, error) {
 		if mine {
 			r.make(h)
 		}
-		select {
-		case <-h.made:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("nethttp: host %s: waiting for its channel to be made: %w", key, ctx.Err())
+		if !h.isMade() { // else ctx does not matter: select would pick at random
+			select {
+			case <-h.made:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("nethttp: host %s: waiting for its channel to be made: %w", key, ctx.Err())
+			}
 		}
 		if h.err != nil {
 			return nil, h.err

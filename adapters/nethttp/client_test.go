@@ -303,15 +303,27 @@ func TestClientWaitReady(t *testing.T) {
 		t.Fatal("WaitReady made no channel")
 	}
 
-	short, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel2()
-	err = client.WaitReady(short, "http://up", "http://down", "http://unknown", "down")
+	// With an ended context WaitReady waits for nothing: it reports what
+	// each channel can do now. Let down's channel fail first.
+	ended, end := context.WithCancel(context.Background())
+	end()
+	_ = client.WaitReady(ended, "http://down")
+	ch, ok := client.Channel("http://down")
+	if !ok {
+		t.Fatal("WaitReady made no channel for down")
+	}
+	for s := ch.State(); s != lb.TransientFailure; s = ch.State() {
+		if !ch.WaitForStateChange(ctx, s) {
+			t.Fatalf("down's channel is %v after 10 s, want TRANSIENT_FAILURE", s)
+		}
+	}
+	err = client.WaitReady(ended, "http://up", "http://down", "http://unknown", "down")
 	if err == nil {
 		t.Fatal("WaitReady with a host that cannot serve returned nil")
 	}
 	msg := err.Error()
 	for _, want := range []string{
-		"nethttp: host http://down cannot serve: conn: pick: context deadline exceeded while waiting for a connection; last pick error: ",
+		"nethttp: host http://down cannot serve: conn: pick: context canceled while waiting for a connection; last pick error: ",
 		"connection refused",
 		"nethttp: host http://unknown: no route: no such test server",
 		`nethttp: WaitReady: host "down": want "scheme://host[:port]"`,

@@ -80,6 +80,7 @@ type Transport struct {
 	backends sync.Map     // resolver address → *backend
 	size     atomic.Int64 // entries in backends
 	requests atomic.Int64 // requests since the last sweep
+	shut     atomic.Bool  // closePools has run: every pool is dropped
 }
 
 // backend is the connection pool of one backend address, and the SubConn
@@ -226,6 +227,12 @@ func (t *Transport) backendFor(sc *conn.SubConn, addr resolver.Address) *backend
 			continue // another request made it first: use that one
 		}
 		t.size.Add(1)
+		if t.shut.Load() {
+			// closePools ran, and may not have seen b: a request that
+			// picked before its Client closed the channel dials nothing
+			// that stays open.
+			b.closeAll()
+		}
 		return b
 	}
 }
@@ -275,6 +282,7 @@ func (t *Transport) sweep() {
 // for a [Client] closing t's host: t's channel is closed, so no request
 // will use them again, and one still running fails.
 func (t *Transport) closePools() {
+	t.shut.Store(true)
 	t.backends.Range(func(_, v any) bool {
 		v.(*backend).closeAll()
 		return true

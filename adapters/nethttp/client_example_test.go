@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"strings"
 	"time"
 
@@ -85,4 +86,36 @@ func ExampleWithRouteFunc() {
 	// Output:
 	// orders
 	// Get "http://payments.internal/": nethttp: host http://payments.internal: no route: not in the service registry
+}
+
+// The program docs/choices.md sets beside its bufbuild/httplb twin: one
+// host resolved through DNS, power-of-two-choices balancing
+// (least_request_experimental, gRFC A48), an HTTP health check every 5 s
+// that takes a backend out after two failures, and hosts closed after 10
+// idle minutes. Compiled, not run: users:8080 is not a real host.
+func ExampleWithRoute() {
+	client, err := nethttp.NewClient(
+		nethttp.WithRoute("http://users:8080", nethttp.Route{
+			Target: "dns:///users:8080",
+			Options: []conn.Option{
+				conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"least_request_experimental":{"choiceCount":2}}]}`),
+				conn.WithHealthCheck(conn.HealthCheck{
+					Checker:            conn.HTTPHealthCheck{Path: "/healthz"},
+					Interval:           5 * time.Second,
+					UnhealthyThreshold: 2,
+				}),
+			},
+		}),
+		nethttp.WithIdleTimeout(10*time.Minute),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	resp, err := client.Get("http://users:8080/me")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	log.Println(resp.Status)
 }

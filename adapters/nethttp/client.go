@@ -29,8 +29,9 @@ var ErrClientClosed = errors.New("nethttp: client closed")
 //
 // The embedded *http.Client is an ordinary one: pass it wherever an
 // *http.Client is expected, and set its Timeout, Jar and CheckRedirect
-// before use as you would. Its Transport is the client's router; replacing
-// it bypasses the routing.
+// before use as you would (a redirect to another host goes through that
+// host's route). Its Transport is the client's router; replacing it
+// bypasses the routing.
 //
 // # Concurrency
 //

@@ -96,11 +96,11 @@ func WithRoute(host string, r Route) ClientOption {
 }
 
 // WithRouteFunc makes f decide the route of every host [WithRoute] does
-// not name, once per channel: f gets the request URL's scheme and host
-// ("users", "users:8080") and returns the route, or an error that fails
-// the requests to that host (and is asked again at the next request). f
-// may be called from several goroutines at once. If this option is not
-// supplied, it is [DefaultRoute].
+// not name, once per channel: f gets the request URL's scheme and host,
+// lower-cased ("http", "users:8080"), and returns the route, or an error
+// that fails the requests to that host (and is asked again at the next
+// request). f may be called from several goroutines at once. If this
+// option is not supplied, it is [DefaultRoute].
 func WithRouteFunc(f func(scheme, host string) (Route, error)) ClientOption {
 	return clientOptionFunc(func(c *clientConfig) {
 		if f == nil {

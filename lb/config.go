@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/lbkit/lbkit/lb/internal/jsonx"
 )
@@ -267,13 +268,30 @@ func decodeObject(raw json.RawMessage) (map[string]json.RawMessage, []string, er
 }
 
 // objectError converts an error of decodeObject into a [*ConfigError]: at
-// its path for a key given twice, else "want what, got <kind>".
+// its path for a key given twice, "invalid JSON at byte N: reason" for
+// input that is not JSON (truncated, say), else "want what, got <kind>".
 func objectError(raw json.RawMessage, what string, err error) error {
 	var je *jsonx.Error
-	if errors.As(err, &je) && !je.Syntax && je.Path != "" {
+	switch {
+	case errors.As(err, &je) && je.Syntax:
+		return &ConfigError{Err: je}
+	case je != nil && je.Path != "":
 		return &ConfigError{Path: je.Path, Err: je.Err}
 	}
 	return ConfigErrorf("", "want %s, got %s", what, jsonKind(raw))
+}
+
+// shiftOffset returns err with n added to its offset when it is a syntax
+// error ([jsonx.Error]): the offset in the input before n bytes were
+// trimmed from its start.
+func shiftOffset(err error, n int) error {
+	var je *jsonx.Error
+	if n == 0 || !errors.As(err, &je) || !je.Syntax {
+		return err
+	}
+	shifted := *je
+	shifted.Offset += n
+	return &shifted
 }
 
 // jsonKind names the JSON type of raw for error messages: "an object", "an
@@ -357,7 +375,8 @@ func ParseConfigObject(raw json.RawMessage) (ConfigObject, error) {
 	}
 	obj, keys, err := decodeObject(trimmed)
 	if err != nil {
-		return ConfigObject{}, objectError(trimmed, "a JSON object", err)
+		lead := len(raw) - len(bytes.TrimLeftFunc(raw, unicode.IsSpace))
+		return ConfigObject{}, objectError(trimmed, "a JSON object", shiftOffset(err, lead))
 	}
 	return ConfigObject{fields: obj, keys: keys, read: &objectReads{asked: make(map[string]bool, len(keys))}}, nil
 }

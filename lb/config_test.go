@@ -98,7 +98,7 @@ func TestParseLoadBalancingConfig(t *testing.T) {
 		{"empty list", `[]`, "error: loadBalancingConfig: empty policy list"},
 		{"null list", `null`, "error: loadBalancingConfig: empty policy list"},
 		{"not a list", `{"test_leaf_a":{}}`, "error: loadBalancingConfig: want a JSON array of policies, got an object"},
-		{"invalid JSON", `[{"test_leaf_a":`, "error: loadBalancingConfig: want a JSON array of policies, got invalid JSON"},
+		{"invalid JSON", `[{"test_leaf_a":`, "error: loadBalancingConfig: invalid JSON at byte 16: unexpected end of input"},
 		{"no registered policy", `[{"x":{}},{"y":{}}]`,
 			`error: loadBalancingConfig: no registered policy in list (unregistered: "x", "y"; registered: test_leaf_a, test_leaf_b, test_no_config, test_parent)`},
 		{"two keys before the winner", `[{"x":{},"y":{}},{"test_leaf_a":{}}]`,

@@ -118,8 +118,31 @@ func (h HealthCheck) validate() error {
 	if h.Jitter > 1 {
 		errs = append(errs, fmt.Errorf("HealthCheck.Jitter: must be <= 1, got %v", h.Jitter))
 	}
+	if err := validateChecker(h.Checker); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("WithHealthCheck: %w", err)
+	}
+	return nil
+}
+
+// validateChecker reports a checker that could never work: a nil function
+// or pointer (which would crash a check's goroutine) or an
+// [HTTPHealthCheck] whose fields are wrong.
+func validateChecker(c HealthChecker) error {
+	switch c := c.(type) {
+	case HealthCheckFunc:
+		if c == nil {
+			return errors.New("HealthCheck.Checker: a nil HealthCheckFunc")
+		}
+	case *HTTPHealthCheck:
+		if c == nil {
+			return errors.New("HealthCheck.Checker: a nil *HTTPHealthCheck")
+		}
+		return c.validate()
+	case HTTPHealthCheck:
+		return c.validate()
 	}
 	return nil
 }
@@ -177,15 +200,62 @@ type HTTPHealthCheck struct {
 	// TLS, when not nil, makes the check HTTPS with this config (cloned;
 	// its ServerName is Host unless set).
 	TLS *tls.Config
-	// MinStatus and MaxStatus bound the expected status, inclusive. If
-	// both are zero, they are 200 and 299.
+	// MinStatus and MaxStatus bound the expected status, inclusive. A
+	// zero MinStatus is 200 and a zero MaxStatus is 299, whatever the
+	// other: MinStatus 204 alone expects 204 to 299, MaxStatus 399 alone
+	// 200 to 399. Each must be an HTTP status (100 to 599), and
+	// MinStatus no more than MaxStatus.
 	MinStatus, MaxStatus int
+}
+
+// statusRange returns the inclusive range of statuses that pass.
+func (h HTTPHealthCheck) statusRange() (lo, hi int) {
+	lo, hi = h.MinStatus, h.MaxStatus
+	if lo == 0 {
+		lo = 200
+	}
+	if hi == 0 {
+		hi = 299
+	}
+	return lo, hi
+}
+
+// validate reports the fields of h that make every check fail, or pass
+// for the wrong reason, naming each.
+func (h HTTPHealthCheck) validate() error {
+	var errs []error
+	for _, f := range []struct {
+		name  string
+		value int
+	}{{"MinStatus", h.MinStatus}, {"MaxStatus", h.MaxStatus}} {
+		if f.value != 0 && (f.value < 100 || f.value > 599) {
+			errs = append(errs, fmt.Errorf("HTTPHealthCheck.%s: %d is not an HTTP status (100 to 599)", f.name, f.value))
+		}
+	}
+	if lo, hi := h.statusRange(); lo > hi {
+		var dflt string
+		if h.MaxStatus == 0 {
+			dflt = " (the default)"
+		}
+		errs = append(errs, fmt.Errorf("HTTPHealthCheck.MinStatus: %d is above MaxStatus %d%s: no status would pass", lo, hi, dflt))
+	}
+	switch {
+	case strings.Contains(h.Host, "://"):
+		errs = append(errs, fmt.Errorf("HTTPHealthCheck.Host: want a host[:port], got the URL %q (set TLS for HTTPS)", h.Host))
+	case strings.ContainsAny(h.Host, "/?#@ "):
+		errs = append(errs, fmt.Errorf("HTTPHealthCheck.Host: want a host[:port], got %q (put the path in Path)", h.Host))
+	}
+	return errors.Join(errs...)
 }
 
 // Check sends one GET request to addr, over a connection made for it and
 // closed afterwards, and passes if the status is expected. service is not
-// used.
+// used. A check with invalid fields (see [HTTPHealthCheck.MinStatus] and
+// Host; [WithHealthCheck] refuses them) fails with the reason.
 func (h HTTPHealthCheck) Check(ctx context.Context, addr resolver.Address, _ string) error {
+	if err := h.validate(); err != nil { // a checker used without New's validation
+		return err
+	}
 	host := h.host(addr)
 	tr := &http.Transport{
 		DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return dialBackend(ctx, net.Dialer{}, addr) },
@@ -216,10 +286,7 @@ func (h HTTPHealthCheck) Check(ctx context.Context, addr resolver.Address, _ str
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	lo, hi := h.MinStatus, h.MaxStatus
-	if lo == 0 && hi == 0 {
-		lo, hi = 200, 299
-	}
+	lo, hi := h.statusRange()
 	if resp.StatusCode < lo || resp.StatusCode > hi {
 		return fmt.Errorf("health check GET %s: status %d, want %d to %d", path, resp.StatusCode, lo, hi)
 	}

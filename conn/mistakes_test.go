@@ -1,8 +1,12 @@
 package conn
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/lbkit/lbkit/lb/resolver"
 )
 
 // A truncated service config is an error with the byte offset where the
@@ -18,6 +22,55 @@ func TestTruncatedServiceConfigNamesTheOffset(t *testing.T) {
 		_, err := New("test:///svc", WithResolver(&testResolver{}), WithDefaultServiceConfig(tc.json))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New with %s = %v, want an error containing %q", tc.json, err, tc.want)
+		}
+	}
+}
+
+// An HTTPHealthCheck or a checker that could never work is an error from
+// New naming the field, not a check that always fails, always passes or
+// crashes the process from a background goroutine (issue 28).
+func TestUnusableHealthCheckersAreErrorsAtNew(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		checker HealthChecker
+		want    string
+	}{
+		{"inverted range", HTTPHealthCheck{MinStatus: 300, MaxStatus: 200}, "HTTPHealthCheck.MinStatus: 300 is above MaxStatus 200"},
+		{"MinStatus alone above 299", HTTPHealthCheck{MinStatus: 300}, "HTTPHealthCheck.MinStatus: 300 is above MaxStatus 299 (the default)"},
+		{"not a status", HTTPHealthCheck{MaxStatus: 1000}, "HTTPHealthCheck.MaxStatus: 1000 is not an HTTP status (100 to 599)"},
+		{"Host with a scheme", HTTPHealthCheck{Host: "http://example.com"}, `HTTPHealthCheck.Host: want a host[:port], got the URL "http://example.com"`},
+		{"Host with a path", HTTPHealthCheck{Host: "example.com/healthz"}, `HTTPHealthCheck.Host: want a host[:port], got "example.com/healthz" (put the path in Path)`},
+		{"nil pointer", (*HTTPHealthCheck)(nil), "HealthCheck.Checker: a nil *HTTPHealthCheck"},
+		{"nil func", HealthCheckFunc(nil), "HealthCheck.Checker: a nil HealthCheckFunc"},
+	} {
+		_, err := New("test:///svc", WithResolver(&testResolver{}), WithHealthCheck(HealthCheck{Checker: tc.checker}))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: New = %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// A zero bound of HTTPHealthCheck's status range is its default, whatever
+// the other: MinStatus 200 alone is 200 to 299, not "200 to 0", which no
+// status passes (issue 28).
+func TestHTTPHealthCheckZeroBoundIsItsDefault(t *testing.T) {
+	for _, tc := range []struct {
+		h      HTTPHealthCheck
+		status int
+		pass   bool
+	}{
+		{HTTPHealthCheck{MinStatus: 200}, 200, true},
+		{HTTPHealthCheck{MinStatus: 200}, 300, false},
+		{HTTPHealthCheck{MaxStatus: 399}, 302, true},
+		{HTTPHealthCheck{MaxStatus: 399}, 400, false},
+		{HTTPHealthCheck{MinStatus: 204}, 200, false},
+		{HTTPHealthCheck{}, 204, true},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(tc.status) }))
+		err := tc.h.Check(guard(t), resolver.Address{Addr: srv.Listener.Addr().String()}, "")
+		srv.Close()
+		if (err == nil) != tc.pass {
+			t.Errorf("%+v on status %d: %v, want pass %v", tc.h, tc.status, err, tc.pass)
 		}
 	}
 }

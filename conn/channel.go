@@ -12,6 +12,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/lbkit/lbkit/internal/option"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
@@ -93,6 +94,9 @@ type stateGen struct {
 // scheme, or an option is invalid; the error names the problem.
 func New(target string, opts ...Option) (*Channel, error) {
 	cfg := defaultConfig()
+	if err := option.CheckNil(opts); err != nil {
+		return nil, fmt.Errorf("conn: %w", err)
+	}
 	for _, o := range opts {
 		o.apply(&cfg)
 	}

@@ -74,3 +74,13 @@ func TestHTTPHealthCheckZeroBoundIsItsDefault(t *testing.T) {
 		}
 	}
 }
+
+// A nil option is New's error, naming its position, not a nil-pointer
+// panic (issue 28).
+func TestNilOptionIsAnError(t *testing.T) {
+	var unset Option
+	_, err := New("test:///svc", WithResolver(&testResolver{}), unset)
+	if err == nil || !strings.Contains(err.Error(), "conn: option 2 of 2 is nil") {
+		t.Fatalf("New with a nil option = %v, want an error naming option 2", err)
+	}
+}

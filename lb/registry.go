@@ -1,6 +1,7 @@
 package lb
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -20,7 +21,10 @@ type Registry struct {
 // NewRegistry returns a registry holding builders, each under its Name.
 func NewRegistry(builders ...Builder) *Registry {
 	r := &Registry{m: make(map[string]Builder)}
-	for _, b := range builders {
+	for i, b := range builders {
+		if b == nil {
+			panic(fmt.Sprintf("lb: NewRegistry: builder %d of %d is nil", i+1, len(builders)))
+		}
 		r.Register(b)
 	}
 	return r
@@ -29,6 +33,9 @@ func NewRegistry(builders ...Builder) *Registry {
 // Register makes b the builder for the policy named b.Name(), replacing any
 // builder registered before under that name.
 func (r *Registry) Register(b Builder) {
+	if b == nil {
+		panic("lb: Register: nil Builder")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.m[b.Name()] = b

@@ -2,6 +2,7 @@ package grpcgo
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/serviceconfig"
@@ -86,8 +87,17 @@ var (
 )
 
 // NewBuilder returns a Builder that grpc-go knows as name and that runs the
-// lbkit policy b with opts.
+// lbkit policy b with opts. A nil b or option panics with a message
+// naming it: registration runs at init, where that mistake belongs.
 func NewBuilder(name string, b lb.Builder, opts ...Option) *Builder {
+	if b == nil {
+		panic("grpcgo.NewBuilder: nil lb.Builder for " + name)
+	}
+	for i, o := range opts {
+		if o == nil {
+			panic(fmt.Sprintf("grpcgo.NewBuilder: option %d of %d is nil", i+1, len(opts)))
+		}
+	}
 	return &Builder{name: name, b: b, opts: newOptions(opts)}
 }
 

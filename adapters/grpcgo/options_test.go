@@ -86,3 +86,25 @@ func TestWithoutLoggerAndRandEachBalancerHasItsOwn(t *testing.T) {
 		t.Fatalf("default options: loggers %v, %v; random sources %p, %p; want loggers and two distinct sources", x.Logger, y.Logger, x.Rand, y.Rand)
 	}
 }
+
+// A nil policy or option panics at registration with a message naming it,
+// not with a nil-pointer dereference when grpc-go first builds the policy
+// (issue 28).
+func TestNewBuilderNamesANilPolicyOrOption(t *testing.T) {
+	for _, tc := range []struct {
+		want string
+		f    func()
+	}{
+		{"grpcgo.NewBuilder: nil lb.Builder for mine", func() { grpcgo.NewBuilder("mine", nil) }},
+		{"grpcgo.NewBuilder: option 1 of 1 is nil", func() { grpcgo.NewBuilder("mine", &recordOptions{}, nil) }},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != tc.want {
+					t.Errorf("panic %v, want %q", r, tc.want)
+				}
+			}()
+			tc.f()
+		}()
+	}
+}

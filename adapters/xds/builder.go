@@ -147,7 +147,10 @@ type pooled struct {
 // NewBuilder returns a Builder with opts applied.
 func NewBuilder(opts ...Option) (*Builder, error) {
 	cfg := defaultConfig()
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("xds: NewBuilder: option %d of %d is nil", i+1, len(opts))
+		}
 		if err := o.apply(&cfg); err != nil {
 			return nil, err
 		}

@@ -248,3 +248,10 @@ func TestWithDialOptionsReachTheADSConnection(t *testing.T) {
 		t.Errorf("the interceptor saw %d streams after another builder followed the cluster, want 1 (its own)", len(methods))
 	}
 }
+
+// A nil option is NewBuilder's error, naming its position (issue 28).
+func TestNewBuilderNamesANilOption(t *testing.T) {
+	if _, err := xds.NewBuilder(nil); err == nil || err.Error() != "xds: NewBuilder: option 1 of 1 is nil" {
+		t.Fatalf("NewBuilder(nil) = %v, want an error naming option 1", err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"net/http"
 	"time"
@@ -42,7 +43,9 @@ type Handler struct {
 	channels []*conn.Channel
 }
 
-// New returns a handler for channels, shown in this order.
+// New returns a handler for channels, shown in this order. A nil channel
+// is shown as an error naming its position ("debugpage.New: channel 2 of 2
+// is nil"), the others as usual.
 func New(channels ...*conn.Channel) *Handler {
 	return &Handler{channels: append([]*conn.Channel(nil), channels...)}
 }
@@ -80,6 +83,10 @@ func (h *Handler) snapshots(ctx context.Context) []entry {
 	defer cancel()
 	out := make([]entry, len(h.channels))
 	for i, ch := range h.channels {
+		if ch == nil {
+			out[i].Error = fmt.Sprintf("debugpage.New: channel %d of %d is nil", i+1, len(h.channels))
+			continue
+		}
 		s, err := ch.Snapshot(ctx)
 		out[i] = entry{Snapshot: s}
 		if err != nil {

@@ -93,3 +93,18 @@ func TestJSONAndHTML(t *testing.T) {
 		t.Errorf("closed channel's JSON %s does not say it is closed", body)
 	}
 }
+
+// A nil channel given to New is shown as an error naming the mistake, and
+// the other channels as usual: not a nil-pointer panic on every request
+// (issue 28).
+func TestNilChannelIsShownAsAnError(t *testing.T) {
+	ch, addr := readyChannel(t)
+	h := debugpage.New(ch, nil)
+	const want = "debugpage.New: channel 2 of 2 is nil"
+	for _, target := range []string{"/?format=json", "/"} {
+		resp, body := get(t, h, http.MethodGet, target)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, want) || !strings.Contains(body, addr) {
+			t.Errorf("GET %s: status %d, body without %q or the good channel's %s:\n%s", target, resp.StatusCode, want, addr, body)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lbkit/lbkit/internal/option"
 	"github.com/lbkit/lbkit/lb"
 )
 
@@ -78,6 +79,7 @@ func New[T any](cc lb.ClientConn, opts lb.BuildOptions, hooks Hooks[T], options 
 	if hooks.StateChanged == nil {
 		panic("childmanager: New: Hooks.StateChanged is nil")
 	}
+	option.MustNotBeNil("childmanager.New", options)
 	cfg := config{deactivationDelay: DefaultDeactivationDelay}
 	for _, o := range options {
 		o.apply(&cfg)

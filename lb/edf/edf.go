@@ -194,7 +194,10 @@ func New[T comparable](entries []Entry[T], opts ...Option) (*Scheduler[T], error
 // an interface type); for an item in entries it is an [*EntryError].
 func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Option) (*Scheduler[T], error) {
 	var cfg config
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("edf: option %d of %d is nil", i+1, len(opts))
+		}
 		o.apply(&cfg)
 	}
 	if err := validate(entries); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/lbkit/lbkit/internal/option"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
@@ -93,6 +94,7 @@ func WithRegistry(r *lb.Registry) Option {
 func New(tb TB, options ...Option) *Harness {
 	cfg := harnessConfig{seed: 1, logger: slog.New(slog.DiscardHandler), target: "lbtest:///target",
 		registry: lb.DefaultRegistry()}
+	option.MustNotBeNil("lbtest.New", options)
 	for _, o := range options {
 		o.apply(&cfg)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/lbkit/lbkit/internal/option"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/childmanager"
 )
@@ -103,6 +104,7 @@ func NewBuilder(opts ...Option) *Builder {
 		retainRemoved:     true,
 		registry:          lb.DefaultRegistry(),
 	}
+	option.MustNotBeNil("priority.NewBuilder", opts)
 	for _, opt := range opts {
 		opt.apply(&o)
 	}

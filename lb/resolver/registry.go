@@ -19,6 +19,9 @@ var registry = struct {
 // registered before for the same scheme. Schemes are case-insensitive.
 // Register is meant to be called from init functions.
 func Register(b Builder) {
+	if b == nil {
+		panic("resolver: Register: nil Builder")
+	}
 	registry.Lock()
 	defer registry.Unlock()
 	registry.m[strings.ToLower(b.Scheme())] = b

@@ -11,9 +11,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/lbkit/lbkit/internal/option"
 	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/resolver"
-	"github.com/lbkit/lbkit/lb/resolver/internal/option"
 )
 
 // Scheme is the scheme this package resolves.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lbkit/lbkit/internal/option"
 	"github.com/lbkit/lbkit/lb/resolver"
-	"github.com/lbkit/lbkit/lb/resolver/internal/option"
 )
 
 // Scheme is the scheme this package resolves.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/lbkit/lbkit/internal/option"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
@@ -65,6 +66,7 @@ var _ resolver.Builder = (*Builder)(nil)
 // NewBuilder returns a builder for scheme. Scheme returns scheme unchanged,
 // so write it in lower case, as [resolver.Builder] requires.
 func NewBuilder(scheme string, opts ...Option) *Builder {
+	option.MustNotBeNil("manual.NewBuilder", opts)
 	b := &Builder{scheme: scheme}
 	for _, o := range opts {
 		o.apply(b)

@@ -23,7 +23,8 @@ type endpoint = endpointlist.Endpoint[endpointData]
 // touches one cache line.
 type endpointData struct {
 	// active counts the endpoint's outstanding requests: incremented by
-	// Pick, decremented by done. Pickers share it; it is atomic.
+	// Pick, decremented by done, never below zero. Pickers share it; it
+	// is atomic.
 	active atomic.Int64
 	// sc and done are set once, when the endpoint is created, before any
 	// picker holds the record. done is the PickResult.Done of the
@@ -61,7 +62,25 @@ func initEndpoint(_ resolver.Address, ep *endpoint) {
 	if ep.Data.done == nil {
 		d := &ep.Data
 		d.sc = ep.SubConn
-		d.done = func(lb.DoneInfo) { d.active.Add(-1) }
+		d.done = func(lb.DoneInfo) { d.release() }
+	}
+}
+
+// release counts one request of the endpoint down, never below zero: a
+// Done called twice (a caller's bug) cannot leave the count negative,
+// which would make the endpoint look lighter than an idle one for good. A
+// second Done while other requests are in flight counts one of theirs down
+// early; the count is right again once the endpoint drains. docs/choices.md
+// says why Done is not guarded per pick.
+//
+// The common case costs what a plain decrement does (one atomic add); a
+// decrement that went below zero is undone by a second add. Between the
+// two a Pick may read -1, and what it adds is kept when the add undoes the
+// stray decrement: every count stays that of the requests in flight, less
+// the stray Dones that found it above zero.
+func (d *endpointData) release() {
+	if d.active.Add(-1) < 0 {
+		d.active.Add(1)
 	}
 }
 

@@ -153,3 +153,26 @@ func TestEmptyUpdate(t *testing.T) {
 		t.Fatalf("state %v, want TRANSIENT_FAILURE", s.ConnectivityState)
 	}
 }
+
+// TestDoneTwiceNeverCountsBelowZero: a Done called twice (a caller's bug)
+// does not leave the endpoint's count at -1, where it looked lighter than
+// an idle endpoint for good: the count never goes below zero, so an
+// endpoint with a request in flight is still avoided (issue 28).
+func TestDoneTwiceNeverCountsBelowZero(t *testing.T) {
+	h := newHarness(t, leastrequest.Config{ChoiceCount: 10}, addrs(2)...)
+	h.SubConn(0).Ready() // only a is READY
+	r := pick(t, h)
+	r.Done(lb.DoneInfo{})
+	r.Done(lb.DoneInfo{})
+	held := pick(t, h) // a: one request in flight
+	h.SubConn(1).Ready()
+	for range 20 {
+		// b is sampled unless all 10 samples are a (2^-10 per pick).
+		r := pick(t, h)
+		if r.SubConn != h.SubConn(1) {
+			t.Fatalf("picked a, with a request in flight, over idle b: a's count went below zero")
+		}
+		r.Done(lb.DoneInfo{})
+	}
+	held.Done(lb.DoneInfo{})
+}

@@ -1,11 +1,13 @@
 package conn
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
@@ -82,5 +84,26 @@ func TestNilOptionIsAnError(t *testing.T) {
 	_, err := New("test:///svc", WithResolver(&testResolver{}), unset)
 	if err == nil || !strings.Contains(err.Error(), "conn: option 2 of 2 is nil") {
 		t.Fatalf("New with a nil option = %v, want an error naming option 2", err)
+	}
+}
+
+// Without WithLogger, a channel's warnings reach slog.Default(), so that
+// a misspelt service config key is seen without configuring anything;
+// its INFO and DEBUG records do not (issue 28). Not parallel: it sets
+// slog's default logger.
+func TestWarningsReachSlogDefaultWithoutWithLogger(t *testing.T) {
+	logs := &lbtest.Logs{}
+	prev := slog.Default()
+	slog.SetDefault(slog.New(logs))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	c, r, _ := newTestChannel(t, WithDefaultServiceConfig(`{"loadBalancingConfg":[{"round_robin":{}}]}`))
+	if n := logs.Count(slog.LevelWarn, unknownFieldsWarning); n != 1 {
+		t.Fatalf("%d warnings on slog.Default() for a misspelt key, want 1:\n%s", n, logs)
+	}
+	c.Connect()
+	r.update(t, resolver.State{Addresses: addrs("10.0.0.1:80")})
+	settle(t, c)
+	if below := logs.Count(slog.LevelDebug, "") - logs.Count(slog.LevelWarn, ""); below != 0 {
+		t.Fatalf("%d records below WARN reached slog.Default():\n%s", below, logs)
 	}
 }

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,8 +64,11 @@ func WithClock(c clock.Clock) Option {
 	return optionFunc(func(cfg *config) { cfg.clock = c })
 }
 
-// WithLogger sends the channel's and its policies' logs to l. If this option
-// is not supplied, logs are discarded.
+// WithLogger sends the channel's and its policies' logs to l, every level
+// l enables. If this option is not supplied, WARN and ERROR records (a
+// misspelt service config key, a config refused, a resolver failing) go to
+// [slog.Default] as it is when [New] runs, and INFO and DEBUG records are
+// discarded; WithLogger(slog.New(slog.DiscardHandler)) discards everything.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(cfg *config) { cfg.logger = l })
 }
@@ -189,7 +193,7 @@ func (c *config) withDefaults() {
 		c.clock = clock.New()
 	}
 	if c.logger == nil {
-		c.logger = slog.New(slog.DiscardHandler)
+		c.logger = slog.New(warnings{slog.Default().Handler()})
 	}
 	if c.dialer == nil {
 		c.dialer = TCPDialer{}
@@ -201,6 +205,23 @@ func (c *config) withDefaults() {
 		c.metrics = lb.NopMetrics()
 	}
 }
+
+// warnings passes h the records at WARN and above: the default logger's
+// handler, so that mistakes are seen by a user who configured nothing,
+// without the channel's routine INFO and DEBUG lines.
+type warnings struct{ h slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.h.Enabled(ctx, l)
+}
+
+func (w warnings) Handle(ctx context.Context, r slog.Record) error { return w.h.Handle(ctx, r) }
+
+func (w warnings) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnings{w.h.WithAttrs(attrs)}
+}
+
+func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.h.WithGroup(name)} }
 
 func (c *config) newRand() *rand.Rand {
 	if c.seed != nil {

@@ -69,6 +69,7 @@ type Channel struct {
 	lastSC         *serviceConfig  // last valid service config from the resolver
 	warnedSC       string          // the last service config whose unknown fields were logged
 	health         *healthSettings // health checking in force; nil when off
+	warnedHealth   bool            // a SubConn without health checking was logged while it was on
 	addrConns      map[connKey]*addrConn
 	resolveRetries int
 	resolveTimer   lb.Timer

@@ -107,3 +107,30 @@ func TestWarningsReachSlogDefaultWithoutWithLogger(t *testing.T) {
 		t.Fatalf("%d records below WARN reached slog.Default():\n%s", below, logs)
 	}
 }
+
+// WithHealthCheck under a policy that does not health-check (pick_first,
+// as gRFC A17 says) is a warning, once, naming the policy: not a silent
+// no-op (issue 28).
+func TestHealthCheckUnderPickFirstWarnsOnce(t *testing.T) {
+	const warning = "health checking is on, but the policy does not ask for it"
+	logs := &lbtest.Logs{}
+	c, r, _ := newTestChannel(t, WithLogger(slog.New(logs)), WithHealthCheck(HealthCheck{Checker: newScriptedChecker()}))
+	c.Connect()
+	for _, a := range []string{"10.0.0.1:80", "10.0.0.2:80"} {
+		r.update(t, resolver.State{Addresses: addrs(a)})
+		settle(t, c)
+	}
+	if n := logs.Count(slog.LevelWarn, warning); n != 1 || !strings.Contains(logs.String(), "policy=pick_first") {
+		t.Fatalf("%d warnings naming pick_first, want 1:\n%s", n, logs)
+	}
+
+	logs = &lbtest.Logs{}
+	rr, r, _ := newTestChannel(t, WithLogger(slog.New(logs)), WithHealthCheck(HealthCheck{Checker: newScriptedChecker()}),
+		WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
+	rr.Connect()
+	r.update(t, resolver.State{Addresses: addrs("10.0.0.1:80")})
+	settle(t, rr)
+	if n := logs.Count(slog.LevelWarn, warning); n != 0 {
+		t.Fatalf("round_robin, which health-checks: %d warnings, want none:\n%s", n, logs)
+	}
+}

@@ -142,7 +142,9 @@ func WithRegistry(r *lb.Registry) Option {
 
 // WithHealthCheck turns on active health checking (gRFC A17) with h, for
 // the SubConns of policies that ask for it (weighted_round_robin,
-// round_robin, least_request; not pick_first, as A17 says). The service
+// round_robin, least_request; not pick_first, as A17 says: a channel
+// whose policy creates a connection without asking, while health checking
+// is on, logs a warning naming the policy, once). The service
 // config's healthCheckConfig.serviceName, when set, is passed to the
 // checker. If this option is not supplied, health checking is on only when
 // the service config sets healthCheckConfig.serviceName, with the defaults

@@ -134,3 +134,23 @@ func TestHealthCheckUnderPickFirstWarnsOnce(t *testing.T) {
 		t.Fatalf("round_robin, which health-checks: %d warnings, want none:\n%s", n, logs)
 	}
 }
+
+// A priority or weighted_target tree whose addresses carry no hierarchy
+// path fails picks with an error that says so, not with "resolver produced
+// zero addresses" alone (issue 28).
+func TestTreeWithoutHierarchyPathsSaysSo(t *testing.T) {
+	for _, sc := range []string{
+		`{"loadBalancingConfig":[{"priority_experimental":{"children":{"p0":{"config":[{"round_robin":{}}]}},"priorities":["p0"]}}]}`,
+		`{"loadBalancingConfig":[{"weighted_target_experimental":{"targets":{"a":{"weight":1,"childPolicy":[{"round_robin":{}}]}}}}]}`,
+	} {
+		c, r, _ := newTestChannel(t, WithDefaultServiceConfig(sc), WithLogger(slog.New(slog.DiscardHandler)))
+		c.Connect()
+		r.update(t, resolver.State{Addresses: addrs("10.0.0.1:80", "10.0.0.2:80")})
+		settle(t, c)
+		_, err := c.Pick(guard(t), PickOptions{})
+		const want = "2 address(es) without a hierarchy path were dropped (set each one's path with hierarchy.Set)"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: Pick = %v, want an error containing %q", sc, err, want)
+		}
+	}
+}

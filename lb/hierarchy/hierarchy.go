@@ -148,5 +148,22 @@ func (g Groups) Err() error {
 	if g.Dropped == 0 {
 		return nil
 	}
-	return fmt.Errorf("hierarchy: %d address(es) without a hierarchy path were dropped", g.Dropped)
+	return fmt.Errorf("hierarchy: %d address(es) without a hierarchy path were dropped (set each one's path with hierarchy.Set)", g.Dropped)
+}
+
+// Degraded returns the [resolver.State.Degraded] reason of the states a
+// parent sends its children after grouping: degraded, the parent's own,
+// with [Groups.Err] added when addresses were dropped. A child that then
+// fails for want of addresses says why ("resolver produced zero
+// addresses: hierarchy: 2 address(es) without a hierarchy path were
+// dropped ..."), not only that it has none.
+func (g Groups) Degraded(degraded error) error {
+	err := g.Err()
+	switch {
+	case err == nil:
+		return degraded
+	case degraded == nil:
+		return err
+	}
+	return fmt.Errorf("%w; %w", degraded, err)
 }

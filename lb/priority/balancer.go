@@ -77,9 +77,12 @@ type priorityBalancer struct {
 	config *Config
 	// resolverState is the latest update's resolver state (its
 	// ServiceConfig and Attributes reach every child); addrs holds its
-	// addresses grouped by child name, kept for children created later.
+	// addresses grouped by child name, kept for children created later;
+	// childDegraded is the Degraded reason of the children's states (its
+	// own, and the addresses grouping dropped).
 	resolverState resolver.State
 	addrs         map[string][]resolver.Address
+	childDegraded error
 
 	// updating is set while a parent update (config or resolver error)
 	// reaches the children; choosing is set while the choice runs.
@@ -134,6 +137,7 @@ func (b *priorityBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 		}
 	}
 	b.config, b.resolverState, b.addrs = cfg, s.ResolverState, groups.Children
+	b.childDegraded = groups.Degraded(s.ResolverState.Degraded)
 
 	var errs []error
 	b.updating = true
@@ -162,7 +166,7 @@ func (b *priorityBalancer) updateChild(c *child, childCfg ChildConfig) error {
 		Addresses:     b.addrs[c.Name()],
 		ServiceConfig: b.resolverState.ServiceConfig,
 		Attributes:    b.resolverState.Attributes,
-		Degraded:      b.resolverState.Degraded,
+		Degraded:      b.childDegraded,
 	}
 	if err := c.Update(childCfg.Policy, rs); err != nil {
 		return fmt.Errorf("priority: child %q: %w", c.Name(), err)

@@ -154,7 +154,7 @@ func (b *wtBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 			Addresses:     groups.Children[name],
 			ServiceConfig: s.ResolverState.ServiceConfig,
 			Attributes:    s.ResolverState.Attributes,
-			Degraded:      s.ResolverState.Degraded,
+			Degraded:      groups.Degraded(s.ResolverState.Degraded),
 		}
 		if err := c.Update(t.ChildPolicy, rs); err != nil {
 			errs = append(errs, fmt.Errorf("weightedtarget: target %q: %w", name, err))

@@ -154,3 +154,23 @@ func TestTreeWithoutHierarchyPathsSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// grpc-go's weighted_round_robin fields (gRFC A58's load reports), which
+// this policy does not use, are named in a warning that reaches
+// slog.Default() without any option: not dropped without a word
+// (issue 28). Not parallel: it sets slog's default logger.
+func TestGRPCWeightedRoundRobinFieldsAreNamed(t *testing.T) {
+	logs := &lbtest.Logs{}
+	prev := slog.Default()
+	slog.SetDefault(slog.New(logs))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	newTestChannel(t, WithDefaultServiceConfig(`{"loadBalancingConfig":[{"weighted_round_robin":{"enableOobLoadReport":true,"blackoutPeriod":"10s"}}]}`))
+	if n := logs.Count(slog.LevelWarn, unknownFieldsWarning); n != 1 {
+		t.Fatalf("%d warnings on slog.Default(), want 1:\n%s", n, logs)
+	}
+	for _, field := range []string{"weighted_round_robin.enableOobLoadReport", "weighted_round_robin.blackoutPeriod"} {
+		if !strings.Contains(logs.String(), field) {
+			t.Errorf("the warning does not name %s:\n%s", field, logs)
+		}
+	}
+}

@@ -17,7 +17,8 @@
 // weightExpirationPeriod, weightUpdatePeriod, errorUtilizationPenalty) mean
 // nothing to this policy, which has no load reports: a service config
 // written for grpc-go's policy parses here, its A58 fields are reported as
-// unknown (logged at WARN by the channel, refused with
+// unknown (logged at WARN by the channel, to slog.Default() when it was
+// given no logger; refused with
 // conn.WithStrictConfig), and requests are spread by the endpoints'
 // configured weights, as equal shares when no address carries one. The two
 // coincide when every backend reports the same load. Inside grpc-go, the

@@ -41,6 +41,10 @@ type Node struct {
 	// TRANSIENT_FAILURE, or the last connection error it saw; empty when
 	// none.
 	LastError string `json:"lastError,omitempty"`
+	// Warning says why the policy cannot do what its config asks in the
+	// tree it has now (outlier detection that cannot eject); empty when
+	// it can.
+	Warning string `json:"warning,omitempty"`
 
 	// Current names the child in use (priority).
 	Current string `json:"current,omitempty"`

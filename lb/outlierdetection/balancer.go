@@ -60,6 +60,12 @@ type odBalancer struct {
 	// which publishes once at its end.
 	updating bool
 
+	// cannotEject says, per algorithm, why it cannot eject now (shown in
+	// Describe); warnedEject, which kinds of reason were logged, each once
+	// in the policy's life.
+	cannotEject [algCount]ejectBlock
+	warnedEject [algCount][tooFewVolumes + 1]bool
+
 	// ejections and unejections count ([MetricEjections],
 	// [MetricUnejections]).
 	ejections, unejections lb.Counter
@@ -101,6 +107,7 @@ func (b *odBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 	}
 	b.cfg = cfg
 	b.updateEntries(s.ResolverState.Addresses)
+	b.checkHosts()
 	b.applyTimer()
 	b.updating = true
 	err := b.child.Update(cfg.ChildPolicy, s.ResolverState)
@@ -244,7 +251,7 @@ func (c wrapCC) Target() string         { return c.b.cc.Target() }
 // child's endpoints (at any depth) is marked ejected while its address is,
 // and shows the real SubConn rather than this policy's wrapper.
 func (b *odBalancer) Describe() lb.Node {
-	n := lb.Node{Policy: Name}
+	n := lb.Node{Policy: Name, Warning: b.ejectWarning()}
 	if b.child != nil {
 		cn := b.child.Describe()
 		b.markEjected(&cn)

@@ -77,6 +77,7 @@ type candidate struct {
 // times StdevFactor/1000.
 func (b *odBalancer) successRate(cfg *SuccessRateEjection, now time.Time) {
 	cands := b.candidates(volume(cfg.RequestVolume))
+	b.ran(algSuccessRate, len(cands), cfg.MinimumHosts, cfg.RequestVolume)
 	if int64(len(cands)) < int64(cfg.MinimumHosts) || len(cands) == 0 {
 		return
 	}
@@ -107,6 +108,7 @@ func (b *odBalancer) successRate(cfg *SuccessRateEjection, now time.Time) {
 // in integers.
 func (b *odBalancer) failurePercentage(cfg *FailurePercentageEjection, now time.Time) {
 	cands := b.candidates(volume(cfg.RequestVolume))
+	b.ran(algFailurePercentage, len(cands), cfg.MinimumHosts, cfg.RequestVolume)
 	if int64(len(cands)) < int64(cfg.MinimumHosts) {
 		return
 	}

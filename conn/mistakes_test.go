@@ -21,10 +21,17 @@ func TestTruncatedServiceConfigNamesTheOffset(t *testing.T) {
 		{`{"loadBalancingConfig" [`, "invalid JSON at byte 23: "},
 		{"\n  {\"loadBalancingConfig\":", "invalid JSON at byte 26: "},
 	} {
-		_, err := New("test:///svc", WithResolver(&testResolver{}), WithDefaultServiceConfig(tc.json))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("New with %s = %v, want an error containing %q", tc.json, err, tc.want)
-		}
+		wantNewError(t, tc.want, WithDefaultServiceConfig(tc.json))
+	}
+}
+
+// wantNewError checks that New with a test resolver and opts fails with an
+// error containing want.
+func wantNewError(t *testing.T, want string, opts ...Option) {
+	t.Helper()
+	_, err := New("test:///svc", append([]Option{WithResolver(&testResolver{})}, opts...)...)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("New = %v, want an error containing %q", err, want)
 	}
 }
 
@@ -33,22 +40,18 @@ func TestTruncatedServiceConfigNamesTheOffset(t *testing.T) {
 // crashes the process from a background goroutine (issue 28).
 func TestUnusableHealthCheckersAreErrorsAtNew(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
 		checker HealthChecker
 		want    string
 	}{
-		{"inverted range", HTTPHealthCheck{MinStatus: 300, MaxStatus: 200}, "HTTPHealthCheck.MinStatus: 300 is above MaxStatus 200"},
-		{"MinStatus alone above 299", HTTPHealthCheck{MinStatus: 300}, "HTTPHealthCheck.MinStatus: 300 is above MaxStatus 299 (the default)"},
-		{"not a status", HTTPHealthCheck{MaxStatus: 1000}, "HTTPHealthCheck.MaxStatus: 1000 is not an HTTP status (100 to 599)"},
-		{"Host with a scheme", HTTPHealthCheck{Host: "http://example.com"}, `HTTPHealthCheck.Host: want a host[:port], got the URL "http://example.com"`},
-		{"Host with a path", HTTPHealthCheck{Host: "example.com/healthz"}, `HTTPHealthCheck.Host: want a host[:port], got "example.com/healthz" (put the path in Path)`},
-		{"nil pointer", (*HTTPHealthCheck)(nil), "HealthCheck.Checker: a nil *HTTPHealthCheck"},
-		{"nil func", HealthCheckFunc(nil), "HealthCheck.Checker: a nil HealthCheckFunc"},
+		{HTTPHealthCheck{MinStatus: 300, MaxStatus: 200}, "HTTPHealthCheck.MinStatus: 300 is above MaxStatus 200"},
+		{HTTPHealthCheck{MinStatus: 300}, "HTTPHealthCheck.MinStatus: 300 is above MaxStatus 299 (the default)"},
+		{HTTPHealthCheck{MaxStatus: 1000}, "HTTPHealthCheck.MaxStatus: 1000 is not an HTTP status (100 to 599)"},
+		{HTTPHealthCheck{Host: "http://example.com"}, `HTTPHealthCheck.Host: want a host[:port], got the URL "http://example.com"`},
+		{HTTPHealthCheck{Host: "example.com/healthz"}, `HTTPHealthCheck.Host: want a host[:port], got "example.com/healthz" (put the path in Path)`},
+		{(*HTTPHealthCheck)(nil), "HealthCheck.Checker: a nil *HTTPHealthCheck"},
+		{HealthCheckFunc(nil), "HealthCheck.Checker: a nil HealthCheckFunc"},
 	} {
-		_, err := New("test:///svc", WithResolver(&testResolver{}), WithHealthCheck(HealthCheck{Checker: tc.checker}))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: New = %v, want an error containing %q", tc.name, err, tc.want)
-		}
+		wantNewError(t, tc.want, WithHealthCheck(HealthCheck{Checker: tc.checker}))
 	}
 }
 
@@ -81,10 +84,7 @@ func TestHTTPHealthCheckZeroBoundIsItsDefault(t *testing.T) {
 // panic (issue 28).
 func TestNilOptionIsAnError(t *testing.T) {
 	var unset Option
-	_, err := New("test:///svc", WithResolver(&testResolver{}), unset)
-	if err == nil || !strings.Contains(err.Error(), "conn: option 2 of 2 is nil") {
-		t.Fatalf("New with a nil option = %v, want an error naming option 2", err)
-	}
+	wantNewError(t, "conn: option 2 of 2 is nil", unset)
 }
 
 // Without WithLogger, a channel's warnings reach slog.Default(), so that

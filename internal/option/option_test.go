@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/lbkit/lbkit/internal/option"
+	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/edf"
 	"github.com/lbkit/lbkit/lb/priority"
+	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/dns"
 	"github.com/lbkit/lbkit/lb/resolver/eds"
 	"github.com/lbkit/lbkit/lb/resolver/manual"
@@ -44,4 +46,14 @@ func TestNilOptionsNameTheirPosition(t *testing.T) {
 		func(o func(*[]string) error, s *[]string) error { return o(s) }); err != nil || strings.Join(set, "") != "a" {
 		t.Errorf("Apply = %v, %v; want a applied", set, err)
 	}
+}
+
+// Registering nil panics with a message that names the mistake, at the
+// registration, not a nil-pointer dereference when the builder is first
+// used (issue 28).
+func TestRegisterNilNamesTheMistake(t *testing.T) {
+	wantPanic(t, "lb: Register: nil Builder", func() { lb.Register(nil) })
+	wantPanic(t, "lb: Register: nil Builder", func() { lb.NewRegistry().Register(nil) })
+	wantPanic(t, "lb: NewRegistry: builder 1 of 1 is nil", func() { lb.NewRegistry(nil) })
+	wantPanic(t, "resolver: Register: nil Builder", func() { resolver.Register(nil) })
 }

@@ -97,13 +97,7 @@ func TestREADMEConfigEjectsAmongThree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, addr := range []string{"a", "b", "c"} {
-		failures := 0
-		if addr == "b" {
-			failures = 100
-		}
-		e.calls(addr, 100, failures)
-	}
+	e.callsFailingOne(100, "b", 100, "a", "b", "c")
 	e.h.Advance(interval)
 	e.wantEjected("b")
 	if n := logs.Count(slog.LevelWarn, "outlierdetection:"); n != 0 {

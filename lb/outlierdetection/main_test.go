@@ -256,6 +256,19 @@ func (e *env) calls(addr string, n, failures int) {
 	}
 }
 
+// callsFailingOne sends n requests to each of addrs, failing the first
+// failures of those to bad and none to the others.
+func (e *env) callsFailingOne(n int, bad string, failures int, addrs ...string) {
+	e.t.Helper()
+	for _, a := range addrs {
+		failures := failures
+		if a != bad {
+			failures = 0
+		}
+		e.calls(a, n, failures)
+	}
+}
+
 // ejected returns the ejected addresses, in sweep order.
 func (e *env) ejected() string {
 	var out []string

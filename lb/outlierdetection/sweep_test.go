@@ -147,13 +147,7 @@ func TestSuccessRateEjectsTheOutlier(t *testing.T) {
 	e := newEnv(t)
 	e.update(`{"successRateEjection": {}, "childPolicy": [{"test_addr_picker": {}}]}`, five...)
 	// Rates 1, 1, 1, 1, 0.5: mean 0.9, stdev 0.2, threshold 0.9 - 1.9×0.2 = 0.52.
-	for _, a := range five {
-		failures := 0
-		if a == "c" {
-			failures = 50
-		}
-		e.calls(a, 100, failures)
-	}
+	e.callsFailingOne(100, "c", 50, five...)
 	e.h.Advance(DefaultInterval)
 	e.wantEjected("c")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,11 +25,18 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // readyChannel returns a round_robin channel READY on one real backend.
 func readyChannel(t *testing.T) (*conn.Channel, string) {
 	t.Helper()
+	return readyChannelWith(t, `{"loadBalancingConfig":[{"round_robin":{}}]}`)
+}
+
+// readyChannelWith returns a channel with service config sc, READY on one
+// real backend.
+func readyChannelWith(t *testing.T, sc string) (*conn.Channel, string) {
+	t.Helper()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(srv.Close)
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	r := manual.NewBuilder("test", manual.WithInitialState(resolver.State{Addresses: []resolver.Address{{Addr: addr}}}))
-	ch, err := conn.New("test:///svc", conn.WithResolver(r), conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))
+	ch, err := conn.New("test:///svc", conn.WithResolver(r), conn.WithDefaultServiceConfig(sc), conn.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +113,19 @@ func TestNilChannelIsShownAsAnError(t *testing.T) {
 		resp, body := get(t, h, http.MethodGet, target)
 		if resp.StatusCode != http.StatusOK || !strings.Contains(body, want) || !strings.Contains(body, addr) {
 			t.Errorf("GET %s: status %d, body without %q or the good channel's %s:\n%s", target, resp.StatusCode, want, addr, body)
+		}
+	}
+}
+
+// An outlier detection config that cannot eject in the channel's tree is
+// shown as its node's warning, in the JSON and on the page (issue 28).
+func TestOutlierDetectionThatCannotEjectIsShown(t *testing.T) {
+	ch, _ := readyChannelWith(t, `{"loadBalancingConfig":[{"outlier_detection_experimental":{"failurePercentageEjection":{},"childPolicy":[{"round_robin":{}}]}}]}`)
+	const want = "failurePercentageEjection cannot eject: minimumHosts is 5, but the tree has 1 address(es)"
+	h := debugpage.New(ch)
+	for _, target := range []string{"/?format=json", "/"} {
+		if _, body := get(t, h, http.MethodGet, target); !strings.Contains(body, want) {
+			t.Errorf("GET %s does not show %q:\n%s", target, want, body)
 		}
 	}
 }

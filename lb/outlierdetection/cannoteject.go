@@ -43,7 +43,7 @@ func (b *odBalancer) checkHosts() {
 	}
 	for alg := range algCount {
 		if on[alg] && int64(hosts[alg]) > int64(len(b.order)) {
-			b.blocked(alg, tooFewHosts, fmt.Sprintf("outlierdetection: %s cannot eject: minimumHosts is %d, but the tree has %d addresses",
+			b.blocked(alg, tooFewHosts, fmt.Sprintf("outlierdetection: %s cannot eject: minimumHosts is %d, but the tree has %d address(es)",
 				algNames[alg], hosts[alg], len(b.order)))
 			continue
 		}

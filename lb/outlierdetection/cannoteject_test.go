@@ -31,7 +31,7 @@ func TestConfigThatCannotEjectIsReportedOnceAndDescribed(t *testing.T) {
 	e.update(hosts, "a", "b", "c")
 	e.update(hosts, "a", "b", "c")
 	e.h.Advance(10 * time.Second)
-	const tooFew = "outlierdetection: failurePercentageEjection cannot eject: minimumHosts is 5, but the tree has 3 addresses"
+	const tooFew = "outlierdetection: failurePercentageEjection cannot eject: minimumHosts is 5, but the tree has 3 address(es)"
 	if n := logs.Count(slog.LevelWarn, tooFew); n != 1 {
 		t.Fatalf("%d warnings %q, want 1:\n%s", n, tooFew, logs)
 	}

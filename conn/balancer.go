@@ -33,10 +33,8 @@ func (w *balancerWrapper) NewSubConn(addrs []resolver.Address, opts lb.NewSubCon
 	if opts.StateListener == nil {
 		return nil, errors.New("conn: NewSubConn: StateListener is nil")
 	}
-	if w.c.health != nil && !opts.HealthCheck && !w.c.warnedHealth {
-		w.c.warnedHealth = true
-		w.c.logger.Warn("health checking is on, but the policy does not ask for it: its connections are not checked (pick_first never health-checks, as gRFC A17 says; round_robin, least_request_experimental and weighted_round_robin do)",
-			"policy", w.name)
+	if w.c.health != nil && !opts.HealthCheck {
+		w.c.warnUnchecked(w.name)
 	}
 	sc := w.c.newSubConn(w, addrs, opts)
 	w.subs[sc] = struct{}{}

@@ -60,7 +60,23 @@ func (c *Channel) applyHealth() {
 	c.health = h
 	for _, ac := range c.addrConns {
 		ac.updateHealthGate(true)
+		if h != nil && len(ac.handles) > ac.wantHealth && c.current != nil {
+			c.warnUnchecked(c.current.name)
+		}
 	}
+}
+
+// warnUnchecked logs, once in the channel's life, that health checking is
+// on but policy made a connection without asking for it: the option or
+// the service config's healthCheckConfig does nothing for it. Runs
+// serialized.
+func (c *Channel) warnUnchecked(policy string) {
+	if c.warnedHealth {
+		return
+	}
+	c.warnedHealth = true
+	c.logger.Warn("health checking is on, but the policy does not ask for it: its connections are not checked (pick_first never health-checks, as gRFC A17 says; round_robin, least_request_experimental and weighted_round_robin do)",
+		"policy", policy)
 }
 
 // updateHealthGate recomputes whether health decides this connection's

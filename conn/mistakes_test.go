@@ -124,6 +124,18 @@ func TestHealthCheckUnderPickFirstWarnsOnce(t *testing.T) {
 		t.Fatalf("%d warnings naming pick_first, want 1:\n%s", n, logs)
 	}
 
+	// Turned on by the service config after pick_first connected.
+	logs = &lbtest.Logs{}
+	c, r, _ = newTestChannel(t, WithLogger(slog.New(logs)))
+	c.Connect()
+	r.update(t, resolver.State{Addresses: addrs("10.0.0.1:80")})
+	settle(t, c)
+	r.update(t, resolver.State{Addresses: addrs("10.0.0.1:80"), ServiceConfig: []byte(`{"healthCheckConfig":{"serviceName":"svc"}}`)})
+	settle(t, c)
+	if n := logs.Count(slog.LevelWarn, warning); n != 1 {
+		t.Fatalf("health checking turned on by the service config under pick_first: %d warnings, want 1:\n%s", n, logs)
+	}
+
 	logs = &lbtest.Logs{}
 	rr, r, _ := newTestChannel(t, WithLogger(slog.New(logs)), WithHealthCheck(HealthCheck{Checker: newScriptedChecker()}),
 		WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`))

@@ -5,7 +5,11 @@ import (
 	"testing"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/hierarchy"
+	"github.com/lbkit/lbkit/lb/outlierdetection"
+	"github.com/lbkit/lbkit/lb/priority"
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/weightedtarget"
 )
 
 // namedBuilder registers a builder under another name.
@@ -41,5 +45,25 @@ func TestChannelUsesItsRegistry(t *testing.T) {
 	waitState(t, bare, lb.TransientFailure)
 	if _, err := bare.Pick(guard(t), PickOptions{}); err == nil || !strings.Contains(err.Error(), "no policy registered as pick_first") {
 		t.Fatalf("registry without pick_first: pick error %v, want one saying pick_first is not registered", err)
+	}
+}
+
+// A channel's registry reaches the policy lists nested in its config: a
+// parent registered there parses its children against it
+// (lb.ParentBuilder), at every depth.
+func TestChannelRegistryReachesNestedPolicyLists(t *testing.T) {
+	sc := `{"loadBalancingConfig":[{"outlier_detection_experimental":{"childPolicy":[
+		{"weighted_target_experimental":{"targets":{"t":{"weight":1,"childPolicy":[
+			{"priority_experimental":{"priorities":["p"],"children":{"p":{"config":[{"only_in_my_registry":{}}]}}}}]}}}}]}}]}`
+	u := &updateCounter{}
+	reg := lb.NewRegistry(outlierdetection.Builder{}, weightedtarget.Builder{}, priority.NewBuilder(),
+		namedBuilder{Builder: u, name: "only_in_my_registry"})
+	c, r, _ := newTestChannel(t, WithRegistry(reg), WithDefaultServiceConfig(sc))
+	r.update(t, resolver.State{Addresses: []resolver.Address{
+		hierarchy.Set(resolver.Address{Addr: "10.0.0.1:80"}, []string{"t", "p"})}})
+	c.Connect()
+	settle(t, c)
+	if got := u.taken(); len(got) != 1 {
+		t.Fatalf("the nested policy got %d updates, want 1", len(got))
 	}
 }

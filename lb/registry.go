@@ -30,11 +30,29 @@ func NewRegistry(builders ...Builder) *Registry {
 	return r
 }
 
+// ParentBuilder is implemented by the builder of a policy whose config
+// names child policies (priority, weighted_target, outlier_detection): a
+// registry binds it when it is registered, so that the children's policy
+// lists are parsed against the registry the parent was registered in. A
+// channel given its own registry (conn.WithRegistry) therefore finds its
+// policies at every depth of a config, not only at the top.
+type ParentBuilder interface {
+	Builder
+	// InRegistry returns a builder like this one that parses its
+	// children's policy lists against r. It must not modify the receiver:
+	// one builder may be registered in several registries.
+	InRegistry(r *Registry) Builder
+}
+
 // Register makes b the builder for the policy named b.Name(), replacing any
-// builder registered before under that name.
+// builder registered before under that name. A [ParentBuilder] is
+// registered as b.InRegistry(r).
 func (r *Registry) Register(b Builder) {
 	if b == nil {
 		panic("lb: Register: nil Builder")
+	}
+	if p, ok := b.(ParentBuilder); ok {
+		b = p.InRegistry(r)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -36,11 +36,10 @@ func NewRegistry(builders ...lb.Builder) *lb.Registry {
 //   - [Parent.Registry] is a new registry ([NewRegistry]) holding
 //     [LeafName] and [ScriptName]; [Parent.Build] registers the parent
 //     there too, so that [Parent.ParseConfig] parses its config, children
-//     included, without touching [lb.DefaultRegistry]. Give the parent's
-//     builder the registry (priority.WithRegistry,
-//     weightedtarget.Builder.Registry) so that it parses its children's
-//     policies against it. Nothing is shared with other tests: a test
-//     using a Parent may call t.Parallel.
+//     included, without touching [lb.DefaultRegistry]; a parent's builder
+//     ([lb.ParentBuilder]) parses its children's policies against the
+//     registry it is registered in. Nothing is shared with other tests: a
+//     test using a Parent may call t.Parallel.
 //   - [Parent.UpdateClientConnState] and [Parent.UpdateAddresses] put
 //     [Parent.Scripts] in the resolver state's attributes, so each script
 //     child the parent builds registers there under the id of its config;

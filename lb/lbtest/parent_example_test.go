@@ -20,7 +20,7 @@ func ExampleParent() {
 	defer t.Finish()
 
 	p := lbtest.NewParent(t)
-	p.Build(priority.NewBuilder(priority.WithRegistry(p.Registry())))
+	p.Build(priority.NewBuilder())
 	cfg := p.ParseConfig(priority.Name, `{"children": {
 		"p0": {"config": [{"test_script": {"id": "p0"}}]},
 		"p1": {"config": [{"test_script": {"id": "p1", "subConn": true}}]}},

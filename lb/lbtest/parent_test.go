@@ -56,7 +56,7 @@ func TestParentRegistryIsItsOwn(t *testing.T) {
 			t.Errorf("%s registered in lb.DefaultRegistry", name)
 		}
 	}
-	p1.Build(priority.NewBuilder(priority.WithRegistry(p1.Registry())))
+	p1.Build(priority.NewBuilder())
 	if p1.Registry().Get(priority.Name) == nil || p2.Registry().Get(priority.Name) != nil {
 		t.Fatal("Build did not register the parent in its own registry only")
 	}
@@ -70,7 +70,7 @@ func TestParentDrivesScriptChildren(t *testing.T) {
 	t.Parallel()
 	tb := &fatalTB{T: t}
 	p := lbtest.NewParent(tb)
-	p.Build(priority.NewBuilder(priority.WithRegistry(p.Registry())))
+	p.Build(priority.NewBuilder())
 	cfg := p.ParseConfig(priority.Name, `{"children": {"p0": {"config": [{"test_script": {"id": "p0"}}]}}, "priorities": ["p0"]}`)
 	key := attributes.NewKey[string]("lbtest_test.key")
 	if err := p.UpdateClientConnState(lb.ClientConnState{

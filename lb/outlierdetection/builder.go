@@ -16,13 +16,17 @@ func init() { lb.Register(Builder{}) }
 // for concurrent use. The package registers Builder{} under [Name] in its
 // init function.
 type Builder struct {
-	// Registry is what the child policy list is parsed against; nil means
-	// [lb.DefaultRegistry].
-	Registry *lb.Registry
+	// registry is what the child policy list is parsed against; nil means
+	// [lb.DefaultRegistry]. A registry sets it ([Builder.InRegistry]).
+	registry *lb.Registry
 }
 
 // Name returns [Name].
 func (Builder) Name() string { return Name }
+
+// InRegistry returns a Builder that parses the child policy list against r
+// ([lb.ParentBuilder]).
+func (Builder) InRegistry(r *lb.Registry) lb.Builder { return Builder{registry: r} }
 
 // ParseConfig parses the policy's JSON config into a [*Config] and lists
 // the fields it does not know, its child policy's included
@@ -32,7 +36,7 @@ func (Builder) Name() string { return Name }
 // `failurePercentageEjection.threshold: must be <= 100, got 101`.
 func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
 	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (*Config, error) {
-		return readConfig(obj, b.Registry)
+		return readConfig(obj, b.registry)
 	})
 }
 

@@ -100,7 +100,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{`{"failurePercentageEjection": {"enforcementPercentage": 200}, ` + child + `}`, "failurePercentageEjection.enforcementPercentage"},
 		{`{"failurePercentageEjection": {"requestVolume": true}, ` + child + `}`, "failurePercentageEjection.requestVolume"},
 	} {
-		cfg, _, err := Builder{Registry: testRegistry}.ParseConfig(json.RawMessage(tc.js))
+		cfg, _, err := lb.ParseConfig(Builder{}.InRegistry(testRegistry), json.RawMessage(tc.js))
 		if cfg != nil {
 			t.Errorf("ParseConfig(%s) returned %+v with its error", tc.js, cfg)
 		}
@@ -128,7 +128,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		c, _, ok := lbtest.CheckConfigParse(t, Builder{Registry: testRegistry}, raw)
+		c, _, ok := lbtest.CheckConfigParse(t, Builder{}.InRegistry(testRegistry), raw)
 		if !ok {
 			return
 		}
@@ -145,7 +145,7 @@ func FuzzParseConfig(f *testing.F) {
 // parseConfig parses raw, its child policy against testRegistry, and
 // returns its *Config.
 func parseConfig(raw json.RawMessage) (*Config, error) {
-	c, _, err := Builder{Registry: testRegistry}.ParseConfig(raw)
+	c, _, err := lb.ParseConfig(Builder{}.InRegistry(testRegistry), raw)
 	cfg, _ := c.(*Config)
 	return cfg, err
 }
@@ -157,7 +157,7 @@ func TestBuilderRegistry(t *testing.T) {
 		t.Fatal("the default registry resolved a policy registered elsewhere")
 	}
 	reg := lb.NewRegistry(lbtest.NewLeafBuilder("leaf_only_in_my_registry"))
-	cfg, unknown, err := Builder{Registry: reg}.ParseConfig(json.RawMessage(js))
+	cfg, unknown, err := lb.ParseConfig(Builder{}.InRegistry(reg), json.RawMessage(js))
 	if err != nil {
 		t.Fatalf("ParseConfig with the registry: %v", err)
 	}

@@ -29,9 +29,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // env.
 var testRegistry = func() *lb.Registry {
 	r := lbtest.NewRegistry(addrPickerBuilder{}, pickfirst.Builder{}, roundrobin.Builder{})
-	r.Register(Builder{Registry: r})
-	r.Register(priority.NewBuilder(priority.WithRegistry(r)))
-	r.Register(weightedtarget.Builder{Registry: r})
+	r.Register(Builder{})
+	r.Register(priority.NewBuilder())
+	r.Register(weightedtarget.Builder{})
 	return r
 }()
 
@@ -175,7 +175,7 @@ func newEnv(t lbtest.TB, opts ...lbtest.Option) *env {
 	t.Helper()
 	p := lbtest.NewParent(t, opts...)
 	p.Registry().Register(addrPickerBuilder{})
-	p.Build(Builder{Registry: p.Registry()})
+	p.Build(Builder{})
 	return &env{t: t, h: p, ref: &childRef{}}
 }
 

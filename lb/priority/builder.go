@@ -76,16 +76,6 @@ func WithRetainRemovedChildren(retain bool) Option {
 	return optionFunc(func(o *options) { o.retainRemoved = retain })
 }
 
-// WithRegistry parses the children's policy lists against r. If this
-// option is not supplied, or r is nil, it is [lb.DefaultRegistry].
-func WithRegistry(r *lb.Registry) Option {
-	return optionFunc(func(o *options) {
-		if r != nil {
-			o.registry = r
-		}
-	})
-}
-
 // Builder builds priority_experimental balancers and parses their config.
 // The zero Builder is not usable; make one with [NewBuilder]. A Builder is
 // immutable and safe for concurrent use.
@@ -113,6 +103,15 @@ func NewBuilder(opts ...Option) *Builder {
 
 // Name returns [Name].
 func (*Builder) Name() string { return Name }
+
+// InRegistry returns a builder with b's options that parses the children's
+// policy lists against r ([lb.ParentBuilder]). Until a registry binds it,
+// a builder parses them against [lb.DefaultRegistry].
+func (b *Builder) InRegistry(r *lb.Registry) lb.Builder {
+	bound := *b
+	bound.opts.registry = r
+	return &bound
+}
 
 // ParseConfig parses the policy's JSON config into a [*Config] and lists
 // the fields it does not know, its children's policies' included

@@ -97,7 +97,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		c, _, ok := lbtest.CheckConfigParse(t, NewBuilder(WithRegistry(testRegistry)), raw)
+		c, _, ok := lbtest.CheckConfigParse(t, NewBuilder().InRegistry(testRegistry), raw)
 		if !ok {
 			return
 		}
@@ -117,15 +117,16 @@ func FuzzParseConfig(f *testing.F) {
 	})
 }
 
-// Children's policy lists are parsed against the builder's registry.
-func TestWithRegistry(t *testing.T) {
+// Children's policy lists are parsed against the registry the builder is
+// bound to (lb.ParentBuilder).
+func TestInRegistry(t *testing.T) {
 	t.Parallel()
 	js := `{"children":{"p0":{"config":[{"leaf_only_in_my_registry":{}}]}},"priorities":["p0"]}`
 	if _, _, err := NewBuilder().ParseConfig(json.RawMessage(js)); err == nil {
 		t.Fatal("the default registry resolved a policy registered elsewhere")
 	}
 	reg := lb.NewRegistry(lbtest.NewLeafBuilder("leaf_only_in_my_registry"))
-	cfg, _, err := NewBuilder(WithRegistry(reg)).ParseConfig(json.RawMessage(js))
+	cfg, _, err := lb.ParseConfig(NewBuilder().InRegistry(reg), json.RawMessage(js))
 	if err != nil {
 		t.Fatalf("ParseConfig with the registry: %v", err)
 	}
@@ -137,7 +138,7 @@ func TestWithRegistry(t *testing.T) {
 // parseConfig parses raw with a builder whose registry is reg and returns
 // its *Config.
 func parseConfig(raw json.RawMessage, reg *lb.Registry) (*Config, error) {
-	c, _, err := NewBuilder(WithRegistry(reg)).ParseConfig(raw)
+	c, _, err := lb.ParseConfig(NewBuilder().InRegistry(reg), raw)
 	cfg, _ := c.(*Config)
 	return cfg, err
 }

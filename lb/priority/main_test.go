@@ -50,7 +50,7 @@ func configJSON(children ...childSpec) string {
 // parse configs without an env.
 var testRegistry = func() *lb.Registry {
 	r := lbtest.NewRegistry()
-	r.Register(NewBuilder(WithRegistry(r)))
+	r.Register(NewBuilder())
 	return r
 }()
 
@@ -82,7 +82,7 @@ func newEnv(t lbtest.TB, opts ...Option) *env {
 func newEnvWith(t lbtest.TB, hopts []lbtest.Option, opts ...Option) *env {
 	t.Helper()
 	p := lbtest.NewParent(t, hopts...)
-	p.Build(NewBuilder(append(opts, WithRegistry(p.Registry()))...))
+	p.Build(NewBuilder(opts...))
 	return &env{t: t, h: p}
 }
 

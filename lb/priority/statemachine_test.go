@@ -97,7 +97,7 @@ func newMachine(t *rapid.T) *machine {
 	sched := &recScheduler{inner: h.Serializer, clock: h.Clock}
 	opts := h.BuildOptions()
 	opts.Scheduler = sched
-	b := NewBuilder(WithRetainRemovedChildren(retainRemoved), WithRegistry(h.Registry()))
+	b := NewBuilder(WithRetainRemovedChildren(retainRemoved))
 	h.Registry().Register(b) // for h.ParseConfig
 	h.Do(func() { h.Balancer = b.Build(h.CC, opts) })
 	mc := &machine{

@@ -60,8 +60,8 @@ func subConnByAddr(t *testing.T, h *lbtest.Harness) map[lb.SubConn]string {
 func TestA56HierarchyEndToEnd(t *testing.T) {
 	t.Parallel()
 	reg := lbtest.NewRegistry()
-	reg.Register(Builder{Registry: reg})
-	reg.Register(priority.NewBuilder(priority.WithRegistry(reg)))
+	reg.Register(Builder{})
+	reg.Register(priority.NewBuilder())
 	h := lbtest.New(t, lbtest.WithRegistry(reg))
 	_, cfg := h.BuildPolicy(priority.Name, a56Config(1, 3, 2, 1))
 	if err := h.UpdateAddresses(cfg, a56Addresses()...); err != nil {

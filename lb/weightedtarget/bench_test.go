@@ -126,7 +126,7 @@ func BenchmarkUpdateClientConnState(b *testing.B) {
 	for _, leaf := range []string{lbtest.LeafName, wrr.Name} {
 		b.Run("leaf="+leaf, func(b *testing.B) {
 			reg := lbtest.NewRegistry(wrr.Builder{})
-			reg.Register(Builder{Registry: reg})
+			reg.Register(Builder{})
 			h := lbtest.New(b, lbtest.WithRegistry(reg))
 			var specs []targetSpec
 			addrs := make([]resolver.Address, 0, targets*endpoints)

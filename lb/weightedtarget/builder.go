@@ -16,13 +16,17 @@ func init() { lb.Register(Builder{}) }
 // for concurrent use. The package registers Builder{} under [Name] in its
 // init function.
 type Builder struct {
-	// Registry is what the targets' child policy lists are parsed
-	// against; nil means [lb.DefaultRegistry].
-	Registry *lb.Registry
+	// registry is what the targets' child policy lists are parsed against; nil means
+	// [lb.DefaultRegistry]. A registry sets it ([Builder.InRegistry]).
+	registry *lb.Registry
 }
 
 // Name returns [Name].
 func (Builder) Name() string { return Name }
+
+// InRegistry returns a Builder that parses the targets' child policy lists against r
+// ([lb.ParentBuilder]).
+func (Builder) InRegistry(r *lb.Registry) lb.Builder { return Builder{registry: r} }
 
 // ParseConfig parses the policy's JSON config into a [*Config] and lists
 // the fields it does not know, its targets' policies' included
@@ -31,7 +35,7 @@ func (Builder) Name() string { return Name }
 // object, such as `targets["a"].weight: must be >= 1, got 0`.
 func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
 	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (*Config, error) {
-		return readConfig(obj, b.Registry)
+		return readConfig(obj, b.registry)
 	})
 }
 

@@ -135,7 +135,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		c, _, ok := lbtest.CheckConfigParse(t, Builder{Registry: testRegistry}, raw)
+		c, _, ok := lbtest.CheckConfigParse(t, Builder{}.InRegistry(testRegistry), raw)
 		if !ok {
 			return
 		}
@@ -155,7 +155,7 @@ func TestBuilderRegistry(t *testing.T) {
 		t.Fatal("the default registry resolved a policy registered elsewhere")
 	}
 	reg := lb.NewRegistry(lbtest.NewLeafBuilder("leaf_only_in_my_registry"))
-	cfg, _, err := Builder{Registry: reg}.ParseConfig(json.RawMessage(js))
+	cfg, _, err := lb.ParseConfig(Builder{}.InRegistry(reg), json.RawMessage(js))
 	if err != nil {
 		t.Fatalf("ParseConfig with the registry: %v", err)
 	}
@@ -167,7 +167,7 @@ func TestBuilderRegistry(t *testing.T) {
 // parseConfig parses raw with a builder whose registry is reg and returns
 // its *Config.
 func parseConfig(raw json.RawMessage, reg *lb.Registry) (*Config, error) {
-	c, _, err := Builder{Registry: reg}.ParseConfig(raw)
+	c, _, err := lb.ParseConfig(Builder{}.InRegistry(reg), raw)
 	cfg, _ := c.(*Config)
 	return cfg, err
 }

@@ -50,7 +50,7 @@ func configJSON(targets ...targetSpec) string {
 // tests that parse configs without an env.
 var testRegistry = func() *lb.Registry {
 	r := lbtest.NewRegistry()
-	r.Register(Builder{Registry: r})
+	r.Register(Builder{})
 	return r
 }()
 
@@ -76,7 +76,7 @@ type env struct {
 func newEnv(t lbtest.TB, opts ...lbtest.Option) *env {
 	t.Helper()
 	p := lbtest.NewParent(t, opts...)
-	p.Build(Builder{Registry: p.Registry()})
+	p.Build(Builder{})
 	return &env{t: t, h: p}
 }
 

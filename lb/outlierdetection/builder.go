@@ -16,16 +16,17 @@ func init() { lb.Register(Builder{}) }
 // for concurrent use. The package registers Builder{} under [Name] in its
 // init function.
 type Builder struct {
-	// registry is what the child policy list is parsed against; nil means
-	// [lb.DefaultRegistry]. A registry sets it ([Builder.InRegistry]).
+	// registry is what the child policy list is parsed
+	// against; nil means [lb.DefaultRegistry]. A registry sets it
+	// ([Builder.InRegistry]).
 	registry *lb.Registry
 }
 
 // Name returns [Name].
 func (Builder) Name() string { return Name }
 
-// InRegistry returns a Builder that parses the child policy list against r
-// ([lb.ParentBuilder]).
+// InRegistry returns a Builder that parses the child policy list
+// against r ([lb.ParentBuilder]).
 func (Builder) InRegistry(r *lb.Registry) lb.Builder { return Builder{registry: r} }
 
 // ParseConfig parses the policy's JSON config into a [*Config] and lists

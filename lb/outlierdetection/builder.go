@@ -1,8 +1,6 @@
 package outlierdetection
 
 import (
-	"encoding/json"
-
 	"github.com/lbkit/lbkit/lb"
 )
 
@@ -28,18 +26,6 @@ func (Builder) Name() string { return Name }
 // InRegistry returns a Builder that parses the child policy list
 // against r ([lb.ParentBuilder]).
 func (Builder) InRegistry(r *lb.Registry) lb.Builder { return Builder{registry: r} }
-
-// ParseConfig parses the policy's JSON config into a [*Config] and lists
-// the fields it does not know, its child policy's included
-// ([lb.ConfigParser]); see [Config] for the format, the defaults and the
-// rules. Every error is an [*lb.ConfigError] whose path is relative to the
-// policy's object, such as
-// `failurePercentageEjection.threshold: must be <= 100, got 101`.
-func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
-	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (*Config, error) {
-		return readConfig(obj, b.registry)
-	})
-}
 
 // Build returns a new outlier detection balancer reporting to cc. Its child
 // shares opts: the sweep timer runs on opts.Scheduler and enforcement draws

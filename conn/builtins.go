@@ -3,7 +3,8 @@ package conn
 // The built-in resolvers and policies register themselves: a channel
 // resolves "dns:", "passthrough:", "unix:", "unix-abstract:", "static:"
 // and "eds:" targets, and runs pick_first, round_robin,
-// least_request_experimental, weighted_round_robin, priority_experimental,
+// least_request_experimental, weighted_round_robin, ring_hash_experimental,
+// priority_experimental,
 // weighted_target_experimental and outlier_detection_experimental, with no
 // further imports.
 import (
@@ -16,6 +17,7 @@ import (
 	_ "github.com/lbkit/lbkit/lb/resolver/passthrough"
 	_ "github.com/lbkit/lbkit/lb/resolver/static"
 	_ "github.com/lbkit/lbkit/lb/resolver/unix"
+	_ "github.com/lbkit/lbkit/lb/ringhash"
 	_ "github.com/lbkit/lbkit/lb/roundrobin"
 	_ "github.com/lbkit/lbkit/lb/weightedtarget"
 	_ "github.com/lbkit/lbkit/lb/wrr"

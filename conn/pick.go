@@ -17,6 +17,16 @@ type PickOptions struct {
 	// Method names the request for the policy (an HTTP path, an RPC
 	// name); it may be empty.
 	Method string
+	// Metadata is the request's metadata (HTTP headers), for policies
+	// that read a header, such as ring_hash's requestHashHeader; nil if
+	// none. Pick does not keep it.
+	Metadata lb.Metadata
+	// Hash is the request's hash for hash-based policies (ring_hash), when
+	// HasHash is set: requests with equal hashes go to the same endpoint
+	// while it can serve.
+	Hash uint64
+	// HasHash reports whether Hash is set.
+	HasHash bool
 }
 
 // PickResult is a successful pick.
@@ -58,7 +68,7 @@ func (c *Channel) Pick(ctx context.Context, opts PickOptions) (PickResult, error
 	if !c.active.Load() {
 		c.active.Store(true)
 	}
-	info := lb.PickInfo{Ctx: ctx, Method: opts.Method}
+	info := lb.PickInfo{Ctx: ctx, Method: opts.Method, Metadata: opts.Metadata, Hash: opts.Hash, HasHash: opts.HasHash}
 	g := c.gen.Load()
 	r, err := c.tryPick(g, info)
 	if err == nil {

@@ -156,6 +156,17 @@ type PickInfo struct {
 	// Method names the request, such as a gRPC full method name or an HTTP
 	// path; empty when the transport has none.
 	Method string
+	// Metadata is the request's metadata (HTTP request headers, gRPC
+	// outgoing metadata), for policies that read a header (ring_hash's
+	// requestHashHeader); nil when the transport has none. It must not be
+	// modified, and is valid only during the Pick call.
+	Metadata Metadata
+	// Hash is the request's hash for hash-based policies (ring_hash), set
+	// when HasHash is: computed by the transport from the request (a
+	// header, a cookie, the path) or given by the caller.
+	Hash uint64
+	// HasHash reports whether Hash is set.
+	HasHash bool
 }
 
 // PickResult is a successful pick.

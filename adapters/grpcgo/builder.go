@@ -12,6 +12,7 @@ import (
 	"github.com/lbkit/lbkit/lb/outlierdetection"
 	"github.com/lbkit/lbkit/lb/pickfirst"
 	"github.com/lbkit/lbkit/lb/priority"
+	"github.com/lbkit/lbkit/lb/ringhash"
 	"github.com/lbkit/lbkit/lb/roundrobin"
 	"github.com/lbkit/lbkit/lb/weightedtarget"
 	"github.com/lbkit/lbkit/lb/wrr"
@@ -41,9 +42,13 @@ const (
 	// (package outlierdetection, gRFC A50); the child policy in its
 	// config names an lbkit policy.
 	OutlierDetectionName = "lbkit_outlier_detection"
+	// RingHashName runs lbkit's ring_hash_experimental (package ringhash,
+	// gRFC A42, A76), which picks the same endpoint as grpc-go's
+	// ring_hash_experimental for the same endpoints and request hash.
+	RingHashName = "lbkit_ring_hash"
 )
 
-// init registers the seven default policies. grpc-go's registry may only be
+// init registers the eight default policies. grpc-go's registry may only be
 // written during initialization, so registering here lets importing the
 // package be all a program needs; it is the package's only side effect.
 func init() {
@@ -54,6 +59,7 @@ func init() {
 	Register(RoundRobinName, roundrobin.Builder{})
 	Register(LeastRequestName, leastrequest.Builder{})
 	Register(OutlierDetectionName, outlierdetection.Builder{})
+	Register(RingHashName, ringhash.Builder{})
 }
 
 // Register registers, with grpc-go's balancer registry, a [Builder] that

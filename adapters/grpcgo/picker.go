@@ -13,7 +13,9 @@ import (
 
 // picker runs an lbkit picker for grpc-go. It holds nothing else, so a
 // READY pick costs one interface call and a type assertion on top of the
-// lbkit pick, and allocates nothing unless the lbkit result has a Done.
+// lbkit pick, and allocates nothing unless the lbkit result has a Done or
+// the call has outgoing metadata (which becomes [lb.PickInfo.Metadata]:
+// grpc-go copies it).
 type picker struct{ p lb.Picker }
 
 var _ balancer.Picker = (*picker)(nil)
@@ -40,7 +42,11 @@ var errForeignSubConn = status.Error(codes.Internal, "grpcgo: lbkit picker retur
 //     with UNAVAILABLE unless it is wait-for-ready, in which case it
 //     queues it.
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
-	r, err := p.p.Pick(lb.PickInfo{Ctx: info.Ctx, Method: info.FullMethodName})
+	in := lb.PickInfo{Ctx: info.Ctx, Method: info.FullMethodName}
+	if md, ok := metadata.FromOutgoingContext(info.Ctx); ok {
+		in.Metadata = mdView(md) // a copy: grpc-go allocates it only when the call has metadata
+	}
+	r, err := p.p.Pick(in)
 	if err != nil {
 		return balancer.PickResult{}, toGRPCPickError(err)
 	}
@@ -61,22 +67,27 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 func toDoneInfo(di balancer.DoneInfo) lb.DoneInfo {
 	out := lb.DoneInfo{Err: di.Err, Status: int(status.Code(di.Err))}
 	if di.Trailer != nil {
-		out.Metadata = trailer(di.Trailer)
+		out.Metadata = mdView(di.Trailer)
 	}
 	return out
 }
 
-// trailer is gRPC metadata seen as [lb.Metadata]: Get returns the key's
-// first value. Converting a metadata.MD to it allocates nothing.
-type trailer metadata.MD
+// mdView is gRPC metadata (a call's outgoing metadata, a trailer) seen as
+// [lb.Metadata]: Get returns the key's first value, Values all of them.
+// Converting a metadata.MD to it allocates nothing.
+type mdView metadata.MD
 
 // Get returns the first value of key (matched case-insensitively), or "".
-func (t trailer) Get(key string) string {
-	if v := metadata.MD(t).Get(key); len(v) > 0 {
+func (m mdView) Get(key string) string {
+	if v := metadata.MD(m).Get(key); len(v) > 0 {
 		return v[0]
 	}
 	return ""
 }
+
+// Values returns every value of key (matched case-insensitively), for a
+// policy that joins them (ring_hash's requestHashHeader, gRFC A76).
+func (m mdView) Values(key string) []string { return metadata.MD(m).Get(key) }
 
 // toGRPCPickError converts an lbkit pick error as [picker.Pick] describes.
 func toGRPCPickError(err error) error {

@@ -76,6 +76,14 @@ type Transport struct {
 	// again (none, or GetBody set): then trying elsewhere is always safe.
 	// If zero, it is [DefaultMaxAttempts]; 1 never tries again.
 	MaxAttempts int
+	// RequestHash, when not nil, computes each request's hash for
+	// hash-based policies (ring_hash_experimental): requests with equal
+	// hashes go to the same backend while it can serve. It returns false
+	// when the request has nothing to hash; see [HashHeader],
+	// [HashCookie] and [HashPath]. If nil, requests carry no hash, and
+	// ring_hash needs its requestHashHeader (the request's headers always
+	// reach the policy).
+	RequestHash func(*http.Request) (uint64, bool)
 
 	backends sync.Map     // resolver address → *backend
 	size     atomic.Int64 // entries in backends
@@ -366,7 +374,10 @@ const maxRepicks = 8
 // backends in avoid, which this request could not reach: the channel may
 // not have taken them out of its picker yet.
 func (t *Transport) pick(req *http.Request, avoid []*conn.SubConn) (conn.PickResult, error) {
-	opts := conn.PickOptions{WaitForReady: t.WaitForReady, Method: req.URL.Path}
+	opts := conn.PickOptions{WaitForReady: t.WaitForReady, Method: req.URL.Path, Metadata: req.Header}
+	if t.RequestHash != nil {
+		opts.Hash, opts.HasHash = t.RequestHash(req)
+	}
 	for i := 0; ; i++ {
 		picked, err := t.Channel.Pick(req.Context(), opts)
 		if err != nil || i == maxRepicks || !slices.Contains(avoid, picked.SubConn) {

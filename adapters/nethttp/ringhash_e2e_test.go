@@ -1,0 +1,94 @@
+package nethttp_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/lbkit/lbkit/adapters/nethttp"
+	"github.com/lbkit/lbkit/conn"
+)
+
+// ringFarm is n real HTTP servers on loopback that answer with their name.
+func ringFarm(t *testing.T, n int) (servers []*httptest.Server, target string) {
+	var hosts []string
+	for i := range n {
+		name := fmt.Sprintf("s%d", i)
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, name) }))
+		t.Cleanup(s.Close)
+		servers = append(servers, s)
+		hosts = append(hosts, strings.TrimPrefix(s.URL, "http://"))
+	}
+	return servers, "static:///" + strings.Join(hosts, ",")
+}
+
+// ownerOfUser sends a request for user through client and returns the
+// name of the server that answered.
+func ownerOfUser(t *testing.T, client *http.Client, user string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://svc/", nil)
+	req.Header.Set("X-User", user)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("user %s: %v", user, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
+}
+
+// Affinity end to end, both ways of keying a request: the Transport's
+// RequestHash (HashHeader) under ring_hash without a header of its own,
+// and ring_hash's requestHashHeader reading the request's headers. Each
+// user's requests all go to one server, users spread over the servers, and
+// stopping one server moves only its own users.
+func TestRingHashAffinity(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string
+		hash         func(*http.Request) (uint64, bool)
+	}{
+		{"Transport.RequestHash", `{}`, nethttp.HashHeader("x-user")},
+		{"requestHashHeader", `{"requestHashHeader": "x-user"}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			servers, target := ringFarm(t, 5)
+			ch, err := conn.New(target, conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"ring_hash_experimental":`+tc.config+`}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ch.Close()
+			tr := &nethttp.Transport{Channel: ch, WaitForReady: true, RequestHash: tc.hash}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr}
+
+			owner := map[string]string{}
+			used := map[string]int{}
+			for u := range 60 {
+				user := fmt.Sprintf("user-%d", u)
+				owner[user] = ownerOfUser(t, client, user)
+				used[owner[user]]++
+				for range 3 {
+					if got := ownerOfUser(t, client, user); got != owner[user] {
+						t.Fatalf("%s went to %s, then %s", user, owner[user], got)
+					}
+				}
+			}
+			if len(used) < 4 {
+				t.Fatalf("60 users on %d of 5 servers: %v", len(used), used)
+			}
+			servers[0].Close() // s0 leaves; its users move, no one else does
+			for user, was := range owner {
+				got := ownerOfUser(t, client, user)
+				if was != "s0" && got != was {
+					t.Fatalf("%s moved from %s to %s when only s0 stopped", user, was, got)
+				}
+				if got == "s0" {
+					t.Fatalf("%s still answered by the stopped s0", user)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,334 @@
+package ringhash
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/weight"
+)
+
+// endpoint is the balancer's record of one endpoint. Its fields belong to
+// the tree's serializer.
+type endpoint struct {
+	// key identifies the endpoint across updates: its address and server
+	// name, whatever its attributes (gRFC A61: ring_hash ignores them
+	// when de-duplicating endpoints).
+	key resolver.Address
+	sc  lb.SubConn
+	// node is how the ring sees the endpoint; updated in place when its
+	// weight or hash key changes.
+	node ringNode
+	// state is the state the policy counts for the endpoint, as a lazy,
+	// sticky pick_first child would report it (gRFC A42, A61, A62):
+	//   - IDLE until something asks it to connect, and again when a READY
+	//     connection is lost (it does not reconnect by itself);
+	//   - CONNECTING from the moment it is asked to connect;
+	//   - TRANSIENT_FAILURE from a failed attempt until it is READY: it
+	//     reconnects by itself after each backoff meanwhile.
+	state   lb.ConnectivityState
+	connErr error
+	// connect is the picker's request to connect it (see connectIdle),
+	// made once.
+	connect func()
+	removed bool
+}
+
+// balancer is one ring_hash_experimental policy instance. Its fields belong
+// to the tree's serializer.
+type balancer struct {
+	cc     lb.ClientConn
+	sched  lb.Scheduler
+	rand   *rand.Rand
+	logger *slog.Logger
+	cap    uint64
+
+	cfg Config
+	// list holds the endpoints of the last update, in update order; byKey
+	// indexes it.
+	list  []*endpoint
+	byKey map[resolver.Address]*endpoint
+	// ring is the ring over list (ringEntry.endpoint indexes list), rebuilt
+	// on every update.
+	ring []ringEntry
+
+	state       lb.ConnectivityState
+	resolverErr error
+}
+
+func newBalancer(cc lb.ClientConn, opts lb.BuildOptions, limit uint64) *balancer {
+	return &balancer{
+		cc: cc, sched: opts.Scheduler, rand: opts.Rand, logger: opts.PolicyLogger(Name), cap: limit,
+		byKey: make(map[resolver.Address]*endpoint), state: lb.Idle,
+	}
+}
+
+// UpdateClientConnState takes the parent's endpoints and config, rebuilds
+// the ring and publishes a new state and picker. New endpoints get a
+// SubConn that is not connected: ring_hash connects lazily.
+func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
+	cfg, err := lb.ConfigOf[Config](Name, s.BalancerConfig)
+	if err != nil {
+		b.logger.Error(Name+": update ignored", "error", err)
+		return err
+	}
+	cfg.MinRingSize, cfg.MaxRingSize = cfg.sizes(b.cap)
+	if cfg.MinRingSize > cfg.MaxRingSize {
+		err := fmt.Errorf("%s: minRingSize %d above maxRingSize %d: %w", Name, cfg.MinRingSize, cfg.MaxRingSize, lb.ErrBadResolverState)
+		b.logger.Error(Name+": update ignored", "error", err)
+		return err
+	}
+	b.cfg = cfg
+	b.resolverErr = nil
+	list := make([]*endpoint, 0, len(s.ResolverState.Addresses))
+	seen := make(map[resolver.Address]bool, len(s.ResolverState.Addresses))
+	for _, a := range s.ResolverState.Addresses {
+		key := resolver.Address{Addr: a.Addr, ServerName: a.ServerName}
+		if seen[key] {
+			continue // a later address of an endpoint already listed
+		}
+		seen[key] = true
+		ep := b.byKey[key]
+		if ep == nil {
+			if ep = b.newEndpoint(a, key); ep == nil {
+				continue
+			}
+		}
+		ep.node = nodeOf(a)
+		list = append(list, ep)
+	}
+	for _, ep := range b.list {
+		if !seen[ep.key] {
+			b.remove(ep)
+		}
+	}
+	b.list = list
+	if len(list) == 0 {
+		b.ring = nil
+		err := s.ResolverState.Explain(fmt.Errorf("%s: %w", Name, resolver.ErrNoAddresses))
+		b.publish(lb.TransientFailure, lb.NewErrPicker(lb.TransientFailureError(err)))
+		return fmt.Errorf("%w: %w", err, lb.ErrBadResolverState)
+	}
+	nodes := make([]ringNode, len(list))
+	for i, ep := range list {
+		nodes[i] = ep.node
+	}
+	b.ring = buildRing(nodes, cfg.MinRingSize, cfg.MaxRingSize)
+	b.regenerate()
+	return nil
+}
+
+// nodeOf returns how the ring sees the endpoint of a: its A76 hash key or
+// else its address, and its weight (1 when unset).
+func nodeOf(a resolver.Address) ringNode {
+	n := ringNode{hashKey: HashKey(a), weight: 1}
+	if n.hashKey == "" {
+		n.hashKey = a.Addr
+	}
+	if w, ok := weight.Get(a); ok && w > 0 {
+		n.weight = w
+	}
+	return n
+}
+
+// newEndpoint creates a new endpoint's SubConn, unconnected. It returns
+// nil, and logs, if the SubConn cannot be created.
+func (b *balancer) newEndpoint(a, key resolver.Address) *endpoint {
+	ep := &endpoint{key: key, state: lb.Idle}
+	sc, err := b.cc.NewSubConn([]resolver.Address{a}, lb.NewSubConnOptions{
+		StateListener: func(s lb.SubConnState) { b.updateSubConnState(ep, s) },
+		HealthCheck:   true, // gRFC A17: an unhealthy endpoint is not READY
+	})
+	if err != nil {
+		b.logger.Error(Name+": endpoint skipped", "addr", a.Addr, "error", err)
+		return nil
+	}
+	ep.sc = sc
+	ep.connect = func() { b.connectIdle(ep) }
+	b.byKey[key] = ep
+	return ep
+}
+
+// remove shuts ep down and forgets it.
+func (b *balancer) remove(ep *endpoint) {
+	ep.removed = true
+	delete(b.byKey, ep.key)
+	ep.sc.Shutdown()
+}
+
+// connectIdle is a picker's request: connect ep if it is (still) IDLE.
+func (b *balancer) connectIdle(ep *endpoint) {
+	if ep.removed || ep.state != lb.Idle {
+		return
+	}
+	b.startConnecting(ep)
+	b.regenerate()
+}
+
+// startConnecting asks ep's SubConn to connect and counts it CONNECTING at
+// once, as pick_first reports CONNECTING as soon as it is asked to leave
+// IDLE.
+func (b *balancer) startConnecting(ep *endpoint) {
+	ep.state = lb.Connecting
+	ep.sc.Connect()
+}
+
+// updateSubConnState is the listener of ep's SubConn.
+func (b *balancer) updateSubConnState(ep *endpoint, s lb.SubConnState) {
+	if ep.removed {
+		return
+	}
+	old := ep.state
+	switch s.ConnectivityState {
+	case lb.Shutdown:
+		return
+	case lb.Ready:
+		ep.state = lb.Ready
+	case lb.Connecting:
+		if old != lb.TransientFailure {
+			ep.state = lb.Connecting
+		}
+	case lb.Idle:
+		switch old {
+		case lb.TransientFailure:
+			ep.sc.Connect() // sticky: retry after each backoff, still failed
+		case lb.Ready:
+			ep.state = lb.Idle
+			b.cc.ResolveNow()
+		default:
+			ep.state = lb.Idle
+		}
+	case lb.TransientFailure:
+		ep.state = lb.TransientFailure
+		ep.connErr = s.ConnectionError
+		if ep.connErr == nil {
+			ep.connErr = fmt.Errorf("%s: connection to %s failed (no error reported)", Name, ep.key.Addr)
+		}
+		b.cc.ResolveNow()
+	}
+	if ep.state == old && s.ConnectivityState != lb.TransientFailure {
+		return // the published picker still says everything
+	}
+	b.regenerate()
+}
+
+// aggregate is gRFC A42's aggregation of the endpoints' states.
+func (b *balancer) aggregate() (agg lb.ConnectivityState, connecting int) {
+	var ready, failed, idle int
+	for _, ep := range b.list {
+		switch ep.state {
+		case lb.Ready:
+			ready++
+		case lb.Connecting:
+			connecting++
+		case lb.Idle:
+			idle++
+		case lb.TransientFailure:
+			failed++
+		}
+	}
+	switch {
+	case ready > 0:
+		return lb.Ready, connecting
+	case failed >= 2:
+		return lb.TransientFailure, connecting
+	case connecting > 0:
+		return lb.Connecting, connecting
+	case failed == 1 && len(b.list) > 1:
+		return lb.Connecting, connecting
+	case idle > 0:
+		return lb.Idle, connecting
+	}
+	return lb.TransientFailure, connecting
+}
+
+// regenerate publishes the aggregate state with a new picker over the
+// current states, after gRFC A61's proactive connection: while the policy
+// is CONNECTING or TRANSIENT_FAILURE and no endpoint is connecting, the
+// first IDLE endpoint is asked to connect, so that a policy that gets no
+// picks (a lower priority's, or one failed over from) still finds out when
+// endpoints come back.
+func (b *balancer) regenerate() {
+	agg, connecting := b.aggregate()
+	if (agg == lb.Connecting || agg == lb.TransientFailure) && connecting == 0 {
+		for _, ep := range b.list {
+			if ep.state == lb.Idle {
+				b.startConnecting(ep)
+				agg, connecting = b.aggregate()
+				break
+			}
+		}
+	}
+	p := &picker{
+		ring: b.ring, endpoints: make([]pickEndpoint, len(b.list)), sched: b.sched,
+		header: b.cfg.RequestHashHeader, anyConnecting: connecting > 0,
+	}
+	p.random.Store(b.rand.Uint64())
+	for i, ep := range b.list {
+		p.endpoints[i] = pickEndpoint{state: ep.state, result: lb.PickResult{SubConn: ep.sc}, err: ep.connErr, connect: ep.connect}
+	}
+	if agg == lb.TransientFailure && b.resolverErr != nil {
+		err := lb.TransientFailureError(fmt.Errorf("%s: name resolver error: %w", Name, b.resolverErr))
+		b.publish(agg, lb.NewErrPicker(err))
+		return
+	}
+	b.publish(agg, p)
+}
+
+// ResolverError keeps the last endpoints in force if there are any and
+// the policy is not failing; otherwise it publishes TRANSIENT_FAILURE
+// naming err.
+func (b *balancer) ResolverError(err error) {
+	b.resolverErr = err
+	if len(b.list) > 0 && b.state != lb.TransientFailure {
+		b.logger.Debug(Name+": resolver error ignored", "state", b.state, "error", err)
+		return
+	}
+	if len(b.list) == 0 {
+		b.publish(lb.TransientFailure, lb.NewErrPicker(lb.TransientFailureError(fmt.Errorf("%s: name resolver error: %w", Name, err))))
+		return
+	}
+	b.regenerate()
+}
+
+// ExitIdle does nothing: connections are started by picks, and by the
+// policy itself while it is CONNECTING or failing (gRFC A42, as grpc-go).
+func (b *balancer) ExitIdle() {}
+
+// Close shuts every SubConn down.
+func (b *balancer) Close() {
+	for _, ep := range b.list {
+		b.remove(ep)
+	}
+	b.list = nil
+}
+
+// publish reports a state and picker to the parent.
+func (b *balancer) publish(s lb.ConnectivityState, p lb.Picker) {
+	if b.state != s {
+		b.logger.Debug(Name+": state change", "from", b.state, "to", s)
+	}
+	b.state = s
+	b.cc.UpdateState(lb.State{ConnectivityState: s, Picker: p})
+}
+
+// Describe returns the node with every endpoint and the state the policy
+// counts for it.
+func (b *balancer) Describe() lb.Node {
+	n := lb.Node{Policy: Name, Endpoints: make([]lb.Endpoint, len(b.list))}
+	var last error
+	for i, ep := range b.list {
+		e := &n.Endpoints[i]
+		e.Address, e.SubConn, e.State = ep.key.Addr, ep.sc, ep.state
+		if ep.connErr != nil {
+			last = ep.connErr
+		}
+	}
+	if b.resolverErr != nil {
+		last = b.resolverErr
+	}
+	n.LastError = lb.ErrorString(last)
+	return n
+}

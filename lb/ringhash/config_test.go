@@ -1,0 +1,74 @@
+package ringhash
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
+)
+
+func TestParseConfig(t *testing.T) {
+	for _, tc := range []struct {
+		js      string
+		b       Builder
+		want    Config
+		wantErr string
+	}{
+		{js: ``, want: Config{MinRingSize: 1024, MaxRingSize: 4096}},
+		{js: `{}`, want: Config{MinRingSize: 1024, MaxRingSize: 4096}},
+		{js: `{"minRingSize": "10", "max_ring_size": 20}`, want: Config{MinRingSize: 10, MaxRingSize: 20}},
+		{js: `{"minRingSize": 5000}`, wantErr: "minRingSize: must be <= maxRingSize (4096), got 5000"},
+		{js: `{"maxRingSize": 8388608}`, want: Config{MinRingSize: 1024, MaxRingSize: 4096}},
+		{js: `{"maxRingSize": 8388608}`, b: Builder{}.WithRingSizeCap(100000), want: Config{MinRingSize: 1024, MaxRingSize: 100000}},
+		{js: `{"maxRingSize": 8388609}`, wantErr: "maxRingSize: must be <= 8388608, got 8388609"},
+		{js: `{"minRingSize": 0}`, wantErr: "minRingSize: must be >= 1, got 0"},
+		{js: `{"minRingSize": -1}`, wantErr: "minRingSize: must be >= 1"},
+		{js: `{"minRingSize": 1.5}`, wantErr: "minRingSize: want an integer"},
+		{js: `{"minRingSize": 100, "maxRingSize": 10}`, wantErr: "minRingSize: must be <= maxRingSize (10), got 100"},
+		{js: `{"requestHashHeader": "X-Session"}`, want: Config{MinRingSize: 1024, MaxRingSize: 4096, RequestHashHeader: "x-session"}},
+		{js: `{"requestHashHeader": "x-trace-bin"}`, wantErr: `requestHashHeader: "x-trace-bin" is a binary header`},
+		{js: `{"requestHashHeader": "x session"}`, wantErr: `requestHashHeader: "x session" is not a valid header name: byte ' ' at 1`},
+		{js: `{"requestHashHeader": 7}`, wantErr: "requestHashHeader: want string, got number"},
+		{js: `[]`, wantErr: "want a JSON object"},
+	} {
+		c, _, err := lb.ParseConfig(tc.b, json.RawMessage(tc.js))
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: error %v, want one containing %q", tc.js, err, tc.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.js, err)
+		case c != tc.want:
+			t.Errorf("%s: %+v, want %+v", tc.js, c, tc.want)
+		}
+	}
+}
+
+func TestUnknownFieldsAreListed(t *testing.T) {
+	_, unknown, err := lb.ParseConfig(Builder{}, json.RawMessage(`{"minRingSize": 10, "ringSize": 3}`))
+	if err != nil || len(unknown) != 1 || unknown[0] != "ringSize" {
+		t.Fatalf("unknown %v, err %v; want [ringSize]", unknown, err)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{`{}`, `{"minRingSize": 1, "maxRingSize": 8388608}`, `{"requestHashHeader": "a-b.c_d"}`, `{"min_ring_size": "1e3"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, _, ok := lbtest.CheckConfigParse(t, Builder{}, raw)
+		if !ok {
+			return
+		}
+		cfg := c.(Config)
+		if cfg.MinRingSize < 1 || cfg.MinRingSize > cfg.MaxRingSize || cfg.MaxRingSize > DefaultRingSizeCap {
+			t.Fatalf("parsed %+v from %q", cfg, raw)
+		}
+		if validHeader(cfg.RequestHashHeader) != nil || strings.ToLower(cfg.RequestHashHeader) != cfg.RequestHashHeader {
+			t.Fatalf("header %q accepted", cfg.RequestHashHeader)
+		}
+	})
+}

@@ -1,0 +1,150 @@
+package ringhash
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// ErrNoRequestHash is wrapped by the error of a pick that carries no hash
+// ([lb.PickInfo.HasHash] false) under a config without a request hash
+// header: gRFC A76 fails such a pick, since nothing else can place it.
+var ErrNoRequestHash = errors.New("ringhash: the request carries no hash (set lb.PickInfo.Hash, or configure requestHashHeader)")
+
+// pickEndpoint is what a picker knows of one endpoint: a snapshot of its
+// state when the picker was built.
+type pickEndpoint struct {
+	state  lb.ConnectivityState
+	result lb.PickResult
+	// err is the endpoint's last connection error, for a
+	// TRANSIENT_FAILURE pick.
+	err error
+	// connect asks the balancer, on its serializer, to connect the
+	// endpoint if it is still IDLE. Made once per endpoint: calling it
+	// does not allocate a closure.
+	connect func()
+}
+
+// picker is an immutable snapshot of the ring and the endpoints' states
+// (gRFC A42: a new picker for every state change). Pick is safe for
+// concurrent use, takes no lock, and allocates nothing when it returns a
+// READY endpoint.
+type picker struct {
+	ring      []ringEntry
+	endpoints []pickEndpoint
+	sched     lb.Scheduler
+	// header is the config's request hash header, or "".
+	header string
+	// anyConnecting is set if an endpoint was CONNECTING when the picker
+	// was built (A76's picker_has_a_child_connecting).
+	anyConnecting bool
+	// random draws the hashes of requests without the header: a splitmix64
+	// sequence from a seed drawn from the tree's random source.
+	random atomic.Uint64
+}
+
+// Pick places the request on the ring and walks it from there, as gRFC A61
+// (for a request's own hash) and A76 (for a random one) say.
+func (p *picker) Pick(info lb.PickInfo) (lb.PickResult, error) {
+	h, random, err := p.requestHash(info)
+	if err != nil {
+		return lb.PickResult{}, err
+	}
+	first := search(p.ring, h)
+	if random {
+		return p.pickRandom(first)
+	}
+	for i := range p.ring {
+		ep := &p.endpoints[p.ring[(first+i)%len(p.ring)].endpoint]
+		switch ep.state {
+		case lb.Ready:
+			return ep.result, nil
+		case lb.Idle:
+			p.sched.Schedule(ep.connect)
+			return lb.PickResult{}, lb.ErrNoSubConnAvailable
+		case lb.Connecting:
+			return lb.PickResult{}, lb.ErrNoSubConnAvailable
+		}
+	}
+	return lb.PickResult{}, p.failure(first)
+}
+
+// pickRandom is A76's walk for a random hash: the first READY endpoint
+// from first; on the way, one IDLE endpoint is asked to connect unless one
+// is already connecting, and the pick waits for it.
+func (p *picker) pickRandom(first int) (lb.PickResult, error) {
+	requested := p.anyConnecting
+	for i := range p.ring {
+		ep := &p.endpoints[p.ring[(first+i)%len(p.ring)].endpoint]
+		if ep.state == lb.Ready {
+			return ep.result, nil
+		}
+		if !requested && ep.state == lb.Idle {
+			p.sched.Schedule(ep.connect)
+			requested = true
+		}
+	}
+	if requested {
+		return lb.PickResult{}, lb.ErrNoSubConnAvailable
+	}
+	return lb.PickResult{}, p.failure(first)
+}
+
+// failure is the error of a pick that found every endpoint in
+// TRANSIENT_FAILURE: the first endpoint's ("return the first failure").
+func (p *picker) failure(first int) error {
+	err := p.endpoints[p.ring[first].endpoint].err
+	if err == nil {
+		err = errors.New("ringhash: no endpoint is reachable")
+	}
+	return lb.TransientFailureError(err)
+}
+
+// requestHash returns the request's hash, and whether it was drawn at
+// random because the configured header is missing.
+func (p *picker) requestHash(info lb.PickInfo) (uint64, bool, error) {
+	if p.header == "" {
+		if !info.HasHash {
+			return 0, false, ErrNoRequestHash
+		}
+		return info.Hash, false, nil
+	}
+	if v := headerValue(info.Metadata, p.header); v != "" {
+		return xxhash.Sum64String(v), false, nil
+	}
+	return mix(p.random.Add(golden)), true, nil
+}
+
+// multiValued is the optional side of [lb.Metadata] that lists every value
+// of a key (http.Header has it).
+type multiValued interface {
+	Values(key string) []string
+}
+
+// headerValue returns the value of header in md, several values joined by
+// "," (gRFC A76), or "" when there is none.
+func headerValue(md lb.Metadata, header string) string {
+	if md == nil {
+		return ""
+	}
+	if mv, ok := md.(multiValued); ok {
+		if vs := mv.Values(header); len(vs) > 1 {
+			return strings.Join(vs, ",")
+		}
+	}
+	return md.Get(header)
+}
+
+// golden is splitmix64's increment, 2^64/φ.
+const golden = 0x9e3779b97f4a7c15
+
+// mix is splitmix64's finalizer.
+func mix(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}

@@ -1,0 +1,96 @@
+package ringhash
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// ringNode is one endpoint as the ring sees it.
+type ringNode struct {
+	// hashKey places the endpoint on the ring: its hash-key attribute
+	// (gRFC A76) or else its address.
+	hashKey string
+	// weight is the endpoint's weight, at least 1.
+	weight uint32
+}
+
+// ringEntry is one point of the ring: a hash and the index, in the nodes
+// the ring was built from, of the endpoint it stands for.
+type ringEntry struct {
+	hash     uint64
+	endpoint int32
+}
+
+// buildRing builds the ring of nodes (not empty) as Envoy and gRPC build
+// it (gRFC A42, "Ring Construction"), so that the same endpoints, weights
+// and sizes give the same ring, entry for entry, as grpc-go's ring_hash:
+//
+//   - each node's weight is normalized by the sum of all weights, and the
+//     nodes are taken in order of their hash keys;
+//   - the scale is the smallest ring above minSize in which the lightest
+//     node has a whole number of entries, at most maxSize;
+//   - walking the nodes, node i gets entries until the running count of
+//     entries reaches the running sum of scale·weight_i, entry k of a node
+//     hashed from "<hashKey>_<k>" with XXH64 (seed 0);
+//   - the entries are sorted by hash.
+//
+// The weights are summed in 64 bits (grpc-go sums them in 32, which wraps
+// above 2^32).
+func buildRing(nodes []ringNode, minSize, maxSize uint64) []ringEntry {
+	order := make([]int32, len(nodes))
+	var sum uint64
+	for i, n := range nodes {
+		order[i] = int32(i)
+		sum += uint64(n.weight)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(nodes[a].hashKey, nodes[b].hashKey) })
+	minWeight := 1.0
+	for _, n := range nodes {
+		minWeight = math.Min(minWeight, float64(n.weight)/float64(sum))
+	}
+	scale := math.Min(math.Ceil(minWeight*float64(minSize))/minWeight, float64(maxSize))
+	ring := make([]ringEntry, 0, int(math.Ceil(scale)))
+	var made, target float64
+	var key []byte
+	for _, i := range order {
+		n := nodes[i]
+		target += scale * (float64(n.weight) / float64(sum))
+		key = append(key[:0], n.hashKey...)
+		key = append(key, '_')
+		prefix := len(key)
+		for k := 0; made < target; k++ {
+			key = strconv.AppendInt(key[:prefix], int64(k), 10)
+			ring = append(ring, ringEntry{hash: xxhash.Sum64(key), endpoint: i})
+			made++
+		}
+	}
+	slices.SortFunc(ring, func(a, b ringEntry) int {
+		if c := cmp.Compare(a.hash, b.hash); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.endpoint, b.endpoint)
+	})
+	return ring
+}
+
+// search returns the index of the ring's first entry whose hash is at
+// least h, wrapping to 0 past the last.
+func search(ring []ringEntry, h uint64) int {
+	lo, hi := 0, len(ring)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if ring[mid].hash < h {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == len(ring) {
+		return 0
+	}
+	return lo
+}

@@ -268,7 +268,7 @@ func TestParseConfig(t *testing.T) {
 	if _, err := cp.ParseConfig([]byte(`{"children": {"p0": {"config": [{"pick_first": {}}]}}, "priorities": ["p0"]}`)); err != nil {
 		t.Errorf("valid config: %v", err)
 	}
-	_, err := cp.ParseConfig([]byte(`{"children": {"p0": {"config": [{"ring_hash_experimental": {}}]}}, "priorities": ["p0"]}`))
+	_, err := cp.ParseConfig([]byte(`{"children": {"p0": {"config": [{"rls_experimental": {}}]}}, "priorities": ["p0"]}`))
 	var ce *lb.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), `children["p0"].config`) {
 		t.Errorf("child naming a policy lbkit lacks: got %v, want a *lb.ConfigError at children[\"p0\"].config", err)

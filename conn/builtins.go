@@ -8,6 +8,7 @@ package conn
 // weighted_target_experimental and outlier_detection_experimental, with no
 // further imports.
 import (
+	_ "github.com/lbkit/lbkit/lb/consistenthash"
 	_ "github.com/lbkit/lbkit/lb/leastrequest"
 	_ "github.com/lbkit/lbkit/lb/outlierdetection"
 	_ "github.com/lbkit/lbkit/lb/pickfirst"
@@ -17,7 +18,6 @@ import (
 	_ "github.com/lbkit/lbkit/lb/resolver/passthrough"
 	_ "github.com/lbkit/lbkit/lb/resolver/static"
 	_ "github.com/lbkit/lbkit/lb/resolver/unix"
-	_ "github.com/lbkit/lbkit/lb/ringhash"
 	_ "github.com/lbkit/lbkit/lb/roundrobin"
 	_ "github.com/lbkit/lbkit/lb/weightedtarget"
 	_ "github.com/lbkit/lbkit/lb/wrr"

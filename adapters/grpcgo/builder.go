@@ -8,11 +8,11 @@ import (
 	"google.golang.org/grpc/serviceconfig"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/consistenthash"
 	"github.com/lbkit/lbkit/lb/leastrequest"
 	"github.com/lbkit/lbkit/lb/outlierdetection"
 	"github.com/lbkit/lbkit/lb/pickfirst"
 	"github.com/lbkit/lbkit/lb/priority"
-	"github.com/lbkit/lbkit/lb/ringhash"
 	"github.com/lbkit/lbkit/lb/roundrobin"
 	"github.com/lbkit/lbkit/lb/weightedtarget"
 	"github.com/lbkit/lbkit/lb/wrr"
@@ -59,7 +59,7 @@ func init() {
 	Register(RoundRobinName, roundrobin.Builder{})
 	Register(LeastRequestName, leastrequest.Builder{})
 	Register(OutlierDetectionName, outlierdetection.Builder{})
-	Register(RingHashName, ringhash.Builder{})
+	Register(RingHashName, consistenthash.RingHashBuilder{})
 }
 
 // Register registers, with grpc-go's balancer registry, a [Builder] that

@@ -1,4 +1,4 @@
-package ringhash
+package consistenthash
 
 import (
 	"testing"

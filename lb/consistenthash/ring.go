@@ -1,4 +1,4 @@
-package ringhash
+package consistenthash
 
 import (
 	"cmp"
@@ -18,11 +18,31 @@ type ringNode struct {
 	weight uint32
 }
 
-// ringEntry is one point of the ring: a hash and the index, in the nodes
-// the ring was built from, of the endpoint it stands for.
+// ringEntry is one point of the ring while it is built: a hash and the
+// index, in the nodes the ring was built from, of the endpoint it stands
+// for.
 type ringEntry struct {
 	hash     uint64
 	endpoint int32
+}
+
+// table is where a policy places requests. slots[i] is the index of the
+// endpoint of entry i. For a ring, hashes[i] is entry i's hash, sorted,
+// and a request goes to the first entry whose hash is at least its own
+// (wrapping); for a Maglev table hashes is nil and a request goes to entry
+// hash mod len(slots). From there the picker walks the entries in order.
+// A table is immutable once built; pickers share it.
+type table struct {
+	hashes []uint64
+	slots  []int32
+}
+
+// first returns the entry a request with hash h goes to.
+func (t table) first(h uint64) int {
+	if t.hashes == nil {
+		return int(h % uint64(len(t.slots)))
+	}
+	return search(t.hashes, h)
 }
 
 // buildRing builds the ring of nodes (not empty) as Envoy and gRPC build
@@ -40,7 +60,7 @@ type ringEntry struct {
 //
 // The weights are summed in 64 bits (grpc-go sums them in 32, which wraps
 // above 2^32).
-func buildRing(nodes []ringNode, minSize, maxSize uint64) []ringEntry {
+func buildRing(nodes []ringNode, minSize, maxSize uint64) table {
 	order := make([]int32, len(nodes))
 	var sum uint64
 	for i, n := range nodes {
@@ -74,22 +94,26 @@ func buildRing(nodes []ringNode, minSize, maxSize uint64) []ringEntry {
 		}
 		return cmp.Compare(a.endpoint, b.endpoint)
 	})
-	return ring
+	t := table{hashes: make([]uint64, len(ring)), slots: make([]int32, len(ring))}
+	for i, e := range ring {
+		t.hashes[i], t.slots[i] = e.hash, e.endpoint
+	}
+	return t
 }
 
-// search returns the index of the ring's first entry whose hash is at
+// search returns the index of the first of hashes (sorted) that is at
 // least h, wrapping to 0 past the last.
-func search(ring []ringEntry, h uint64) int {
-	lo, hi := 0, len(ring)
+func search(hashes []uint64, h uint64) int {
+	lo, hi := 0, len(hashes)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if ring[mid].hash < h {
+		if hashes[mid] < h {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	if lo == len(ring) {
+	if lo == len(hashes) {
 		return 0
 	}
 	return lo

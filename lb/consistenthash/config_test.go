@@ -1,4 +1,4 @@
-package ringhash
+package consistenthash
 
 import (
 	"encoding/json"
@@ -12,22 +12,22 @@ import (
 func TestParseConfig(t *testing.T) {
 	for _, tc := range []struct {
 		js      string
-		b       Builder
-		want    Config
+		b       RingHashBuilder
+		want    RingHashConfig
 		wantErr string
 	}{
-		{js: ``, want: Config{MinRingSize: 1024, MaxRingSize: 4096}},
-		{js: `{}`, want: Config{MinRingSize: 1024, MaxRingSize: 4096}},
-		{js: `{"minRingSize": "10", "max_ring_size": 20}`, want: Config{MinRingSize: 10, MaxRingSize: 20}},
+		{js: ``, want: RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096}},
+		{js: `{}`, want: RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096}},
+		{js: `{"minRingSize": "10", "max_ring_size": 20}`, want: RingHashConfig{MinRingSize: 10, MaxRingSize: 20}},
 		{js: `{"minRingSize": 5000}`, wantErr: "minRingSize: must be <= maxRingSize (4096), got 5000"},
-		{js: `{"maxRingSize": 8388608}`, want: Config{MinRingSize: 1024, MaxRingSize: 4096}},
-		{js: `{"maxRingSize": 8388608}`, b: Builder{}.WithRingSizeCap(100000), want: Config{MinRingSize: 1024, MaxRingSize: 100000}},
+		{js: `{"maxRingSize": 8388608}`, want: RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096}},
+		{js: `{"maxRingSize": 8388608}`, b: RingHashBuilder{}.WithRingSizeCap(100000), want: RingHashConfig{MinRingSize: 1024, MaxRingSize: 100000}},
 		{js: `{"maxRingSize": 8388609}`, wantErr: "maxRingSize: must be <= 8388608, got 8388609"},
 		{js: `{"minRingSize": 0}`, wantErr: "minRingSize: must be >= 1, got 0"},
 		{js: `{"minRingSize": -1}`, wantErr: "minRingSize: must be >= 1"},
 		{js: `{"minRingSize": 1.5}`, wantErr: "minRingSize: want an integer"},
 		{js: `{"minRingSize": 100, "maxRingSize": 10}`, wantErr: "minRingSize: must be <= maxRingSize (10), got 100"},
-		{js: `{"requestHashHeader": "X-Session"}`, want: Config{MinRingSize: 1024, MaxRingSize: 4096, RequestHashHeader: "x-session"}},
+		{js: `{"requestHashHeader": "X-Session"}`, want: RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096, RequestHashHeader: "x-session"}},
 		{js: `{"requestHashHeader": "x-trace-bin"}`, wantErr: `requestHashHeader: "x-trace-bin" is a binary header`},
 		{js: `{"requestHashHeader": "x session"}`, wantErr: `requestHashHeader: "x session" is not a valid header name: byte ' ' at 1`},
 		{js: `{"requestHashHeader": 7}`, wantErr: "requestHashHeader: want string, got number"},
@@ -48,7 +48,7 @@ func TestParseConfig(t *testing.T) {
 }
 
 func TestUnknownFieldsAreListed(t *testing.T) {
-	_, unknown, err := lb.ParseConfig(Builder{}, json.RawMessage(`{"minRingSize": 10, "ringSize": 3}`))
+	_, unknown, err := lb.ParseConfig(RingHashBuilder{}, json.RawMessage(`{"minRingSize": 10, "ringSize": 3}`))
 	if err != nil || len(unknown) != 1 || unknown[0] != "ringSize" {
 		t.Fatalf("unknown %v, err %v; want [ringSize]", unknown, err)
 	}
@@ -59,11 +59,11 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		c, _, ok := lbtest.CheckConfigParse(t, Builder{}, raw)
+		c, _, ok := lbtest.CheckConfigParse(t, RingHashBuilder{}, raw)
 		if !ok {
 			return
 		}
-		cfg := c.(Config)
+		cfg := c.(RingHashConfig)
 		if cfg.MinRingSize < 1 || cfg.MinRingSize > cfg.MaxRingSize || cfg.MaxRingSize > DefaultRingSizeCap {
 			t.Fatalf("parsed %+v from %q", cfg, raw)
 		}

@@ -1,4 +1,4 @@
-package ringhash_test
+package consistenthash_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
-	"github.com/lbkit/lbkit/lb/ringhash"
+	"github.com/lbkit/lbkit/lb/consistenthash"
 )
 
 // Requests with the same x-user header go to the same endpoint: the first
@@ -18,7 +18,7 @@ func Example() {
 	t := &lbtest.ExampleTB{}
 	defer t.Finish()
 	h := lbtest.New(t)
-	_, cfg := h.BuildPolicy(ringhash.Name, `{"requestHashHeader": "x-user"}`)
+	_, cfg := h.BuildPolicy(consistenthash.RingHashName, `{"requestHashHeader": "x-user"}`)
 	_ = h.UpdateAddresses(cfg,
 		resolver.Address{Addr: "10.0.0.1:80"}, resolver.Address{Addr: "10.0.0.2:80"}, resolver.Address{Addr: "10.0.0.3:80"})
 

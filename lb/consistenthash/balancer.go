@@ -1,9 +1,10 @@
-package ringhash
+package consistenthash
 
 import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync/atomic"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -34,50 +35,73 @@ type endpoint struct {
 	// made once.
 	connect func()
 	removed bool
+	// load counts the endpoint's requests in flight under a load bound;
+	// pickers share it (atomic), across pickers, as least_request does.
+	load *endpointLoad
 }
 
-// balancer is one ring_hash_experimental policy instance. Its fields belong
-// to the tree's serializer.
+// endpointLoad is what a bounded-load pick counts for one endpoint, and
+// the Done that uncounts it, made once.
+type endpointLoad struct {
+	active atomic.Int64
+	done   func(lb.DoneInfo)
+}
+
+// settings is what a policy's config means to the balancer.
+type settings struct {
+	// header is the request hash header, or "".
+	header string
+	// balance is the hash balance factor, or 0 for no load bound.
+	balance uint32
+	// table builds the policy's table over nodes (not empty).
+	table func(nodes []ringNode) table
+}
+
+// balancer is one ring_hash_experimental or maglev_experimental policy
+// instance: the two differ only in their table. Its fields belong to the
+// tree's serializer.
 type balancer struct {
 	cc     lb.ClientConn
 	sched  lb.Scheduler
 	rand   *rand.Rand
 	logger *slog.Logger
-	cap    uint64
+	// name is the policy's name, which prefixes its errors and logs.
+	name string
+	// read turns an update's config into settings.
+	read func(lb.Config) (settings, error)
 
-	cfg Config
+	cfg settings
+	// inFlight counts the requests in flight on every endpoint, under a
+	// load bound; shared by pickers.
+	inFlight atomic.Int64
 	// list holds the endpoints of the last update, in update order; byKey
 	// indexes it.
 	list  []*endpoint
 	byKey map[resolver.Address]*endpoint
-	// ring is the ring over list (ringEntry.endpoint indexes list), rebuilt
-	// on every update.
-	ring []ringEntry
+	// table is the table over list (its slots index list), rebuilt on
+	// every update; weights holds each endpoint's share of the weight, for
+	// the load bound.
+	table   table
+	weights []float64
 
 	state       lb.ConnectivityState
 	resolverErr error
 }
 
-func newBalancer(cc lb.ClientConn, opts lb.BuildOptions, limit uint64) *balancer {
+func newBalancer(cc lb.ClientConn, opts lb.BuildOptions, name string, read func(lb.Config) (settings, error)) *balancer {
 	return &balancer{
-		cc: cc, sched: opts.Scheduler, rand: opts.Rand, logger: opts.PolicyLogger(Name), cap: limit,
+		cc: cc, sched: opts.Scheduler, rand: opts.Rand, logger: opts.PolicyLogger(name), name: name, read: read,
 		byKey: make(map[resolver.Address]*endpoint), state: lb.Idle,
 	}
 }
 
 // UpdateClientConnState takes the parent's endpoints and config, rebuilds
-// the ring and publishes a new state and picker. New endpoints get a
-// SubConn that is not connected: ring_hash connects lazily.
+// the table and publishes a new state and picker. New endpoints get a
+// SubConn that is not connected: the policy connects lazily.
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
-	cfg, err := lb.ConfigOf[Config](Name, s.BalancerConfig)
+	cfg, err := b.read(s.BalancerConfig)
 	if err != nil {
-		b.logger.Error(Name+": update ignored", "error", err)
-		return err
-	}
-	cfg.MinRingSize, cfg.MaxRingSize = cfg.sizes(b.cap)
-	if cfg.MinRingSize > cfg.MaxRingSize {
-		err := fmt.Errorf("%s: minRingSize %d above maxRingSize %d: %w", Name, cfg.MinRingSize, cfg.MaxRingSize, lb.ErrBadResolverState)
-		b.logger.Error(Name+": update ignored", "error", err)
+		b.logger.Error(b.name+": update ignored", "error", err)
 		return err
 	}
 	b.cfg = cfg
@@ -106,16 +130,22 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 	}
 	b.list = list
 	if len(list) == 0 {
-		b.ring = nil
-		err := s.ResolverState.Explain(fmt.Errorf("%s: %w", Name, resolver.ErrNoAddresses))
+		b.table, b.weights = table{}, nil
+		err := s.ResolverState.Explain(fmt.Errorf("%s: %w", b.name, resolver.ErrNoAddresses))
 		b.publish(lb.TransientFailure, lb.NewErrPicker(lb.TransientFailureError(err)))
 		return fmt.Errorf("%w: %w", err, lb.ErrBadResolverState)
 	}
 	nodes := make([]ringNode, len(list))
+	var sum float64
 	for i, ep := range list {
 		nodes[i] = ep.node
+		sum += float64(ep.node.weight)
 	}
-	b.ring = buildRing(nodes, cfg.MinRingSize, cfg.MaxRingSize)
+	b.table = cfg.table(nodes)
+	b.weights = make([]float64, len(list))
+	for i, ep := range list {
+		b.weights[i] = float64(ep.node.weight) / sum
+	}
 	b.regenerate()
 	return nil
 }
@@ -136,13 +166,17 @@ func nodeOf(a resolver.Address) ringNode {
 // newEndpoint creates a new endpoint's SubConn, unconnected. It returns
 // nil, and logs, if the SubConn cannot be created.
 func (b *balancer) newEndpoint(a, key resolver.Address) *endpoint {
-	ep := &endpoint{key: key, state: lb.Idle}
+	ep := &endpoint{key: key, state: lb.Idle, load: &endpointLoad{}}
+	ep.load.done = func(lb.DoneInfo) {
+		ep.load.active.Add(-1)
+		b.inFlight.Add(-1)
+	}
 	sc, err := b.cc.NewSubConn([]resolver.Address{a}, lb.NewSubConnOptions{
 		StateListener: func(s lb.SubConnState) { b.updateSubConnState(ep, s) },
 		HealthCheck:   true, // gRFC A17: an unhealthy endpoint is not READY
 	})
 	if err != nil {
-		b.logger.Error(Name+": endpoint skipped", "addr", a.Addr, "error", err)
+		b.logger.Error(b.name+": endpoint skipped", "addr", a.Addr, "error", err)
 		return nil
 	}
 	ep.sc = sc
@@ -204,7 +238,7 @@ func (b *balancer) updateSubConnState(ep *endpoint, s lb.SubConnState) {
 		ep.state = lb.TransientFailure
 		ep.connErr = s.ConnectionError
 		if ep.connErr == nil {
-			ep.connErr = fmt.Errorf("%s: connection to %s failed (no error reported)", Name, ep.key.Addr)
+			ep.connErr = fmt.Errorf("%s: connection to %s failed (no error reported)", b.name, ep.key.Addr)
 		}
 		b.cc.ResolveNow()
 	}
@@ -262,15 +296,22 @@ func (b *balancer) regenerate() {
 		}
 	}
 	p := &picker{
-		ring: b.ring, endpoints: make([]pickEndpoint, len(b.list)), sched: b.sched,
-		header: b.cfg.RequestHashHeader, anyConnecting: connecting > 0,
+		name: b.name, table: b.table, endpoints: make([]pickEndpoint, len(b.list)), sched: b.sched,
+		header: b.cfg.header, anyConnecting: connecting > 0,
+	}
+	if b.cfg.balance > 0 {
+		p.bound = &loadBound{factor: int64(b.cfg.balance), inFlight: &b.inFlight}
 	}
 	p.random.Store(b.rand.Uint64())
 	for i, ep := range b.list {
-		p.endpoints[i] = pickEndpoint{state: ep.state, result: lb.PickResult{SubConn: ep.sc}, err: ep.connErr, connect: ep.connect}
+		pe := pickEndpoint{state: ep.state, result: lb.PickResult{SubConn: ep.sc}, err: ep.connErr, connect: ep.connect}
+		if p.bound != nil {
+			pe.result.Done, pe.load, pe.weight = ep.load.done, &ep.load.active, b.weights[i]
+		}
+		p.endpoints[i] = pe
 	}
 	if agg == lb.TransientFailure && b.resolverErr != nil {
-		err := lb.TransientFailureError(fmt.Errorf("%s: name resolver error: %w", Name, b.resolverErr))
+		err := lb.TransientFailureError(fmt.Errorf("%s: name resolver error: %w", b.name, b.resolverErr))
 		b.publish(agg, lb.NewErrPicker(err))
 		return
 	}
@@ -283,11 +324,11 @@ func (b *balancer) regenerate() {
 func (b *balancer) ResolverError(err error) {
 	b.resolverErr = err
 	if len(b.list) > 0 && b.state != lb.TransientFailure {
-		b.logger.Debug(Name+": resolver error ignored", "state", b.state, "error", err)
+		b.logger.Debug(b.name+": resolver error ignored", "state", b.state, "error", err)
 		return
 	}
 	if len(b.list) == 0 {
-		b.publish(lb.TransientFailure, lb.NewErrPicker(lb.TransientFailureError(fmt.Errorf("%s: name resolver error: %w", Name, err))))
+		b.publish(lb.TransientFailure, lb.NewErrPicker(lb.TransientFailureError(fmt.Errorf("%s: name resolver error: %w", b.name, err))))
 		return
 	}
 	b.regenerate()
@@ -308,7 +349,7 @@ func (b *balancer) Close() {
 // publish reports a state and picker to the parent.
 func (b *balancer) publish(s lb.ConnectivityState, p lb.Picker) {
 	if b.state != s {
-		b.logger.Debug(Name+": state change", "from", b.state, "to", s)
+		b.logger.Debug(b.name+": state change", "from", b.state, "to", s)
 	}
 	b.state = s
 	b.cc.UpdateState(lb.State{ConnectivityState: s, Picker: p})
@@ -317,7 +358,7 @@ func (b *balancer) publish(s lb.ConnectivityState, p lb.Picker) {
 // Describe returns the node with every endpoint and the state the policy
 // counts for it.
 func (b *balancer) Describe() lb.Node {
-	n := lb.Node{Policy: Name, Endpoints: make([]lb.Endpoint, len(b.list))}
+	n := lb.Node{Policy: b.name, Endpoints: make([]lb.Endpoint, len(b.list))}
 	var last error
 	for i, ep := range b.list {
 		e := &n.Endpoints[i]

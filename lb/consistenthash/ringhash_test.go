@@ -1,4 +1,4 @@
-package ringhash
+package consistenthash
 
 import (
 	"errors"
@@ -227,8 +227,8 @@ func TestNoHashFails(t *testing.T) {
 // A76's endpoint hash key: an endpoint with one is placed by hashing it, so
 // it keeps its place on the ring when its address changes.
 func TestHashKeyKeepsThePlace(t *testing.T) {
-	h := lbtest.New(t, lbtest.WithRegistry(lbtest.NewRegistry(Builder{})))
-	_, cfg := h.BuildPolicy(Name, `{}`)
+	h := lbtest.New(t, lbtest.WithRegistry(lbtest.NewRegistry(RingHashBuilder{})))
+	_, cfg := h.BuildPolicy(RingHashName, `{}`)
 	update := func(addrs ...string) {
 		var as []resolver.Address
 		for i, a := range addrs {
@@ -278,18 +278,18 @@ func TestRingFollowsWeights(t *testing.T) {
 			sum += w
 		}
 		ring := buildRing(nodes, tc.min, tc.max)
-		if len(ring) != tc.size {
-			t.Errorf("weights %v, sizes %d..%d: ring of %d, want %d", tc.weights, tc.min, tc.max, len(ring), tc.size)
+		if len(ring.slots) != tc.size || len(ring.hashes) != tc.size {
+			t.Errorf("weights %v, sizes %d..%d: ring of %d, want %d", tc.weights, tc.min, tc.max, len(ring.slots), tc.size)
 		}
 		counts := make([]int, len(nodes))
-		for i, e := range ring {
-			counts[e.endpoint]++
-			if i > 0 && ring[i-1].hash > e.hash {
+		for i, e := range ring.slots {
+			counts[e]++
+			if i > 0 && ring.hashes[i-1] > ring.hashes[i] {
 				t.Fatalf("ring not sorted at %d", i)
 			}
 		}
 		for i, w := range tc.weights {
-			want := float64(len(ring)) * float64(w) / float64(sum)
+			want := float64(len(ring.slots)) * float64(w) / float64(sum)
 			if d := float64(counts[i]) - want; d > 1 || d < -1 {
 				t.Errorf("weights %v: endpoint %d has %d entries, want %.1f", tc.weights, i, counts[i], want)
 			}
@@ -300,8 +300,8 @@ func TestRingFollowsWeights(t *testing.T) {
 // Weights come from the weight attribute; an address listed twice is one
 // endpoint.
 func TestWeightAttributeAndDuplicates(t *testing.T) {
-	h := lbtest.New(t, lbtest.WithRegistry(lbtest.NewRegistry(Builder{})))
-	_, cfg := h.BuildPolicy(Name, `{"minRingSize": 30, "maxRingSize": 30}`)
+	h := lbtest.New(t, lbtest.WithRegistry(lbtest.NewRegistry(RingHashBuilder{})))
+	_, cfg := h.BuildPolicy(RingHashName, `{"minRingSize": 30, "maxRingSize": 30}`)
 	a := resolver.Address{Addr: "10.0.0.1:80"}
 	err := h.UpdateAddresses(cfg, weight.Set(a, 2), resolver.Address{Addr: "10.0.0.2:80"}, a)
 	if err != nil {
@@ -312,8 +312,8 @@ func TestWeightAttributeAndDuplicates(t *testing.T) {
 	}
 	p := current(t, h)
 	counts := map[int32]int{}
-	for _, e := range p.ring {
-		counts[e.endpoint]++
+	for _, e := range p.table.slots {
+		counts[e]++
 	}
 	if counts[0] != 20 || counts[1] != 10 {
 		t.Fatalf("entries %v, want 20 for the weight-2 endpoint and 10 for the other", counts)
@@ -340,7 +340,7 @@ func TestReadyPickDoesNotAllocate(t *testing.T) {
 // Close shuts every SubConn down; a removed endpoint is shut down at once.
 func TestRemovedAndClosedEndpointsShutDown(t *testing.T) {
 	h := newRing(t, `{}`, addrs(3)...)
-	cfg := Config{}
+	cfg := RingHashConfig{}
 	if err := h.UpdateAddresses(cfg, resolver.Address{Addr: "10.0.0.1:80"}); err != nil {
 		t.Fatal(err)
 	}

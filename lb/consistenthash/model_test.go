@@ -1,4 +1,4 @@
-package ringhash
+package consistenthash
 
 import (
 	"errors"
@@ -130,51 +130,62 @@ func (m *ringMachine) String() string {
 	return s
 }
 
-// TestModel drives the policy with random SubConn reports and picks and
+// TestModel drives each policy with random SubConn reports and picks and
 // checks, after every step, the aggregate state, the Connect calls and
-// every pick against the model.
+// every pick against the model. ring_hash and maglev share everything but
+// their table, so one model covers both.
 func TestModel(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		n := rapid.IntRange(1, 6).Draw(t, "endpoints")
-		m := &ringMachine{h: lbtest.New(t, lbtest.WithRegistry(lbtest.NewRegistry(Builder{})))}
-		_, cfg := m.h.BuildPolicy(Name, `{"minRingSize": 16, "maxRingSize": 64}`)
-		var as []resolver.Address
-		for i := range n {
-			as = append(as, resolver.Address{Addr: fmt.Sprintf("10.0.0.%d:80", i)})
-			m.eps = append(m.eps, &modelEndpoint{sc: lb.Idle, counted: lb.Idle})
+	for name, config := range map[string]string{
+		RingHashName: `{"minRingSize": 16, "maxRingSize": 64}`,
+		MaglevName:   `{"tableSize": 31}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			rapid.Check(t, func(t *rapid.T) { runModel(t, name, config) })
+		})
+	}
+}
+
+// runModel is one run of TestModel.
+func runModel(t *rapid.T, name, config string) {
+	n := rapid.IntRange(1, 6).Draw(t, "endpoints")
+	m := &ringMachine{h: lbtest.New(t, lbtest.WithRegistry(lbtest.NewRegistry(RingHashBuilder{}, MaglevBuilder{})))}
+	_, cfg := m.h.BuildPolicy(name, config)
+	var as []resolver.Address
+	for i := range n {
+		as = append(as, resolver.Address{Addr: fmt.Sprintf("10.0.0.%d:80", i)})
+		m.eps = append(m.eps, &modelEndpoint{sc: lb.Idle, counted: lb.Idle})
+	}
+	if err := m.h.UpdateAddresses(cfg, as...); err != nil {
+		t.Fatal(err)
+	}
+	m.check(t)
+	for range 60 {
+		i := rapid.IntRange(0, n-1).Draw(t, "endpoint")
+		ep := m.eps[i]
+		var choices []string
+		switch {
+		case ep.sc == lb.Idle && ep.pending:
+			choices = []string{"connecting"}
+		case ep.sc == lb.Connecting:
+			choices = []string{"ready", "fail"}
+		case ep.sc == lb.Ready, ep.sc == lb.TransientFailure:
+			choices = []string{"idle"}
 		}
-		if err := m.h.UpdateAddresses(cfg, as...); err != nil {
-			t.Fatal(err)
+		choices = append(choices, "pick")
+		switch rapid.SampledFrom(choices).Draw(t, "event") {
+		case "connecting":
+			m.report(i, lb.Connecting)
+		case "ready":
+			m.report(i, lb.Ready)
+		case "fail":
+			m.report(i, lb.TransientFailure)
+		case "idle":
+			m.report(i, lb.Idle)
+		case "pick":
+			m.pick(t, rapid.Uint64().Draw(t, "hash"))
 		}
 		m.check(t)
-		for range 60 {
-			i := rapid.IntRange(0, n-1).Draw(t, "endpoint")
-			ep := m.eps[i]
-			var choices []string
-			switch {
-			case ep.sc == lb.Idle && ep.pending:
-				choices = []string{"connecting"}
-			case ep.sc == lb.Connecting:
-				choices = []string{"ready", "fail"}
-			case ep.sc == lb.Ready, ep.sc == lb.TransientFailure:
-				choices = []string{"idle"}
-			}
-			choices = append(choices, "pick")
-			switch rapid.SampledFrom(choices).Draw(t, "event") {
-			case "connecting":
-				m.report(i, lb.Connecting)
-			case "ready":
-				m.report(i, lb.Ready)
-			case "fail":
-				m.report(i, lb.TransientFailure)
-			case "idle":
-				m.report(i, lb.Idle)
-			case "pick":
-				m.pick(t, rapid.Uint64().Draw(t, "hash"))
-			}
-			m.check(t)
-		}
-	})
+	}
 }
 
 // pick checks one pick against A61's picker pseudo-code, then lets the
@@ -182,9 +193,9 @@ func TestModel(t *testing.T) {
 func (m *ringMachine) pick(t *rapid.T, hash uint64) {
 	p := m.h.State().Picker.(*picker)
 	r, err := p.Pick(hashed(hash))
-	first := search(p.ring, hash)
-	for k := range p.ring {
-		idx := int(p.ring[(first+k)%len(p.ring)].endpoint)
+	first := p.table.first(hash)
+	for k := range p.table.slots {
+		idx := int(p.table.slots[(first+k)%len(p.table.slots)])
 		switch m.eps[idx].counted {
 		case lb.Ready:
 			if err != nil || r.SubConn != lb.SubConn(m.h.SubConn(idx)) {

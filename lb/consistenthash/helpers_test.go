@@ -1,4 +1,4 @@
-package ringhash
+package consistenthash
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 // with the config configJSON, and returns the harness.
 func newRing(t *testing.T, configJSON string, addrs ...string) *lbtest.Harness {
 	t.Helper()
-	h := lbtest.New(t, lbtest.WithRegistry(lbtest.NewRegistry(Builder{})))
-	_, cfg := h.BuildPolicy(Name, configJSON)
+	h := lbtest.New(t, lbtest.WithRegistry(lbtest.NewRegistry(RingHashBuilder{})))
+	_, cfg := h.BuildPolicy(RingHashName, configJSON)
 	as := make([]resolver.Address, len(addrs))
 	for i, a := range addrs {
 		as[i] = resolver.Address{Addr: a}
@@ -55,7 +55,7 @@ func current(t *testing.T, h *lbtest.Harness) *picker {
 func ownerOf(t *testing.T, h *lbtest.Harness, hash uint64) string {
 	t.Helper()
 	p := current(t, h)
-	sc := p.endpoints[p.ring[search(p.ring, hash)].endpoint].result.SubConn
+	sc := p.endpoints[p.table.slots[p.table.first(hash)]].result.SubConn
 	return sc.(*lbtest.SubConn).Addresses()[0].Addr
 }
 
@@ -77,6 +77,15 @@ func wantPicked(t *testing.T, p lb.Picker, info lb.PickInfo, addr string) {
 	if got := r.SubConn.(*lbtest.SubConn).Addresses()[0].Addr; got != addr {
 		t.Fatalf("pick went to %s, want %s", got, addr)
 	}
+}
+
+// toAddrs returns resolver addresses of as.
+func toAddrs(as []string) []resolver.Address {
+	out := make([]resolver.Address, len(as))
+	for i, a := range as {
+		out[i] = resolver.Address{Addr: a}
+	}
+	return out
 }
 
 // addrs returns n addresses "10.0.0.i:80".

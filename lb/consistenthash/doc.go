@@ -62,4 +62,4 @@
 // docs/conformance.md maps each statement of A42, A61's ring_hash section
 // and A76 to the test that pins it; docs/choices.md says where lbkit
 // chooses.
-package ringhash
+package consistenthash

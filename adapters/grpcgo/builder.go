@@ -42,13 +42,16 @@ const (
 	// (package outlierdetection, gRFC A50); the child policy in its
 	// config names an lbkit policy.
 	OutlierDetectionName = "lbkit_outlier_detection"
-	// RingHashName runs lbkit's ring_hash_experimental (package ringhash,
+	// RingHashName runs lbkit's ring_hash_experimental (package consistenthash,
 	// gRFC A42, A76), which picks the same endpoint as grpc-go's
 	// ring_hash_experimental for the same endpoints and request hash.
 	RingHashName = "lbkit_ring_hash"
+	// MaglevName runs lbkit's maglev_experimental (package
+	// consistenthash): ring_hash's behaviour over Envoy's Maglev table.
+	MaglevName = "lbkit_maglev"
 )
 
-// init registers the eight default policies. grpc-go's registry may only be
+// init registers the nine default policies. grpc-go's registry may only be
 // written during initialization, so registering here lets importing the
 // package be all a program needs; it is the package's only side effect.
 func init() {
@@ -60,6 +63,7 @@ func init() {
 	Register(LeastRequestName, leastrequest.Builder{})
 	Register(OutlierDetectionName, outlierdetection.Builder{})
 	Register(RingHashName, consistenthash.RingHashBuilder{})
+	Register(MaglevName, consistenthash.MaglevBuilder{})
 }
 
 // Register registers, with grpc-go's balancer registry, a [Builder] that

@@ -8,7 +8,7 @@
 //
 // # Registration
 //
-// Importing the package registers eight policies with grpc-go, in its init
+// Importing the package registers nine policies with grpc-go, in its init
 // function (grpc-go's registry may only be written during initialization):
 //
 //   - [PickFirstName] ("lbkit_pick_first"): lbkit's pick_first;
@@ -26,7 +26,9 @@
 //     its RPCs' status;
 //   - [RingHashName] ("lbkit_ring_hash"): lbkit's ring_hash_experimental
 //     (gRFC A42, A76), keyed by the call's requestHashHeader metadata,
-//     which picks as grpc-go's own ring_hash does.
+//     which picks as grpc-go's own ring_hash does;
+//   - [MaglevName] ("lbkit_maglev"): lbkit's maglev_experimental, the same
+//     over Envoy's Maglev table.
 //
 // The names are prefixed, so grpc-go's own pick_first, round_robin,
 // least_request_experimental and weighted_round_robin stay available. [Register] registers any lbkit

@@ -63,6 +63,25 @@ func (c *fakeCC) UpdateAddresses(balancer.SubConn, []resolver.Address) {
 	panic("fakeCC: UpdateAddresses is deprecated and unexpected")
 }
 
+// waitSubConns waits until the policy has created n SubConns.
+func (c *fakeCC) waitSubConns(tb testing.TB, n int) {
+	tb.Helper()
+	timeout := time.After(hangGuard)
+	for {
+		c.mu.Lock()
+		have, ch := len(c.subConns), c.changed
+		c.mu.Unlock()
+		if have >= n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			tb.Fatalf("fakeCC: %d SubConns, waiting for %d", have, n)
+		}
+	}
+}
+
 func (c *fakeCC) allSubConns() []*fakeSubConn {
 	c.mu.Lock()
 	defer c.mu.Unlock()

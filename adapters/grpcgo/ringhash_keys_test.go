@@ -42,8 +42,8 @@ func TestRingHashMatchesGrpcGoForEveryKey(t *testing.T) {
 		addrs = append(addrs, lbweight.Set(lbresolver.Address{Addr: addr}, w))
 	}
 
-	theirs := grpcRingHash(t, eps, cfg)
-	ours := lbkitRingHash(t, addrs, cfg)
+	theirs, _ := grpcRingHash(t, eps, cfg, warmKeys)
+	ours := lbkitRingHash(t, addrs, cfg, warmKeys, 1)
 	for k := range keys {
 		key := fmt.Sprintf("%x", rng.Uint64())
 		want, err := theirs(key)
@@ -65,8 +65,9 @@ func TestRingHashMatchesGrpcGoForEveryKey(t *testing.T) {
 const warmKeys = 5000
 
 // grpcRingHash builds grpc-go's ring_hash over eps on a fake ClientConn,
-// warms it, and returns a function that picks for a key.
-func grpcRingHash(t *testing.T, eps []resolver.Endpoint, cfg string) func(key string) (string, error) {
+// warms it, and returns a function that picks for a key, and the
+// ClientConn.
+func grpcRingHash(t testing.TB, eps []resolver.Endpoint, cfg string, warm int) (func(key string) (string, error), *fakeCC) {
 	t.Helper()
 	bb := balancer.Get("ring_hash_experimental")
 	parsed, err := bb.(balancer.ConfigParser).ParseConfig([]byte(cfg))
@@ -91,8 +92,7 @@ func grpcRingHash(t *testing.T, eps []resolver.Endpoint, cfg string) func(key st
 	// Picks connect the endpoints they land on; each new SubConn becomes
 	// READY at once.
 	readied := 0
-	for i := range warmKeys {
-		_, _ = pick(fmt.Sprint(i))
+	readyNew := func() {
 		for _, sc := range cc.allSubConns()[readied:] {
 			sc.setState(connectivity.Connecting, nil)
 			sc.setState(connectivity.Ready, nil)
@@ -100,23 +100,38 @@ func grpcRingHash(t *testing.T, eps []resolver.Endpoint, cfg string) func(key st
 			readied++
 		}
 	}
-	t.Logf("grpc-go: %d of %d endpoints READY after %d keys", readied, len(eps), warmKeys)
-	return pick
+	// A pick that lands on an IDLE endpoint queues and connects it on a
+	// goroutine of its own (grpc-go's endpointsharding): wait for its
+	// SubConn, then make it READY.
+	for i := range warm {
+		if _, err := pick(fmt.Sprint(i)); err != nil {
+			cc.waitSubConns(t, readied+1)
+			readyNew()
+		}
+	}
+	t.Logf("grpc-go: %d of %d endpoints READY after %d keys", readied, len(eps), warm)
+	return pick, cc
 }
 
 // lbkitRingHash builds lbkit's ring_hash over addrs on the harness and
 // warms it as grpcRingHash warms grpc-go's; it returns the picker.
-func lbkitRingHash(t *testing.T, addrs []lbresolver.Address, cfg string) lb.Picker {
+func lbkitRingHash(t testing.TB, addrs []lbresolver.Address, cfg string, warm, batch int) lb.Picker {
 	t.Helper()
 	h := lbtest.New(t)
 	_, parsed := h.BuildPolicy(consistenthash.RingHashName, cfg)
 	if err := h.UpdateAddresses(parsed, addrs...); err != nil {
 		t.Fatal(err)
 	}
+	// The same keys in batches: a batch's picks connect what they land
+	// on, then every endpoint connected is made READY. With batches of
+	// one, each key's endpoint is READY before the next key, as
+	// grpcRingHash does it; benchmarks use larger ones.
 	ready := map[*lbtest.SubConn]bool{}
-	for i := range warmKeys {
-		_, _ = h.State().Picker.Pick(lb.PickInfo{Ctx: context.Background(), Metadata: http.Header{"X-Key": {fmt.Sprint(i)}}})
-		h.Settle()
+	for start := 0; start < warm; start += batch {
+		for i := start; i < min(start+batch, warm); i++ {
+			_, _ = h.State().Picker.Pick(lb.PickInfo{Ctx: context.Background(), Metadata: http.Header{"X-Key": {fmt.Sprint(i)}}})
+			h.Settle()
+		}
 		for _, sc := range h.CC.SubConns() {
 			if sc.ConnectCount() > 0 && !ready[sc] {
 				sc.Connecting()
@@ -125,6 +140,6 @@ func lbkitRingHash(t *testing.T, addrs []lbresolver.Address, cfg string) lb.Pick
 			}
 		}
 	}
-	t.Logf("lbkit: %d of %d endpoints READY after %d keys", len(ready), len(addrs), warmKeys)
+	t.Logf("lbkit: %d of %d endpoints READY after %d keys", len(ready), len(addrs), warm)
 	return h.State().Picker
 }

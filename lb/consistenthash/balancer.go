@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/textproto"
 	"sync/atomic"
 
 	"github.com/lbkit/lbkit/lb"
@@ -84,6 +85,13 @@ type balancer struct {
 	table   table
 	weights []float64
 
+	// counts counts the endpoints of list by state.
+	counts lb.StateCounter
+	// rebuildScheduled is set while a coalesced picker rebuild waits on
+	// sched; stale is set when an endpoint's state changed after the last
+	// published picker was built. See changed.
+	rebuildScheduled, stale bool
+
 	state       lb.ConnectivityState
 	resolverErr error
 }
@@ -146,7 +154,7 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 	for i, ep := range list {
 		b.weights[i] = float64(ep.node.weight) / sum
 	}
-	b.regenerate()
+	b.changed(true)
 	return nil
 }
 
@@ -182,6 +190,7 @@ func (b *balancer) newEndpoint(a, key resolver.Address) *endpoint {
 	ep.sc = sc
 	ep.connect = func() { b.connectIdle(ep) }
 	b.byKey[key] = ep
+	b.counts.Add(lb.Idle)
 	return ep
 }
 
@@ -189,7 +198,15 @@ func (b *balancer) newEndpoint(a, key resolver.Address) *endpoint {
 func (b *balancer) remove(ep *endpoint) {
 	ep.removed = true
 	delete(b.byKey, ep.key)
+	b.counts.Remove(ep.state)
 	ep.sc.Shutdown()
+}
+
+// setState counts ep in state st.
+func (b *balancer) setState(ep *endpoint, st lb.ConnectivityState) {
+	b.counts.Remove(ep.state)
+	ep.state = st
+	b.counts.Add(st)
 }
 
 // connectIdle is a picker's request: connect ep if it is (still) IDLE.
@@ -198,14 +215,14 @@ func (b *balancer) connectIdle(ep *endpoint) {
 		return
 	}
 	b.startConnecting(ep)
-	b.regenerate()
+	b.changed(false)
 }
 
 // startConnecting asks ep's SubConn to connect and counts it CONNECTING at
 // once, as pick_first reports CONNECTING as soon as it is asked to leave
 // IDLE.
 func (b *balancer) startConnecting(ep *endpoint) {
-	ep.state = lb.Connecting
+	b.setState(ep, lb.Connecting)
 	ep.sc.Connect()
 }
 
@@ -219,23 +236,23 @@ func (b *balancer) updateSubConnState(ep *endpoint, s lb.SubConnState) {
 	case lb.Shutdown:
 		return
 	case lb.Ready:
-		ep.state = lb.Ready
+		b.setState(ep, lb.Ready)
 	case lb.Connecting:
 		if old != lb.TransientFailure {
-			ep.state = lb.Connecting
+			b.setState(ep, lb.Connecting)
 		}
 	case lb.Idle:
 		switch old {
 		case lb.TransientFailure:
 			ep.sc.Connect() // sticky: retry after each backoff, still failed
 		case lb.Ready:
-			ep.state = lb.Idle
+			b.setState(ep, lb.Idle)
 			b.cc.ResolveNow()
 		default:
-			ep.state = lb.Idle
+			b.setState(ep, lb.Idle)
 		}
 	case lb.TransientFailure:
-		ep.state = lb.TransientFailure
+		b.setState(ep, lb.TransientFailure)
 		ep.connErr = s.ConnectionError
 		if ep.connErr == nil {
 			ep.connErr = fmt.Errorf("%s: connection to %s failed (no error reported)", b.name, ep.key.Addr)
@@ -245,59 +262,74 @@ func (b *balancer) updateSubConnState(ep *endpoint, s lb.SubConnState) {
 	if ep.state == old && s.ConnectivityState != lb.TransientFailure {
 		return // the published picker still says everything
 	}
-	b.regenerate()
+	b.changed(false)
 }
 
-// aggregate is gRFC A42's aggregation of the endpoints' states.
-func (b *balancer) aggregate() (agg lb.ConnectivityState, connecting int) {
-	var ready, failed, idle int
-	for _, ep := range b.list {
-		switch ep.state {
-		case lb.Ready:
-			ready++
-		case lb.Connecting:
-			connecting++
-		case lb.Idle:
-			idle++
-		case lb.TransientFailure:
-			failed++
-		}
-	}
+// aggregate is gRFC A42's aggregation of the endpoints' states, in O(1).
+func (b *balancer) aggregate() lb.ConnectivityState {
+	c := &b.counts
+	failed := c.Count(lb.TransientFailure)
 	switch {
-	case ready > 0:
-		return lb.Ready, connecting
+	case c.Count(lb.Ready) > 0:
+		return lb.Ready
 	case failed >= 2:
-		return lb.TransientFailure, connecting
-	case connecting > 0:
-		return lb.Connecting, connecting
+		return lb.TransientFailure
+	case c.Count(lb.Connecting) > 0:
+		return lb.Connecting
 	case failed == 1 && len(b.list) > 1:
-		return lb.Connecting, connecting
-	case idle > 0:
-		return lb.Idle, connecting
+		return lb.Connecting
+	case c.Count(lb.Idle) > 0:
+		return lb.Idle
 	}
-	return lb.TransientFailure, connecting
+	return lb.TransientFailure
 }
 
-// regenerate publishes the aggregate state with a new picker over the
-// current states, after gRFC A61's proactive connection: while the policy
-// is CONNECTING or TRANSIENT_FAILURE and no endpoint is connecting, the
-// first IDLE endpoint is asked to connect, so that a policy that gets no
-// picks (a lower priority's, or one failed over from) still finds out when
-// endpoints come back.
-func (b *balancer) regenerate() {
-	agg, connecting := b.aggregate()
-	if (agg == lb.Connecting || agg == lb.TransientFailure) && connecting == 0 {
+// changed follows a change of the endpoints or their states. First gRFC
+// A61's proactive connection: while the policy is CONNECTING or
+// TRANSIENT_FAILURE and no endpoint is connecting, the first IDLE endpoint
+// is asked to connect, so that a policy that gets no picks (a lower
+// priority's, or one failed over from) still finds out when endpoints come
+// back. Then a new picker: published at once when urgent (an update) or
+// when the aggregate state changes; otherwise built once for a burst of
+// changes, behind the calls already queued on the tree's scheduler, as
+// endpointlist coalesces (n endpoints turning READY together cost one
+// O(n) picker, not n). Until then the published picker may name an
+// endpoint in its old state: a pick it sends to a SubConn that is no
+// longer READY waits for the next picker (the L9 contract), and one it
+// queues is retried with the next picker, which is on its way.
+func (b *balancer) changed(urgent bool) {
+	agg := b.aggregate()
+	if (agg == lb.Connecting || agg == lb.TransientFailure) && b.counts.Count(lb.Connecting) == 0 {
 		for _, ep := range b.list {
 			if ep.state == lb.Idle {
 				b.startConnecting(ep)
-				agg, connecting = b.aggregate()
+				agg = b.aggregate()
 				break
 			}
 		}
 	}
+	b.stale = true
+	if urgent || agg != b.state {
+		b.publishPicker(agg)
+		return
+	}
+	if b.rebuildScheduled {
+		return
+	}
+	b.rebuildScheduled = b.sched.Schedule(func() {
+		b.rebuildScheduled = false
+		if b.stale {
+			b.publishPicker(b.aggregate())
+		}
+	})
+}
+
+// publishPicker publishes agg with a picker over the current states.
+func (b *balancer) publishPicker(agg lb.ConnectivityState) {
+	b.stale = false
 	p := &picker{
 		name: b.name, table: b.table, endpoints: make([]pickEndpoint, len(b.list)), sched: b.sched,
-		header: b.cfg.header, anyConnecting: connecting > 0,
+		header: b.cfg.header, httpHeader: textproto.CanonicalMIMEHeaderKey(b.cfg.header), anyConnecting: b.counts.Count(lb.Connecting) > 0,
 	}
 	if b.cfg.balance > 0 {
 		p.bound = &loadBound{factor: int64(b.cfg.balance), inFlight: &b.inFlight}
@@ -331,7 +363,7 @@ func (b *balancer) ResolverError(err error) {
 		b.publish(lb.TransientFailure, lb.NewErrPicker(lb.TransientFailureError(fmt.Errorf("%s: name resolver error: %w", b.name, err))))
 		return
 	}
-	b.regenerate()
+	b.changed(true)
 }
 
 // ExitIdle does nothing: connections are started by picks, and by the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strings"
 	"sync/atomic"
 
@@ -64,8 +65,9 @@ type picker struct {
 	// bound is the load bound, or nil.
 	bound *loadBound
 	sched lb.Scheduler
-	// header is the config's request hash header, or "".
-	header string
+	// header is the config's request hash header, or ""; httpHeader is
+	// its canonical HTTP form, the key of an http.Header.
+	header, httpHeader string
 	// anyConnecting is set if an endpoint was CONNECTING when the picker
 	// was built (A76's picker_has_a_child_connecting).
 	anyConnecting bool
@@ -200,7 +202,7 @@ func (p *picker) requestHash(info lb.PickInfo) (uint64, bool, error) {
 		}
 		return info.Hash, false, nil
 	}
-	if v := headerValue(info.Metadata, p.header); v != "" {
+	if v := p.headerValue(info.Metadata); v != "" {
 		return xxhash.Sum64String(v), false, nil
 	}
 	return mix(p.random.Add(golden)), true, nil
@@ -212,18 +214,29 @@ type multiValued interface {
 	Values(key string) []string
 }
 
-// headerValue returns the value of header in md, several values joined by
-// "," (gRFC A76), or "" when there is none.
-func headerValue(md lb.Metadata, header string) string {
-	if md == nil {
+// headerValue returns the value of the request hash header in md, several
+// values joined by "," (gRFC A76), or "" when there is none. An
+// http.Header is read by its canonical key, which allocates nothing for a
+// single value.
+func (p *picker) headerValue(md lb.Metadata) string {
+	var vs []string
+	switch md := md.(type) {
+	case nil:
 		return ""
+	case http.Header:
+		vs = md[p.httpHeader]
+	case multiValued:
+		vs = md.Values(p.header)
+	default:
+		return md.Get(p.header)
 	}
-	if mv, ok := md.(multiValued); ok {
-		if vs := mv.Values(header); len(vs) > 1 {
-			return strings.Join(vs, ",")
-		}
+	switch len(vs) {
+	case 0:
+		return ""
+	case 1:
+		return vs[0]
 	}
-	return md.Get(header)
+	return strings.Join(vs, ",")
 }
 
 // golden is splitmix64's increment, 2^64/φ.

@@ -168,8 +168,9 @@ func TestAggregateRules(t *testing.T) {
 		b := &balancer{}
 		for _, s := range tc.states {
 			b.list = append(b.list, &endpoint{state: s})
+			b.counts.Add(s)
 		}
-		if got, _ := b.aggregate(); got != tc.want {
+		if got := b.aggregate(); got != tc.want {
 			t.Errorf("aggregate(%v) = %v, want %v", tc.states, got, tc.want)
 		}
 	}

@@ -1,0 +1,88 @@
+package consistenthash
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
+)
+
+// readyPolicy builds policy over n endpoints with config, and makes every
+// endpoint READY.
+func readyPolicy(b *testing.B, name, config string, n int) lb.Picker {
+	h := lbtest.New(b, lbtest.WithRegistry(lbtest.NewRegistry(RingHashBuilder{}, MaglevBuilder{})))
+	_, cfg := h.BuildPolicy(name, config)
+	if err := h.UpdateAddresses(cfg, toAddrs(addrsN(n))...); err != nil {
+		b.Fatal(err)
+	}
+	// Every endpoint READY at once, as after a burst of connections; one
+	// picker (the states are set from inside, which no SubConn report
+	// could do in one step).
+	bal := h.Balancer.(*balancer)
+	h.Do(func() {
+		for _, ep := range bal.list {
+			bal.setState(ep, lb.Ready)
+		}
+		bal.changed(true)
+	})
+	return h.State().Picker
+}
+
+// addrsN returns n distinct addresses.
+func addrsN(n int) []string {
+	as := make([]string, n)
+	for i := range as {
+		as[i] = fmt.Sprintf("10.%d.%d.%d:443", i>>16, (i>>8)&255, i&255)
+	}
+	return as
+}
+
+// BenchmarkPick: a READY pick by a request's hash, ring_hash (default ring,
+// binary search) beside maglev (default table, one modulo), 0 allocs.
+func BenchmarkPick(b *testing.B) {
+	for _, n := range []int{10, 100, 1000, 10000} {
+		for _, p := range []struct{ name, config string }{
+			{RingHashName, `{"maxRingSize": 4096}`},
+			{MaglevName, `{}`},
+		} {
+			b.Run(fmt.Sprintf("%s/n=%d", p.name, n), func(b *testing.B) {
+				picker := readyPolicy(b, p.name, p.config, n)
+				info := lb.PickInfo{Ctx: context.Background(), HasHash: true}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					info.Hash = uint64(i) * 0x9e3779b97f4a7c15
+					if _, err := picker.Pick(info); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkBuild: building the table for 10,000 endpoints: the default
+// ring (4,096 entries), a ring of 100,000, and the default Maglev table.
+func BenchmarkBuild(b *testing.B) {
+	nodes := make([]ringNode, 10000)
+	for i, a := range addrsN(len(nodes)) {
+		nodes[i] = ringNode{hashKey: a, weight: uint32(1 + i%7)}
+	}
+	b.Run("ring/4096", func(b *testing.B) {
+		for range b.N {
+			buildRing(nodes, DefaultMinRingSize, DefaultMaxRingSize)
+		}
+	})
+	b.Run("ring/100000", func(b *testing.B) {
+		for range b.N {
+			buildRing(nodes, 100000, 100000)
+		}
+	})
+	b.Run("maglev/65537", func(b *testing.B) {
+		for range b.N {
+			buildMaglev(nodes, DefaultMaglevTableSize)
+		}
+	})
+}

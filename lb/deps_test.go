@@ -52,6 +52,7 @@ var layers = []struct {
 	{"lb/resolver", 1},
 	{"lb/hierarchy", 2},
 	{"lb/weight", 2},
+	{"lb/hashkey", 2},
 	{"lb", 3},
 	{"lb/resolver/", 3}, // the resolvers: never lb or a policy
 	{"lb/childmanager", 4},

@@ -88,8 +88,8 @@ const (
 // lb_config are ignored (listed in ClusterConfig.Ignored), as gRFC A52
 // says. Its policies are tried in order and the first of a type lbkit
 // supports is chosen; entries of other types (ClientSideWeightedRoundRobin,
-// RingHash, Maglev, Random, ...) are skipped and listed in Ignored. The
-// types lbkit supports, by the message name in typed_config's type_url:
+// Random, ...) are skipped and listed in Ignored. The types lbkit
+// supports, by the message name in typed_config's type_url:
 //
 //   - WrrLocality: the locality-weighted tree (weighted_target_experimental
 //     over each priority's localities) with its endpoint_picking_policy,
@@ -106,6 +106,16 @@ const (
 //     only choice_count.
 //   - PickFirst: [{"pick_first":{"shuffleAddressList":B}}] with B from
 //     shuffle_address_list (gRFC A62).
+//   - RingHash: [{"ring_hash_experimental":{"minRingSize":N,"maxRingSize":M}}]
+//     (gRFC A42): unset sizes are 1024 and 8,388,608 (lowered by lbkit's
+//     client-side cap, 4096 by default); above 8M, or a minimum above the
+//     maximum, is refused; hash_function must be XX_HASH or DEFAULT_HASH;
+//     consistent_hashing_lb_config.hash_balance_factor (or the deprecated
+//     field) becomes hashBalanceFactor; use_hostname_for_hashing is
+//     refused.
+//   - Maglev: [{"maglev_experimental":{"tableSize":N}}], N from table_size
+//     (65,537 when unset; a prime up to 5,000,011), with the same
+//     consistent_hashing_lb_config rules.
 //   - xds.type.v3.TypedStruct and udpa.type.v1.TypedStruct: the policy
 //     named by the TypedStruct's type_url after its last '/', with its
 //     value as the config object, when that name is registered in lbkit's
@@ -134,10 +144,17 @@ const (
 //     ignored, as A48's "all weights equal" algorithm does.
 //     active_request_bias and slow_start_config are ignored, as A48 says,
 //     and listed in ClusterConfig.Ignored, which the resolver logs.
-//   - Any other lb_policy is refused, such as "lb_policy: RING_HASH is not
-//     supported (lbkit supports ROUND_ROBIN, LEAST_REQUEST)".
+//   - RING_HASH gives ring_hash_experimental from ring_hash_lb_config, and
+//     MAGLEV maglev_experimental from maglev_lb_config, by the RingHash and
+//     Maglev rules above, hash_balance_factor and use_hostname_for_hashing
+//     coming from common_lb_config.consistent_hashing_lb_config. Both take
+//     each priority's endpoints without a locality layer (gRFC A42), each
+//     weighted by its locality's weight times its own.
+//   - Any other lb_policy is refused, such as "lb_policy: RANDOM is not
+//     supported (lbkit supports ROUND_ROBIN, LEAST_REQUEST, RING_HASH,
+//     MAGLEV)".
 //
-// Both give the locality-weighted tree.
+// ROUND_ROBIN and LEAST_REQUEST give the locality-weighted tree.
 // The generated leaf is parsed by lbkit's own registry, so a config lbkit
 // would refuse is refused here.
 //
@@ -173,8 +190,9 @@ const (
 // common_lb_config (locality weights are always honoured, as
 // locality_weighted_lb_config asks; zone_aware_lb_config needs Envoy's
 // local cluster; lbkit never routes to unhealthy endpoints, as
-// healthy_panic_threshold 0; consistent_hashing_lb_config and
-// override_host_status serve policies and filters lbkit does not have),
+// healthy_panic_threshold 0; override_host_status serves filters lbkit
+// does not have; consistent_hashing_lb_config counts only for RING_HASH
+// and MAGLEV),
 // the lb config of a policy not chosen (ring_hash_lb_config, ...),
 // health_checks (health comes from EDS health_status), circuit_breakers,
 // connect_timeout, max_requests_per_connection, the protocol options,
@@ -294,15 +312,22 @@ func endpointPolicy(c *clusterv3.Cluster) (chosenPolicy, *ResourceError) {
 		if lr.GetSlowStartConfig() != nil {
 			chosen.ignored = append(chosen.ignored, "least_request_lb_config.slow_start_config: "+ignoredSlowStart)
 		}
+	case clusterv3.Cluster_RING_HASH, clusterv3.Cluster_MAGLEV:
+		var err *ResourceError
+		if chosen, err = legacyHashing(c); err != nil {
+			return chosenPolicy{}, err
+		}
 	case clusterv3.Cluster_LOAD_BALANCING_POLICY_CONFIG:
 		return chosenPolicy{}, fieldErrorf("lb_policy", "%s without load_balancing_policy", p)
 	default:
-		return chosenPolicy{}, fieldErrorf("lb_policy", "%s is not supported (lbkit supports ROUND_ROBIN, LEAST_REQUEST)", p)
+		return chosenPolicy{}, fieldErrorf("lb_policy", "%s is not supported (lbkit supports ROUND_ROBIN, LEAST_REQUEST, RING_HASH, MAGLEV)", p)
 	}
 	if _, err := lb.ParsePolicyList(chosen.leaf); err != nil {
 		return chosenPolicy{}, fieldErrorf("lb_policy", "lbkit refuses the endpoint policy %s: %w", chosen.leaf, err)
 	}
-	chosen.locality = true
+	// RING_HASH and MAGLEV pick among all of a priority's endpoints
+	// (gRFC A42): no locality layer.
+	chosen.locality = c.GetLbPolicy() != clusterv3.Cluster_RING_HASH && c.GetLbPolicy() != clusterv3.Cluster_MAGLEV
 	return chosen, nil
 }
 

@@ -49,6 +49,15 @@ func withPolicy(p clusterv3.Cluster_LbPolicy) func(*clusterv3.Cluster) {
 	return func(c *clusterv3.Cluster) { c.LbPolicy = p }
 }
 
+func withRingHash(rh *clusterv3.Cluster_RingHashLbConfig) func(*clusterv3.Cluster) {
+	return func(c *clusterv3.Cluster) {
+		c.LbPolicy = clusterv3.Cluster_RING_HASH
+		c.LbConfig = &clusterv3.Cluster_RingHashLbConfig_{RingHashLbConfig: rh}
+	}
+}
+
+func u64(v uint64) *wrapperspb.UInt64Value { return wrapperspb.UInt64(v) }
+
 func withLeastRequest(lr *clusterv3.Cluster_LeastRequestLbConfig) func(*clusterv3.Cluster) {
 	return func(c *clusterv3.Cluster) {
 		c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
@@ -375,6 +384,27 @@ func TestParseClusterLeafPolicies(t *testing.T) {
 	if p, err := lb.ParsePolicyList(cfg.Policies.Endpoint); err != nil || p.Name != wrr.Name {
 		t.Errorf("ROUND_ROBIN gives %v, %v; want %s", p, err, wrr.Name)
 	}
+	// RING_HASH and MAGLEV (gRFC A42): one policy over each priority's
+	// endpoints (Flat); A42's ring sizes set explicitly, the maximum to 8M
+	// (lowered by lbkit's client-side cap); the balance factor carried.
+	for _, tc := range []struct {
+		cluster *clusterv3.Cluster
+		want    string
+	}{
+		{edsCluster(withPolicy(clusterv3.Cluster_RING_HASH)), `[{"ring_hash_experimental":{"minRingSize":1024,"maxRingSize":8388608}}]`},
+		{edsCluster(withRingHash(&clusterv3.Cluster_RingHashLbConfig{MinimumRingSize: u64(64)}), func(c *clusterv3.Cluster) {
+			c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{ConsistentHashingLbConfig: &clusterv3.Cluster_CommonLbConfig_ConsistentHashingLbConfig{HashBalanceFactor: u32(125)}}
+		}), `[{"ring_hash_experimental":{"minRingSize":64,"maxRingSize":8388608,"hashBalanceFactor":125}}]`},
+		{edsCluster(withPolicy(clusterv3.Cluster_MAGLEV)), `[{"maglev_experimental":{"tableSize":65537}}]`},
+	} {
+		cfg, err := xds.ParseCluster(tc.cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(cfg.Policies.Endpoint); got != tc.want || !cfg.Policies.Flat {
+			t.Errorf("%v: endpoint policy %s (flat %t), want %s, flat", tc.cluster.GetLbPolicy(), got, cfg.Policies.Flat, tc.want)
+		}
+	}
 }
 
 func TestParseClusterErrors(t *testing.T) {
@@ -400,9 +430,22 @@ func TestParseClusterErrors(t *testing.T) {
 		{"eds_config path_config_source", edsCluster(func(c *clusterv3.Cluster) {
 			c.EdsClusterConfig.EdsConfig = &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_PathConfigSource{PathConfigSource: &corev3.PathConfigSource{}}}
 		}), "eds_cluster_config.eds_config", "eds_cluster_config.eds_config: path_config_source is not supported"},
-		{"RING_HASH", edsCluster(withPolicy(clusterv3.Cluster_RING_HASH)), "lb_policy", "lb_policy: RING_HASH is not supported (lbkit supports ROUND_ROBIN, LEAST_REQUEST)"},
-		{"MAGLEV", edsCluster(withPolicy(clusterv3.Cluster_MAGLEV)), "lb_policy", "lb_policy: MAGLEV is not supported"},
-		{"RANDOM", edsCluster(withPolicy(clusterv3.Cluster_RANDOM)), "lb_policy", "lb_policy: RANDOM is not supported"},
+		{"RANDOM", edsCluster(withPolicy(clusterv3.Cluster_RANDOM)), "lb_policy", "lb_policy: RANDOM is not supported (lbkit supports ROUND_ROBIN, LEAST_REQUEST, RING_HASH, MAGLEV)"},
+		{"RING_HASH with MURMUR_HASH_2", edsCluster(withRingHash(&clusterv3.Cluster_RingHashLbConfig{HashFunction: clusterv3.Cluster_RingHashLbConfig_MURMUR_HASH_2})),
+			"ring_hash_lb_config.hash_function", "ring_hash_lb_config.hash_function: only XX_HASH is supported (gRFC A42)"},
+		{"RING_HASH above 8M", edsCluster(withRingHash(&clusterv3.Cluster_RingHashLbConfig{MaximumRingSize: u64(8388609)})),
+			"ring_hash_lb_config.maximum_ring_size", "ring_hash_lb_config.maximum_ring_size: must be <= 8388608, got 8388609"},
+		{"RING_HASH minimum above maximum", edsCluster(withRingHash(&clusterv3.Cluster_RingHashLbConfig{MinimumRingSize: u64(100), MaximumRingSize: u64(10)})),
+			"ring_hash_lb_config.minimum_ring_size", "ring_hash_lb_config.minimum_ring_size: must be <= maxRingSize (10), got 100"},
+		{"MAGLEV table size not prime", edsCluster(withPolicy(clusterv3.Cluster_MAGLEV), func(c *clusterv3.Cluster) {
+			c.LbConfig = &clusterv3.Cluster_MaglevLbConfig_{MaglevLbConfig: &clusterv3.Cluster_MaglevLbConfig{TableSize: u64(65536)}}
+		}), "maglev_lb_config.table_size", "maglev_lb_config.table_size: must be a prime, got 65536"},
+		{"hashing by host name", edsCluster(withPolicy(clusterv3.Cluster_MAGLEV), func(c *clusterv3.Cluster) {
+			c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{ConsistentHashingLbConfig: &clusterv3.Cluster_CommonLbConfig_ConsistentHashingLbConfig{UseHostnameForHashing: true}}
+		}), "common_lb_config.consistent_hashing_lb_config.use_hostname_for_hashing", "common_lb_config.consistent_hashing_lb_config.use_hostname_for_hashing: not supported"},
+		{"hash balance factor below 100", edsCluster(withPolicy(clusterv3.Cluster_RING_HASH), func(c *clusterv3.Cluster) {
+			c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{ConsistentHashingLbConfig: &clusterv3.Cluster_CommonLbConfig_ConsistentHashingLbConfig{HashBalanceFactor: u32(50)}}
+		}), "common_lb_config.consistent_hashing_lb_config.hash_balance_factor", "common_lb_config.consistent_hashing_lb_config.hash_balance_factor: must be >= 100, got 50"},
 		{"CLUSTER_PROVIDED", edsCluster(withPolicy(clusterv3.Cluster_CLUSTER_PROVIDED)), "lb_policy", "lb_policy: CLUSTER_PROVIDED is not supported"},
 		{"unknown lb_policy value", edsCluster(withPolicy(42)), "lb_policy", "lb_policy: 42 is not supported"},
 		{"round robin slow start", edsCluster(func(c *clusterv3.Cluster) {

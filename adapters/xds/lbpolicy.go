@@ -10,7 +10,9 @@ import (
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	least_requestv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
+	maglevv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/maglev/v3"
 	pick_firstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/pick_first/v3"
+	ring_hashv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/ring_hash/v3"
 	round_robinv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/round_robin/v3"
 	wrr_localityv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
 	"google.golang.org/protobuf/proto"
@@ -87,7 +89,7 @@ func loadBalancingPolicy(lbp *clusterv3.LoadBalancingPolicy, field string, depth
 }
 
 // supportedTypes names what loadBalancingPolicy converts, for errors.
-var supportedTypes = strings.Join([]string{wrrLocalityType, roundRobinType, leastRequestType, pickFirstType}, ", ") +
+var supportedTypes = strings.Join([]string{wrrLocalityType, roundRobinType, leastRequestType, ringHashType, maglevType, pickFirstType}, ", ") +
 	", and " + typedStructType + " or " + udpaStructType + " naming a registered policy"
 
 // describeType names typed's type for a message: its type_url, a
@@ -134,6 +136,16 @@ func convertPolicy(typed *anypb.Any, at string, depth int) (c chosenPolicy, ok b
 		var m least_requestv3.LeastRequest
 		if err = decode(typed, &m, at); err == nil {
 			c, err = leastRequestPolicy(&m, at)
+		}
+	case n == ringHashType:
+		var m ring_hashv3.RingHash
+		if err = decode(typed, &m, at); err == nil {
+			c, err = ringHashPolicy(&m, at)
+		}
+	case n == maglevType:
+		var m maglevv3.Maglev
+		if err = decode(typed, &m, at); err == nil {
+			c, err = maglevPolicy(&m, at)
 		}
 	case n == pickFirstType:
 		var m pick_firstv3.PickFirst

@@ -123,10 +123,19 @@ var validLBPolicies = []struct {
 	{"ClientSideWeightedRoundRobin skipped for PickFirst", edsCluster(withLBPolicy(csw, pf)),
 		`[{"pick_first":{"shuffleAddressList":false}}]`, true,
 		[]string{typedConfig(0) + `: skipped (gRFC A52): "type.googleapis.com/envoy.extensions.load_balancing_policies.client_side_weighted_round_robin.v3.ClientSideWeightedRoundRobin" is not a policy lbkit supports`}},
-	{"RingHash, Maglev and Random skipped, then a WrrLocality skipping inside", edsCluster(withLBPolicy(ring, &maglevv3.Maglev{}, &randomv3.Random{}, wrrLocality(csw, rr))),
+	{"Random and an unregistered TypedStruct skipped, then a WrrLocality skipping inside", edsCluster(withLBPolicy(&randomv3.Random{}, typedStruct("type.googleapis.com/myorg.Lb", nil), wrrLocality(csw, rr))),
 		`[{"round_robin":{}}]`, false,
-		[]string{typedConfig(0) + ": skipped", typedConfig(1) + ": skipped", typedConfig(2) + ": skipped",
-			typedConfig(3) + ".endpoint_picking_policy.policies[0].typed_extension_config.typed_config: skipped"}},
+		[]string{typedConfig(0) + ": skipped", typedConfig(1) + ": skipped",
+			typedConfig(2) + ".endpoint_picking_policy.policies[0].typed_extension_config.typed_config: skipped"}},
+	{"RingHash: every endpoint of a priority, A42's sizes set explicitly", edsCluster(withLBPolicy(ring)),
+		`[{"ring_hash_experimental":{"minRingSize":1024,"maxRingSize":8388608}}]`, true, nil},
+	{"RingHash with sizes, XX_HASH and a balance factor", edsCluster(withLBPolicy(&ring_hashv3.RingHash{
+		HashFunction: ring_hashv3.RingHash_XX_HASH, MinimumRingSize: u64(10), MaximumRingSize: u64(100),
+		ConsistentHashingLbConfig: &commonv3.ConsistentHashingLbConfig{HashBalanceFactor: u32(150)},
+	})), `[{"ring_hash_experimental":{"minRingSize":10,"maxRingSize":100,"hashBalanceFactor":150}}]`, true, nil},
+	{"Maglev: Envoy's default table", edsCluster(withLBPolicy(&maglevv3.Maglev{})), `[{"maglev_experimental":{"tableSize":65537}}]`, true, nil},
+	{"Maglev inside WrrLocality keeps the locality layer", edsCluster(withLBPolicy(wrrLocality(&maglevv3.Maglev{TableSize: u64(251)}))),
+		`[{"maglev_experimental":{"tableSize":251}}]`, false, nil},
 	{"the first supported entry wins", edsCluster(withLBPolicy(rr, pf)), `[{"round_robin":{}}]`, true, nil},
 	{"xds.type.v3.TypedStruct naming a registered policy", edsCluster(withLBPolicy(typedStruct("type.googleapis.com/weighted_round_robin", map[string]any{}))),
 		`[{"weighted_round_robin":{}}]`, true, nil},
@@ -206,10 +215,10 @@ func depthPath(n int) string {
 var lbPolicyErrors = []clusterError{
 	{"no policies", edsCluster(withLBPolicy()), "load_balancing_policy.policies",
 		"load_balancing_policy.policies: empty: no policy to choose (gRFC A52)"},
-	{"no supported policy", edsCluster(withLBPolicy(csw, ring, typedStruct("type.googleapis.com/myorg.Lb", nil))), "load_balancing_policy.policies",
+	{"no supported policy", edsCluster(withLBPolicy(csw, &randomv3.Random{}, typedStruct("type.googleapis.com/myorg.Lb", nil))), "load_balancing_policy.policies",
 		`load_balancing_policy.policies: no policy lbkit supports (gRFC A52): skipped ` +
 			`"type.googleapis.com/envoy.extensions.load_balancing_policies.client_side_weighted_round_robin.v3.ClientSideWeightedRoundRobin", ` +
-			`"type.googleapis.com/envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash", ` +
+			`"type.googleapis.com/envoy.extensions.load_balancing_policies.random.v3.Random", ` +
 			`xds.type.v3.TypedStruct of "type.googleapis.com/myorg.Lb" (no such policy is registered); lbkit supports envoy.extensions.load_balancing_policies.wrr_locality.v3.WrrLocality`},
 	{"WrrLocality without endpoint_picking_policy", edsCluster(withLBPolicy(&wrr_localityv3.WrrLocality{})),
 		typedConfig(0) + ".endpoint_picking_policy.policies", typedConfig(0) + ".endpoint_picking_policy.policies: empty"},

@@ -560,13 +560,13 @@ func TestClusterPoliciesReachTheTree(t *testing.T) {
 
 	// Switching the cluster to a policy lbkit lacks is a NACK naming the
 	// field; the tree stays.
-	ring := clusterNamed("c1")
-	ring.LbPolicy = clusterv3.Cluster_RING_HASH
-	cp.set("2", []*clusterv3.Cluster{ring}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
+	random := clusterNamed("c1")
+	random.LbPolicy = clusterv3.Cluster_RANDOM
+	cp.set("2", []*clusterv3.Cluster{random}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	nack := cp.waitRequest(ctxFor(t), func(r *discoveryv3.DiscoveryRequest) bool {
 		return r.GetTypeUrl() == xds.ClusterType && r.GetErrorDetail() != nil
 	})
-	if msg := nack.GetErrorDetail().GetMessage(); !strings.Contains(msg, "lb_policy: RING_HASH is not supported") {
+	if msg := nack.GetErrorDetail().GetMessage(); !strings.Contains(msg, "lb_policy: RANDOM is not supported") {
 		t.Errorf("NACK detail %q", msg)
 	}
 	cp.waitRequest(ctxFor(t), acked(xds.EndpointType, "2"))
@@ -679,7 +679,7 @@ func TestValidResourcesOfANACKedResponseAreUsed(t *testing.T) {
 	lr := clusterNamed("c1")
 	lr.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
 	bad := clusterNamed("c2")
-	bad.LbPolicy = clusterv3.Cluster_MAGLEV
+	bad.LbPolicy = clusterv3.Cluster_RANDOM
 	cp.set("2", []*clusterv3.Cluster{lr, bad}, clas)
 	if sc := string(cc1.NextState(t).ServiceConfig); !strings.Contains(sc, "least_request_experimental") {
 		t.Errorf("c1 did not follow its valid change: %s", sc)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/hashkey"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/weight"
 )
@@ -161,7 +162,7 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 // nodeOf returns how the ring sees the endpoint of a: its A76 hash key or
 // else its address, and its weight (1 when unset).
 func nodeOf(a resolver.Address) ringNode {
-	n := ringNode{hashKey: HashKey(a), weight: 1}
+	n := ringNode{hashKey: hashkey.Get(a), weight: 1}
 	if n.hashKey == "" {
 		n.hashKey = a.Addr
 	}

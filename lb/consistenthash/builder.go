@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/lbkit/lbkit/lb"
-	"github.com/lbkit/lbkit/lb/attributes"
-	"github.com/lbkit/lbkit/lb/resolver"
 )
 
 // The policies' names in loadBalancingConfig and in the [lb] registry.
@@ -112,26 +110,4 @@ func (MaglevBuilder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 			table: func(nodes []ringNode) table { return buildMaglev(nodes, size) },
 		}, nil
 	})
-}
-
-// hashKeyAttr is the endpoint hash key attribute of gRFC A76.
-var hashKeyAttr = attributes.NewKey[string]("lbkit/ringhash.hashKey")
-
-// SetHashKey returns addr with its endpoint hash key set to key (gRFC A76):
-// ring_hash places the endpoint on the ring by hashing key instead of its
-// address, so an endpoint that keeps its key (a StatefulSet's pod name)
-// keeps its place when its address changes. An empty key clears it.
-func SetHashKey(addr resolver.Address, key string) resolver.Address {
-	if key == "" {
-		addr.Attributes = attributes.Without(addr.Attributes, hashKeyAttr)
-		return addr
-	}
-	addr.Attributes = attributes.With(addr.Attributes, hashKeyAttr, key)
-	return addr
-}
-
-// HashKey returns addr's endpoint hash key, or "" when it has none.
-func HashKey(addr resolver.Address) string {
-	k, _ := attributes.Get(addr.Attributes, hashKeyAttr)
-	return k
 }

@@ -22,9 +22,10 @@
 // # The table
 //
 // Each endpoint (one per address: A61 ignores attributes when telling
-// endpoints apart) has a hash key — its [SetHashKey] attribute (A76; a
-// resolver sets it, for example from a StatefulSet pod's name) or else its
-// address — and a weight (the lb/weight attribute, 1 when unset).
+// endpoints apart) has a hash key — its lb/hashkey attribute (A76; the eds
+// and xds resolvers set it from the endpoint's "envoy.lb" hash_key
+// metadata) or else its address — and a weight (the lb/weight attribute,
+// 1 when unset).
 //
 // ring_hash places each endpoint on a ring of 64-bit hashes with a number
 // of entries proportional to its weight, built exactly as Envoy's and

@@ -6,9 +6,9 @@ import (
 	"net/http"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/consistenthash"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
-	"github.com/lbkit/lbkit/lb/consistenthash"
 )
 
 // Requests with the same x-user header go to the same endpoint: the first

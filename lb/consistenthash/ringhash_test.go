@@ -9,6 +9,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/hashkey"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/weight"
@@ -233,7 +234,7 @@ func TestHashKeyKeepsThePlace(t *testing.T) {
 	update := func(addrs ...string) {
 		var as []resolver.Address
 		for i, a := range addrs {
-			as = append(as, SetHashKey(resolver.Address{Addr: a}, fmt.Sprintf("pod-%d", i)))
+			as = append(as, hashkey.Set(resolver.Address{Addr: a}, fmt.Sprintf("pod-%d", i)))
 		}
 		if err := h.UpdateAddresses(cfg, as...); err != nil {
 			t.Fatal(err)

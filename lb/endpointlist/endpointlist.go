@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/hashkey"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/weight"
 )
@@ -38,11 +39,12 @@ type Endpoint[T any] struct {
 	removed bool
 }
 
-// Key returns what identifies addr's endpoint: addr with its weight attribute
-// cleared. Addresses that differ only in weight are one endpoint, so a
-// weight-only update keeps the endpoint's SubConn and connection; addresses
-// that differ in Addr, ServerName or any other attribute are distinct.
-func Key(addr resolver.Address) resolver.Address { return weight.Clear(addr) }
+// Key returns what identifies addr's endpoint: addr with its weight and hash
+// key attributes cleared. Addresses that differ only in those are one
+// endpoint, so an update that changes only them keeps the endpoint's
+// SubConn and connection; addresses that differ in Addr, ServerName or any
+// other attribute are distinct.
+func Key(addr resolver.Address) resolver.Address { return hashkey.Clear(weight.Clear(addr)) }
 
 // Policy is what a leaf policy tells its [List].
 type Policy[T any] struct {

@@ -243,7 +243,7 @@ func (p *parser) lbEndpoint(out *LbEndpoint) error {
 		case 3:
 			err = p.reject(kindMessage, "named endpoints are not implemented; give the endpoint inline")
 		default:
-			err = p.d.Skip()
+			out.HashKey, err = p.hashKey()
 		}
 		return err
 	})
@@ -251,6 +251,36 @@ func (p *parser) lbEndpoint(out *LbEndpoint) error {
 		err = p.d.FieldErrorf("endpoint", "required")
 	}
 	return err
+}
+
+var metadataFields = []field{{"filter_metadata", "filterMetadata"}, {"typed_filter_metadata", "typedFilterMetadata"}}
+
+// hashKey reads an LbEndpoint's metadata (envoy.config.core.v3.Metadata)
+// for gRFC A76's endpoint hash key: filter_metadata["envoy.lb"], a
+// google.protobuf.Struct, field "hash_key" when it is a string (Envoy
+// ignores a hash_key of another type, and so does lbkit). Everything else
+// in the metadata is skipped: it is free-form by design.
+func (p *parser) hashKey() (string, error) {
+	var key string
+	err := p.message(metadataFields, func(i int) error {
+		if i == 1 {
+			return p.d.Skip()
+		}
+		return p.d.Object(func(filter []byte) error {
+			if string(filter) != "envoy.lb" {
+				return p.d.Skip()
+			}
+			return p.d.Object(func(field []byte) error {
+				if string(field) != "hash_key" || p.d.Peek() != jsonx.String {
+					return p.d.Skip()
+				}
+				var err error
+				key, err = p.d.String()
+				return err
+			})
+		})
+	})
+	return key, err
 }
 
 var endpointFields = []field{{"address", "address"}, {"additional_addresses", "additionalAddresses"}, {"hostname", "hostname"}, {"health_check_config", "healthCheckConfig"}}

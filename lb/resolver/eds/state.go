@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"strconv"
 	"strings"
 
+	"github.com/lbkit/lbkit/lb/hashkey"
 	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/weight"
@@ -111,9 +113,12 @@ type Policies struct {
 	// each priority's child (under outlier_detection_experimental when
 	// OutlierDetection is set), over all the priority's endpoints in
 	// document order, and each address's hierarchy path is just [child
-	// name]. Localities and their weights then do not shape the tree; the
-	// same localities and endpoints are left out as without Flat, and the
-	// child names follow the same rules ([Namer]). This is the tree gRPC
+	// name]. Localities then do not shape the tree: each endpoint's weight
+	// is multiplied by its locality's (gRFC A42: locality weight ×
+	// endpoint weight, saturating at 2^32-1), for a policy that reads
+	// weights (ring_hash, maglev); the same localities and endpoints are
+	// left out as without Flat, and the child names follow the same rules
+	// ([Namer]). This is the tree gRPC
 	// builds for an endpoint-picking policy that xDS does not wrap in
 	// WrrLocality (gRFC A52), such as a top-level PickFirst (gRFC A62).
 	Flat bool
@@ -180,7 +185,7 @@ func (n *Namer) stateAndDrops(cla *ClusterLoadAssignment, p Policies) (resolver.
 			child = leaf
 			for _, l := range localities {
 				for _, a := range l.addrs {
-					addrs = append(addrs, hierarchy.Set(a, []string{names[i]}))
+					addrs = append(addrs, hierarchy.Set(timesLocality(a, l.weight), []string{names[i]}))
 				}
 			}
 		} else {
@@ -237,6 +242,15 @@ func (d drops) emptyTree() error {
 	return fmt.Errorf("no usable endpoint: %s (%s)", strings.Join(d.priorities, "; "), strings.Join(d.localities, "; "))
 }
 
+// timesLocality returns a with its weight multiplied by its locality's,
+// saturating at 2^32-1: in a flat tree the endpoint weight carries the
+// locality's too, as gRFC A42 asks of ring_hash ("the endpoint weights will
+// need to be adjusted by the locality weight").
+func timesLocality(a resolver.Address, locality uint32) resolver.Address {
+	w, _ := weight.Get(a)
+	return weight.Set(a, uint32(min(uint64(w)*uint64(locality), math.MaxUint32)))
+}
+
 // localityGroup is one target of a weighted_target child.
 type localityGroup struct {
 	name   string
@@ -257,7 +271,8 @@ func buildTree(cla *ClusterLoadAssignment) ([][]localityGroup, drops) {
 		var addrs []resolver.Address
 		for _, ep := range le.LbEndpoints {
 			if ep.HealthStatus.Usable() {
-				addrs = append(addrs, weight.Set(resolver.Address{Addr: ep.hostPort()}, max(ep.LoadBalancingWeight, 1)))
+				a := weight.Set(resolver.Address{Addr: ep.hostPort()}, max(ep.LoadBalancingWeight, 1))
+				addrs = append(addrs, hashkey.Set(a, ep.HashKey))
 			} else {
 				d.unusable++
 			}

@@ -90,6 +90,10 @@ type LbEndpoint struct {
 	// LoadBalancingWeight is the endpoint's load_balancing_weight; 0 means
 	// not set, which counts as 1.
 	LoadBalancingWeight uint32
+	// HashKey is metadata.filter_metadata["envoy.lb"].hash_key, gRFC A76's
+	// endpoint hash key; "" when unset. It reaches the address as its
+	// lb/hashkey attribute.
+	HashKey string
 }
 
 // HealthStatus is envoy.config.core.v3.HealthStatus.

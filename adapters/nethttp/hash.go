@@ -10,8 +10,12 @@ import (
 // HashHeader returns a [Transport.RequestHash] that hashes the request's
 // header name (every value, joined with ",") with XXH64, the hash gRFC A42
 // names, so equal values go to the same backend. A request without the
-// header has no hash.
+// header has no hash. An empty name is a mistake in the program: HashHeader
+// panics naming it, as lbkit's constructors without an error result do.
 func HashHeader(name string) func(*http.Request) (uint64, bool) {
+	if name == "" {
+		panic("nethttp: HashHeader: empty header name")
+	}
 	name = http.CanonicalHeaderKey(name)
 	return func(req *http.Request) (uint64, bool) {
 		vs := req.Header[name]
@@ -24,8 +28,11 @@ func HashHeader(name string) func(*http.Request) (uint64, bool) {
 
 // HashCookie returns a [Transport.RequestHash] that hashes the value of the
 // request's cookie name with XXH64 (session affinity). A request without
-// the cookie has no hash.
+// the cookie has no hash. An empty name panics, as in [HashHeader].
 func HashCookie(name string) func(*http.Request) (uint64, bool) {
+	if name == "" {
+		panic("nethttp: HashCookie: empty cookie name")
+	}
 	return func(req *http.Request) (uint64, bool) {
 		c, err := req.Cookie(name)
 		if err != nil {

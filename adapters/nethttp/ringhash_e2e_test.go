@@ -92,3 +92,47 @@ func TestRingHashAffinity(t *testing.T) {
 		})
 	}
 }
+
+// The hash functions: equal values hash equal, a request without the key
+// has none, and a key naming nothing is refused where the program is
+// written.
+func TestHashFunctions(t *testing.T) {
+	req := func(header, cookie string) *http.Request {
+		r, _ := http.NewRequest(http.MethodGet, "http://svc/a/b", nil)
+		if header != "" {
+			r.Header.Set("X-User", header)
+		}
+		if cookie != "" {
+			r.AddCookie(&http.Cookie{Name: "session", Value: cookie})
+		}
+		return r
+	}
+	for name, h := range map[string]func(*http.Request) (uint64, bool){
+		"header": nethttp.HashHeader("x-user"), "cookie": nethttp.HashCookie("session"),
+	} {
+		a, okA := h(req("alice", "alice"))
+		b, okB := h(req("alice", "alice"))
+		c, _ := h(req("bob", "bob"))
+		if !okA || !okB || a != b || a == c {
+			t.Errorf("%s: alice %x %x, bob %x", name, a, b, c)
+		}
+		if _, ok := h(req("", "")); ok {
+			t.Errorf("%s: a request without the key has a hash", name)
+		}
+	}
+	if p1, ok := nethttp.HashPath()(req("", "")); !ok || p1 == 0 {
+		t.Error("HashPath gave no hash")
+	}
+	for name, f := range map[string]func(){
+		"HashHeader": func() { nethttp.HashHeader("") }, "HashCookie": func() { nethttp.HashCookie("") },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), name) {
+					t.Errorf("%s(\"\"): recovered %v, want a panic naming it", name, r)
+				}
+			}()
+			f()
+		}()
+	}
+}

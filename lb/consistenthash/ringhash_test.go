@@ -3,10 +3,12 @@ package consistenthash
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
+	"pgregory.net/rapid"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/hashkey"
@@ -366,4 +368,53 @@ func TestRemovedAndClosedEndpointsShutDown(t *testing.T) {
 			t.Fatalf("%v not shut down by Close", sc)
 		}
 	}
+}
+
+// TestPropertyRingConstruction: for random endpoints, weights and sizes,
+// the ring is what A42's "Ring Construction" says, checked from the text:
+// its size is the smallest at or above minRingSize at which the lightest
+// endpoint has a whole number of entries, bounded by maxRingSize (rounded
+// up) — or one more or one less: the running sum of the endpoints' shares
+// is a float, and where it lands a hair above or below a whole number the
+// walk adds or drops an entry, in grpc-go's ring exactly as in lbkit's
+// (kept, for the same ring); each
+// endpoint has its weight's share of it to within one entry; hashes
+// ascend; every entry names an endpoint.
+func TestPropertyRingConstruction(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 40).Draw(t, "endpoints")
+		nodes := make([]ringNode, n)
+		var sum float64
+		for i := range nodes {
+			w := uint32(rapid.IntRange(1, 100).Draw(t, "weight"))
+			nodes[i] = ringNode{hashKey: fmt.Sprintf("10.0.%d.%d:80", i/256, i%256), weight: w}
+			sum += float64(w)
+		}
+		maxSize := uint64(rapid.IntRange(1, 5000).Draw(t, "max"))
+		minSize := uint64(rapid.IntRange(1, int(maxSize)).Draw(t, "min"))
+		ring := buildRing(nodes, minSize, maxSize)
+		lightest := 1.0
+		for _, nd := range nodes {
+			lightest = math.Min(lightest, float64(nd.weight)/sum)
+		}
+		scale := math.Min(math.Ceil(lightest*float64(minSize))/lightest, float64(maxSize))
+		if want := int(math.Ceil(scale)); len(ring.slots) < want-1 || len(ring.slots) > want+1 {
+			t.Fatalf("ring of %d entries, want %d (or one more or less)", len(ring.slots), want)
+		}
+		counts := make([]int, n)
+		for i, e := range ring.slots {
+			if e < 0 || int(e) >= n {
+				t.Fatalf("entry %d names endpoint %d of %d", i, e, n)
+			}
+			counts[e]++
+			if i > 0 && ring.hashes[i-1] > ring.hashes[i] {
+				t.Fatalf("hashes descend at %d", i)
+			}
+		}
+		for i, nd := range nodes {
+			if want := scale * float64(nd.weight) / sum; math.Abs(float64(counts[i])-want) > 1+1e-9 {
+				t.Fatalf("endpoint %d (weight %d) has %d entries, want %.2f", i, nd.weight, counts[i], want)
+			}
+		}
+	})
 }

@@ -89,8 +89,13 @@ func readRingHash(obj lb.ConfigObject, limit uint64) (RingHashConfig, error) {
 	}
 	minSize, maxSize := c.sizes(RingSizeLimit)
 	if minSize > maxSize {
-		_, name, _ := obj.Raw("minRingSize", "min_ring_size")
-		return RingHashConfig{}, lb.ConfigErrorf(name, "must be <= maxRingSize (%d), got %d", maxSize, minSize)
+		// Name the field the config set: the minimum if it did, else the
+		// maximum, below the default minimum.
+		if _, name, ok := obj.Raw("minRingSize", "min_ring_size"); ok {
+			return RingHashConfig{}, lb.ConfigErrorf(name, "must be <= maxRingSize (%d), got %d", maxSize, minSize)
+		}
+		_, name, _ := obj.Raw("maxRingSize", "max_ring_size")
+		return RingHashConfig{}, lb.ConfigErrorf(name, "must be >= minRingSize (%d by default), got %d", minSize, maxSize)
 	}
 	c.MinRingSize, c.MaxRingSize = c.sizes(limit)
 	if c.RequestHashHeader, c.HashBalanceFactor, err = readKeys(obj); err != nil {

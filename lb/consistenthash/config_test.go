@@ -27,6 +27,9 @@ func TestParseConfig(t *testing.T) {
 		{js: `{"minRingSize": -1}`, wantErr: "minRingSize: must be >= 1"},
 		{js: `{"minRingSize": 1.5}`, wantErr: "minRingSize: want an integer"},
 		{js: `{"minRingSize": 100, "maxRingSize": 10}`, wantErr: "minRingSize: must be <= maxRingSize (10), got 100"},
+		// Found by FuzzParseConfig: the error names the field the config set.
+		{js: `{"maxRingSize": 1}`, wantErr: "maxRingSize: must be >= minRingSize (1024 by default), got 1"},
+		{js: `{"minRingSize": null, "max_ring_size": 1}`, wantErr: "minRingSize: must be <= maxRingSize (1), got 1024"},
 		{js: `{"requestHashHeader": "X-Session"}`, want: RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096, RequestHashHeader: "x-session"}},
 		{js: `{"requestHashHeader": "x-trace-bin"}`, wantErr: `requestHashHeader: "x-trace-bin" is a binary header`},
 		{js: `{"requestHashHeader": "x session"}`, wantErr: `requestHashHeader: "x session" is not a valid header name: byte ' ' at 1`},

@@ -25,8 +25,9 @@
 //     outlier_detection_experimental (gRFC A50), judging each backend by
 //     its RPCs' status;
 //   - [RingHashName] ("lbkit_ring_hash"): lbkit's ring_hash_experimental
-//     (gRFC A42, A76), keyed by the call's requestHashHeader metadata,
-//     which picks as grpc-go's own ring_hash does;
+//     (gRFC A42, A76), keyed by the call's requestHashHeader metadata or
+//     the hash set with [WithRequestHash], which picks as grpc-go's own
+//     ring_hash does;
 //   - [MaglevName] ("lbkit_maglev"): lbkit's maglev_experimental, the same
 //     over Envoy's Maglev table.
 //

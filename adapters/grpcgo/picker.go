@@ -46,6 +46,7 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	if md, ok := metadata.FromOutgoingContext(info.Ctx); ok {
 		in.Metadata = mdView(md) // a copy: grpc-go allocates it only when the call has metadata
 	}
+	in.Hash, in.HasHash = requestHash(info.Ctx)
 	r, err := p.p.Pick(in)
 	if err != nil {
 		return balancer.PickResult{}, toGRPCPickError(err)

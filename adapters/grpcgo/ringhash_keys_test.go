@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/experimental/balancer/weight"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/resolver"
 
+	"github.com/lbkit/lbkit/adapters/grpcgo"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/consistenthash"
 	"github.com/lbkit/lbkit/lb/lbtest"
@@ -142,4 +145,37 @@ func lbkitRingHash(t testing.TB, addrs []lbresolver.Address, cfg string, warm, b
 	}
 	t.Logf("lbkit: %d of %d endpoints READY after %d keys", len(ready), len(addrs), warm)
 	return h.State().Picker
+}
+
+// A call's hash set with WithRequestHash reaches lbkit's ring_hash as
+// lb.PickInfo.Hash: calls with one hash go to one server, with no header
+// configured, and a call without a hash fails as gRFC A76 says.
+func TestWithRequestHashKeysTheCall(t *testing.T) {
+	var addrs []resolver.Address
+	for i := range 4 {
+		addrs = append(addrs, startBackend(t, fmt.Sprintf("s%d", i)).address())
+	}
+	c := newClient(t, resolver.State{Addresses: addrs}, `{"loadBalancingConfig":[{"`+grpcgo.RingHashName+`":{}}]}`)
+	ask := func(ctx context.Context) (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, hangGuard)
+		defer cancel()
+		return c.who(ctx, grpc.WaitForReady(true))
+	}
+	for h := range uint64(20) {
+		ctx := grpcgo.WithRequestHash(context.Background(), h*0x9e3779b97f4a7c15)
+		first, err := ask(ctx)
+		if err != nil {
+			t.Fatalf("hash %d: %v", h, err)
+		}
+		for range 3 {
+			if again, err := ask(ctx); err != nil || again != first {
+				t.Fatalf("hash %d went to %s, then %s (%v)", h, first, again, err)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	if _, err := c.who(ctx); err == nil || !strings.Contains(err.Error(), "carries no hash") {
+		t.Fatalf("a call without a hash: %v, want the A76 failure", err)
+	}
 }

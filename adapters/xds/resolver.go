@@ -13,7 +13,6 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/eds"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -32,10 +31,10 @@ func decodeCluster(raw []byte) (string, any, error) {
 	return c.GetName(), cfg, err
 }
 
-// endpointResource reads EDS ClusterLoadAssignments through the eds
-// package, so that an assignment means the same over xDS as in a file:
-// the message is written as proto3 JSON and parsed and validated by
-// [eds.Parse].
+// endpointResource reads EDS ClusterLoadAssignments into the eds
+// package's model, so that an assignment means the same over xDS as in a
+// file: [convertAssignment] converts the message directly and refuses what
+// [eds.Parse] refuses, and both end in [eds.ClusterLoadAssignment.Validate].
 var endpointResource = &resourceType{url: EndpointType, kind: "endpoints", decode: decodeEndpoints}
 
 func decodeEndpoints(raw []byte) (string, any, error) {
@@ -43,15 +42,11 @@ func decodeEndpoints(raw []byte) (string, any, error) {
 	if err := proto.Unmarshal(raw, &m); err != nil {
 		return "", nil, fmt.Errorf("not an envoy.config.endpoint.v3.ClusterLoadAssignment: %w", err)
 	}
-	data, err := protojson.Marshal(&m)
+	cla, err := convertAssignment(&m)
 	if err != nil {
-		return m.GetClusterName(), nil, err
+		return m.GetClusterName(), nil, fmt.Errorf("eds: %w", err)
 	}
-	cla, err := eds.Parse(data)
-	if err == nil {
-		err = cla.Validate()
-	}
-	return m.GetClusterName(), cla, err
+	return m.GetClusterName(), cla, nil
 }
 
 // xdsResolver follows one cluster: its CDS resource says which EDS

@@ -1,0 +1,179 @@
+package xds
+
+import (
+	"fmt"
+	"strconv"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/lbkit/lbkit/lb/resolver/eds"
+)
+
+// convertAssignment converts a ClusterLoadAssignment message straight into
+// the eds package's model, and checks it with
+// [eds.ClusterLoadAssignment.Validate]: the same result, accepted or
+// refused, as writing m as proto3 JSON and reading it with [eds.Parse]
+// (TestPropertyConvertAgreesWithParse), without the detour. Every field
+// eds.Parse refuses when set is refused here when set, with the same
+// reason, and a field proto3 JSON would omit (a default scalar, an unset
+// message) counts as absent, as in eds.Parse. The fields are checked in
+// the order protojson writes them (the order of declaration in the .proto
+// files), so the first refusal is the one eds.Parse would meet first. Errors are [*eds.Error]s naming
+// the proto field path.
+func convertAssignment(m *endpointv3.ClusterLoadAssignment) (*eds.ClusterLoadAssignment, error) {
+	cla := &eds.ClusterLoadAssignment{ClusterName: m.GetClusterName()}
+	if n := len(m.GetEndpoints()); n > 0 {
+		cla.Endpoints = make([]eds.LocalityLbEndpoints, n)
+	}
+	for i, le := range m.GetEndpoints() {
+		if err := convertLocality(le, &cla.Endpoints[i], "endpoints["+strconv.Itoa(i)+"]"); err != nil {
+			return nil, err
+		}
+	}
+	if len(m.GetNamedEndpoints()) > 0 {
+		return nil, notSupported("named_endpoints", "named endpoints (lb_endpoints[].endpoint_name) are not implemented")
+	}
+	if err := checkPolicy(m.GetPolicy()); err != nil {
+		return nil, err
+	}
+	if err := cla.Validate(); err != nil {
+		return nil, err
+	}
+	return cla, nil
+}
+
+// notSupported is eds.Parse's refusal of a field that is set.
+func notSupported(path, why string) *eds.Error {
+	return &eds.Error{Path: path, Err: fmt.Errorf("not supported: %s", why)}
+}
+
+// checkPolicy refuses every set field of ClusterLoadAssignment.Policy.
+func checkPolicy(p *endpointv3.ClusterLoadAssignment_Policy) *eds.Error {
+	switch {
+	case len(p.GetDropOverloads()) > 0:
+		return notSupported("policy.drop_overloads", "drop overloads are not implemented")
+	case p.GetOverprovisioningFactor() != nil:
+		return notSupported("policy.overprovisioning_factor", "gRPC's priority policy fails over on connectivity, not on overprovisioned health (gRFC A27), so the factor would have no effect")
+	case p.GetEndpointStaleAfter() != nil:
+		return notSupported("policy.endpoint_stale_after", "stale endpoints are not tracked")
+	case p.GetWeightedPriorityHealth():
+		return notSupported("policy.weighted_priority_health", "health-weighted priority load is not implemented")
+	}
+	return nil
+}
+
+// convertLocality converts one LocalityLbEndpoints, found at path.
+func convertLocality(le *endpointv3.LocalityLbEndpoints, out *eds.LocalityLbEndpoints, path string) *eds.Error {
+	l := le.GetLocality()
+	out.Locality = eds.Locality{Region: l.GetRegion(), Zone: l.GetZone(), SubZone: l.GetSubZone()}
+	out.Priority = le.GetPriority()
+	if n := len(le.GetLbEndpoints()); n > 0 {
+		out.LbEndpoints = make([]eds.LbEndpoint, n)
+	}
+	for j, ep := range le.GetLbEndpoints() {
+		if err := convertEndpoint(ep, &out.LbEndpoints[j], path+".lb_endpoints["+strconv.Itoa(j)+"]"); err != nil {
+			return err
+		}
+	}
+	switch {
+	case le.GetLoadBalancerEndpoints() != nil:
+		return notSupported(path+".load_balancer_endpoints", "write the endpoints in lb_endpoints")
+	case le.GetLedsClusterLocalityConfig() != nil:
+		return notSupported(path+".leds_cluster_locality_config", "LEDS is not implemented")
+	}
+	var err *eds.Error
+	out.LoadBalancingWeight, err = weightOf(le.GetLoadBalancingWeight().GetValue(), le.GetLoadBalancingWeight() != nil, path+".load_balancing_weight")
+	return err
+}
+
+// weightOf is eds.Parse's reading of an optional UInt32Value weight: 0
+// when unset, refused when set to 0.
+func weightOf(w uint32, set bool, path string) (uint32, *eds.Error) {
+	if set && w == 0 {
+		return 0, &eds.Error{Path: path, Err: fmt.Errorf("0 out of range: must be at least 1 when present")}
+	}
+	return w, nil
+}
+
+// convertEndpoint converts one LbEndpoint, found at path.
+func convertEndpoint(ep *endpointv3.LbEndpoint, out *eds.LbEndpoint, path string) *eds.Error {
+	e := ep.GetEndpoint()
+	if e != nil {
+		if err := convertHost(e, out, path+".endpoint"); err != nil {
+			return err
+		}
+	}
+	if _, named := ep.GetHostIdentifier().(*endpointv3.LbEndpoint_EndpointName); named {
+		return notSupported(path+".endpoint_name", "named endpoints are not implemented; give the endpoint inline")
+	}
+	h := ep.GetHealthStatus()
+	if h < 0 || int(h) >= len(corev3.HealthStatus_name) {
+		return &eds.Error{Path: path + ".health_status", Err: fmt.Errorf("unknown value %d (want 0 to %d)", h, len(corev3.HealthStatus_name)-1)}
+	}
+	out.HealthStatus = eds.HealthStatus(h)
+	if k, ok := ep.GetMetadata().GetFilterMetadata()["envoy.lb"].GetFields()["hash_key"].GetKind().(*structpb.Value_StringValue); ok {
+		out.HashKey = k.StringValue
+	}
+	var err *eds.Error
+	if out.LoadBalancingWeight, err = weightOf(ep.GetLoadBalancingWeight().GetValue(), ep.GetLoadBalancingWeight() != nil, path+".load_balancing_weight"); err != nil {
+		return err
+	}
+	if e == nil {
+		return &eds.Error{Path: path + ".endpoint", Err: fmt.Errorf("required")}
+	}
+	return nil
+}
+
+// convertHost converts an Endpoint, found at path, into out's address.
+func convertHost(e *endpointv3.Endpoint, out *eds.LbEndpoint, path string) *eds.Error {
+	a := e.GetAddress()
+	if a != nil {
+		switch {
+		case a.GetPipe() != nil:
+			return notSupported(path+".address.pipe", "only socket_address is supported")
+		case a.GetEnvoyInternalAddress() != nil:
+			return notSupported(path+".address.envoy_internal_address", "only socket_address is supported")
+		case a.GetSocketAddress() == nil:
+			return &eds.Error{Path: path + ".address.socket_address", Err: fmt.Errorf("required")}
+		}
+		if err := convertSocketAddress(a.GetSocketAddress(), out, path+".address.socket_address"); err != nil {
+			return err
+		}
+	}
+	if len(e.GetAdditionalAddresses()) > 0 {
+		return notSupported(path+".additional_addresses", "additional addresses are not implemented")
+	}
+	if a == nil {
+		return &eds.Error{Path: path + ".address", Err: fmt.Errorf("required")}
+	}
+	return nil
+}
+
+// convertSocketAddress converts a SocketAddress, found at path. A port
+// given in the oneof counts as given, even as 0 (proto3 JSON writes it),
+// and Validate then refuses 0.
+func convertSocketAddress(s *corev3.SocketAddress, out *eds.LbEndpoint, path string) *eds.Error {
+	_, named := s.GetPortSpecifier().(*corev3.SocketAddress_NamedPort)
+	_, havePort := s.GetPortSpecifier().(*corev3.SocketAddress_PortValue)
+	switch {
+	case s.GetProtocol() != corev3.SocketAddress_TCP:
+		if int(s.GetProtocol()) >= len(corev3.SocketAddress_Protocol_name) || s.GetProtocol() < 0 {
+			return &eds.Error{Path: path + ".protocol", Err: fmt.Errorf("unknown value %d (want 0 to %d)", s.GetProtocol(), len(corev3.SocketAddress_Protocol_name)-1)}
+		}
+		return &eds.Error{Path: path + ".protocol", Err: fmt.Errorf("not supported: only TCP")}
+	case named:
+		return notSupported(path+".named_port", "give the port in port_value")
+	case s.GetResolverName() != "":
+		return notSupported(path+".resolver_name", "custom resolvers are not implemented")
+	case s.GetNetworkNamespaceFilepath() != "":
+		return notSupported(path+".network_namespace_filepath", "network namespaces are not implemented")
+	case s.GetAddress() == "":
+		return &eds.Error{Path: path + ".address", Err: fmt.Errorf("required")}
+	case !havePort:
+		return &eds.Error{Path: path + ".port_value", Err: fmt.Errorf("required")}
+	}
+	out.Address, out.Port = s.GetAddress(), s.GetPortValue()
+	return nil
+}

@@ -1,0 +1,179 @@
+package xds
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	"pgregory.net/rapid"
+
+	"github.com/lbkit/lbkit/lb/resolver/eds"
+)
+
+// viaJSON is the JSON detour: m as proto3 JSON, read by eds.Parse.
+func viaJSON(m *endpointv3.ClusterLoadAssignment) (*eds.ClusterLoadAssignment, error) {
+	data, err := protojson.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return eds.Parse(data)
+}
+
+// TestPropertyConvertAgreesWithParse: for random ClusterLoadAssignments,
+// valid and not (every field eds.Parse refuses when set, default values,
+// oneofs set to their zero value, out-of-range enums and weights),
+// convertAssignment and the JSON detour agree: both accept with equal
+// models, or both refuse at the same field.
+func TestPropertyConvertAgreesWithParse(t *testing.T) {
+	var accepted, runs int
+	defer func() {
+		// The generator must exercise both sides: most random assignments
+		// are refused somewhere, but a fair share must be accepted (about a
+		// quarter with this generator; at least a tenth, more than three
+		// standard deviations below, so that the check never flakes).
+		t.Logf("accepted %d of %d", accepted, runs)
+		if runs > 0 && accepted*10 < runs {
+			t.Errorf("only %d of %d random assignments were accepted", accepted, runs)
+		}
+	}()
+	rapid.Check(t, func(t *rapid.T) {
+		runs++
+		m := genAssignment(t)
+		direct, derr := convertAssignment(m)
+		parsed, perr := viaJSON(m)
+		if (derr == nil) != (perr == nil) {
+			t.Fatalf("direct: %v\nparse: %v\nmessage: %v", derr, perr, m)
+		}
+		if derr != nil {
+			var de, pe *eds.Error
+			if !errors.As(derr, &de) || !errors.As(perr, &pe) || de.Path != pe.Path {
+				t.Fatalf("refused at different places:\ndirect: %v\nparse: %v", derr, perr)
+			}
+			return
+		}
+		accepted++
+		if !reflect.DeepEqual(direct, parsed) {
+			t.Fatalf("direct %+v\nparse %+v", direct, parsed)
+		}
+	})
+}
+
+// rare draws true about one time in n.
+func rare(t *rapid.T, n int, label string) bool { return rapid.IntRange(0, n-1).Draw(t, label) == 0 }
+
+func genAssignment(t *rapid.T) *endpointv3.ClusterLoadAssignment {
+	m := &endpointv3.ClusterLoadAssignment{ClusterName: "c"}
+	if rare(t, 20, "no name") {
+		m.ClusterName = ""
+	}
+	if rare(t, 30, "named endpoints") {
+		m.NamedEndpoints = map[string]*endpointv3.Endpoint{"n": {}}
+	}
+	if rare(t, 10, "policy") {
+		m.Policy = &endpointv3.ClusterLoadAssignment_Policy{}
+		switch rapid.IntRange(0, 4).Draw(t, "policy field") {
+		case 0:
+			m.Policy.DropOverloads = []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{{Category: "x", DropPercentage: &typev3.FractionalPercent{}}}
+		case 1:
+			m.Policy.OverprovisioningFactor = wrapperspb.UInt32(rapid.Uint32Range(0, 200).Draw(t, "factor"))
+		case 2:
+			m.Policy.EndpointStaleAfter = durationpb.New(0)
+		case 3:
+			m.Policy.WeightedPriorityHealth = rapid.Bool().Draw(t, "wph")
+		}
+	}
+	for range rapid.IntRange(0, 2).Draw(t, "localities") {
+		m.Endpoints = append(m.Endpoints, genLocality(t))
+	}
+	return m
+}
+
+func genLocality(t *rapid.T) *endpointv3.LocalityLbEndpoints {
+	le := &endpointv3.LocalityLbEndpoints{Priority: rapid.Uint32Range(0, 3).Draw(t, "priority")}
+	if rapid.Bool().Draw(t, "has locality") {
+		le.Locality = &corev3.Locality{Region: rapid.SampledFrom([]string{"", "r", "a/b"}).Draw(t, "region"), Zone: rapid.SampledFrom([]string{"", "z", "%"}).Draw(t, "zone")}
+	}
+	if rapid.IntRange(0, 4).Draw(t, "locality weight") > 0 {
+		le.LoadBalancingWeight = wrapperspb.UInt32(rapid.SampledFrom([]uint32{1, 2, 3, 1, 2, 3, 0}).Draw(t, "lw"))
+	}
+	switch rapid.IntRange(0, 30).Draw(t, "lb config") {
+	case 0:
+		le.LbConfig = &endpointv3.LocalityLbEndpoints_LoadBalancerEndpoints{LoadBalancerEndpoints: &endpointv3.LocalityLbEndpoints_LbEndpointList{}}
+	case 1:
+		le.LbConfig = &endpointv3.LocalityLbEndpoints_LedsClusterLocalityConfig{LedsClusterLocalityConfig: &endpointv3.LedsClusterLocalityConfig{}}
+	}
+	if rare(t, 10, "proximity") {
+		le.Proximity = wrapperspb.UInt32(3)
+	}
+	for range rapid.IntRange(0, 2).Draw(t, "endpoints") {
+		le.LbEndpoints = append(le.LbEndpoints, genEndpoint(t))
+	}
+	return le
+}
+
+func genEndpoint(t *rapid.T) *endpointv3.LbEndpoint {
+	ep := &endpointv3.LbEndpoint{HealthStatus: corev3.HealthStatus(rapid.IntRange(0, 6).Draw(t, "health"))}
+	if rapid.Bool().Draw(t, "endpoint weight") {
+		ep.LoadBalancingWeight = wrapperspb.UInt32(rapid.SampledFrom([]uint32{1, 2, 3, 1, 2, 3, 0}).Draw(t, "ew"))
+	}
+	if rare(t, 4, "metadata") {
+		v := rapid.SampledFrom([]any{"pod-1", "", 7.0, true}).Draw(t, "hash key")
+		s, _ := structpb.NewStruct(map[string]any{"hash_key": v, "other": "x"})
+		filter := rapid.SampledFrom([]string{"envoy.lb", "acme"}).Draw(t, "filter")
+		ep.Metadata = &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{filter: s}}
+	}
+	if rare(t, 30, "endpoint name") {
+		ep.HostIdentifier = &endpointv3.LbEndpoint_EndpointName{EndpointName: rapid.SampledFrom([]string{"", "n"}).Draw(t, "en")}
+		return ep
+	}
+	if rare(t, 30, "no endpoint") {
+		return ep
+	}
+	e := &endpointv3.Endpoint{Hostname: rapid.SampledFrom([]string{"", "h"}).Draw(t, "hostname")}
+	ep.HostIdentifier = &endpointv3.LbEndpoint_Endpoint{Endpoint: e}
+	if rare(t, 30, "additional") {
+		e.AdditionalAddresses = []*endpointv3.Endpoint_AdditionalAddress{{}}
+	}
+	switch rapid.IntRange(0, 40).Draw(t, "address kind") {
+	case 0:
+		return ep // no address
+	case 1:
+		e.Address = &corev3.Address{Address: &corev3.Address_Pipe{Pipe: &corev3.Pipe{Path: "/p"}}}
+		return ep
+	case 2:
+		e.Address = &corev3.Address{Address: &corev3.Address_EnvoyInternalAddress{EnvoyInternalAddress: &corev3.EnvoyInternalAddress{}}}
+		return ep
+	case 3:
+		e.Address = &corev3.Address{}
+		return ep
+	}
+	sa := &corev3.SocketAddress{
+		Address:  rapid.SampledFrom([]string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "host.example", "::1", "fe80::1%eth0", ""}).Draw(t, "addr"),
+		Protocol: corev3.SocketAddress_Protocol(rapid.SampledFrom([]int{0, 0, 0, 0, 0, 0, 0, 0, 1, 5}).Draw(t, "protocol")),
+	}
+	switch rapid.IntRange(0, 20).Draw(t, "port") {
+	case 0:
+	case 1:
+		sa.PortSpecifier = &corev3.SocketAddress_NamedPort{NamedPort: rapid.SampledFrom([]string{"", "http"}).Draw(t, "named")}
+	default:
+		sa.PortSpecifier = &corev3.SocketAddress_PortValue{PortValue: rapid.SampledFrom([]uint32{80, 443, 8080, 80, 443, 8080, 0, 70000}).Draw(t, "pv")}
+	}
+	if rare(t, 30, "resolver") {
+		sa.ResolverName = "r"
+	}
+	if rare(t, 30, "netns") {
+		sa.NetworkNamespaceFilepath = "/ns"
+	}
+	if rare(t, 10, "ipv4 compat") {
+		sa.Ipv4Compat = true
+	}
+	e.Address = &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: sa}}
+	return ep
+}

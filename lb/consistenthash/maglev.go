@@ -1,9 +1,6 @@
 package consistenthash
 
 import (
-	"cmp"
-	"slices"
-
 	"github.com/cespare/xxhash/v2"
 )
 
@@ -22,13 +19,7 @@ import (
 //     weight claims an entry every round, one of a third of it every third
 //     round.
 func buildMaglev(nodes []ringNode, size uint64) table {
-	order := make([]int32, len(nodes))
-	var sum uint64
-	for i, n := range nodes {
-		order[i] = int32(i)
-		sum += uint64(n.weight)
-	}
-	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(nodes[a].hashKey, nodes[b].hashKey) })
+	order, sum := byHashKey(nodes)
 	type builder struct {
 		node                 int32
 		offset, skip, next   uint64

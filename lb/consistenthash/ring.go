@@ -61,13 +61,7 @@ func (t table) first(h uint64) int {
 // The weights are summed in 64 bits (grpc-go sums them in 32, which wraps
 // above 2^32).
 func buildRing(nodes []ringNode, minSize, maxSize uint64) table {
-	order := make([]int32, len(nodes))
-	var sum uint64
-	for i, n := range nodes {
-		order[i] = int32(i)
-		sum += uint64(n.weight)
-	}
-	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(nodes[a].hashKey, nodes[b].hashKey) })
+	order, sum := byHashKey(nodes)
 	minWeight := 1.0
 	for _, n := range nodes {
 		minWeight = math.Min(minWeight, float64(n.weight)/float64(sum))
@@ -99,6 +93,19 @@ func buildRing(nodes []ringNode, minSize, maxSize uint64) table {
 		t.hashes[i], t.slots[i] = e.hash, e.endpoint
 	}
 	return t
+}
+
+// byHashKey returns the indices of nodes in order of their hash keys (ties
+// in the order given), the order Envoy and gRPC build their tables in, and
+// the sum of the weights, in 64 bits.
+func byHashKey(nodes []ringNode) (order []int32, sum uint64) {
+	order = make([]int32, len(nodes))
+	for i, n := range nodes {
+		order[i] = int32(i)
+		sum += uint64(n.weight)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(nodes[a].hashKey, nodes[b].hashKey) })
+	return order, sum
 }
 
 // search returns the index of the first of hashes (sorted) that is at

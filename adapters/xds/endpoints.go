@@ -77,8 +77,10 @@ func convertLocality(le *endpointv3.LocalityLbEndpoints, out *eds.LocalityLbEndp
 			return err
 		}
 	}
+	//lint:ignore SA1019 a control plane may still send the deprecated field, which eds.Parse refuses
+	lbe := le.GetLoadBalancerEndpoints()
 	switch {
-	case le.GetLoadBalancerEndpoints() != nil:
+	case lbe != nil:
 		return notSupported(path+".load_balancer_endpoints", "write the endpoints in lb_endpoints")
 	case le.GetLedsClusterLocalityConfig() != nil:
 		return notSupported(path+".leds_cluster_locality_config", "LEDS is not implemented")

@@ -105,6 +105,7 @@ func genLocality(t *rapid.T) *endpointv3.LocalityLbEndpoints {
 	}
 	switch rapid.IntRange(0, 30).Draw(t, "lb config") {
 	case 0:
+		//lint:ignore SA1019 the deprecated field must still be refused
 		le.LbConfig = &endpointv3.LocalityLbEndpoints_LoadBalancerEndpoints{LoadBalancerEndpoints: &endpointv3.LocalityLbEndpoints_LbEndpointList{}}
 	case 1:
 		le.LbConfig = &endpointv3.LocalityLbEndpoints_LedsClusterLocalityConfig{LedsClusterLocalityConfig: &endpointv3.LedsClusterLocalityConfig{}}

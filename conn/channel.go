@@ -43,11 +43,11 @@ type Channel struct {
 	// Read by Pick without locks.
 	gen         atomic.Pointer[pickerGen]
 	stateGen    atomic.Pointer[stateGen]
-	active      atomic.Bool  // a pick happened since the last idleness check
-	waiting     atomic.Int64 // picks waiting for a new picker
-	exitIdleReq atomic.Bool  // an exitIdle is scheduled
+	active      atomic.Bool                   // a pick happened since the last idleness check
+	waiting     atomic.Int64                  // picks waiting for a new picker
+	exitIdleReq atomic.Bool                   // an exitIdle is scheduled
 	lastPickErr atomic.Pointer[lb.TimedError] // the last failed pick, for the snapshot
-	shut        atomic.Bool  // Close has begun
+	shut        atomic.Bool                   // Close has begun
 
 	ctx     context.Context // cancelled by Close: ends every dial
 	cancel  context.CancelFunc

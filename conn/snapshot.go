@@ -172,8 +172,8 @@ func addConnections(n *lb.Node) {
 		e.Connection = ac.state
 		e.Error = lb.ErrorString(ac.err)
 		e.ConnectionSince = timePtr(ac.since)
-		if sc.connected {
-			e.StateSince = timePtr(sc.since)
+		if e.StateSince == nil && sc.connected && e.State == sc.state {
+			e.StateSince = timePtr(sc.since) // else the policy shows a state of its own
 		}
 		e.LastConnectionError = ac.lastConnErr
 		e.LastHealthCheck = ac.lastCheck

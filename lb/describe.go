@@ -99,9 +99,11 @@ type Endpoint struct {
 	// why it is in TRANSIENT_FAILURE (a failed dial) or why its health
 	// check is failing; empty once it has recovered.
 	Error string `json:"error,omitempty"`
-	// StateSince is when the SubConn entered State as the channel last
-	// told the policy, on the channel's clock, filled in by the channel;
-	// nil when the policy has not connected it.
+	// StateSince is when the endpoint entered State, on the channel's
+	// clock: for an ejected endpoint, when outlier_detection ejected it;
+	// otherwise, filled in by the channel, when the SubConn entered the
+	// state the channel last told the policy. Nil when the policy has not
+	// connected it, or shows a state of its own.
 	StateSince *time.Time `json:"stateSince,omitempty"`
 	// ConnectionSince is when the connection entered Connection, on the
 	// channel's clock, filled in by the channel.

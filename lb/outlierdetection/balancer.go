@@ -267,8 +267,8 @@ func (b *odBalancer) markEjected(n *lb.Node) {
 			e.SubConn = w.SubConn
 			e.Ejected = w.ejected
 			if w.ejected && w.entry != nil && w.entry.ejected {
-				until := b.ejectionEnd(w.entry)
-				e.EjectedUntil = &until
+				since, until := w.entry.ejectedAt, b.ejectionEnd(w.entry)
+				e.StateSince, e.EjectedUntil = &since, &until
 			}
 		}
 	}

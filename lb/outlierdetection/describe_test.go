@@ -81,6 +81,9 @@ func TestDescribeSaysWhenAnEjectionEnds(t *testing.T) {
 		out := map[string]*time.Time{}
 		for _, e := range root.Children[0].Endpoints {
 			out[e.Address] = e.EjectedUntil
+			if e.Address == "b" && e.EjectedUntil != nil && (e.StateSince == nil || !e.StateSince.Equal(time.Unix(10, 0))) {
+				t.Errorf("ejected b's StateSince = %v, want the ejection at +10s", e.StateSince)
+			}
 		}
 		return out
 	}

@@ -3,6 +3,7 @@ package conn
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -20,6 +21,7 @@ type balancerWrapper struct {
 	b       lb.Balancer
 	scope   *lb.Scope
 	state   lb.State
+	since   time.Time // when state's ConnectivityState began
 	subs    map[*SubConn]struct{}
 	created int // SubConns created, for logs
 }
@@ -47,6 +49,9 @@ func (w *balancerWrapper) NewSubConn(addrs []resolver.Address, opts lb.NewSubCon
 func (w *balancerWrapper) UpdateState(s lb.State) {
 	if s.Picker == nil {
 		s.Picker = lb.NewErrPicker(lb.TransientFailureError(fmt.Errorf("conn: policy %s published no picker", w.name)))
+	}
+	if s.ConnectivityState != w.state.ConnectivityState {
+		w.since = w.c.clock.Now()
 	}
 	w.state = s
 	w.c.balancerStateChanged(w)
@@ -91,6 +96,7 @@ func (c *Channel) switchTo(p *lb.ParsedPolicy) *balancerWrapper {
 		name:  p.Name,
 		scope: lb.NewScope(c.ser),
 		state: lb.State{ConnectivityState: lb.Connecting, Picker: lb.NewQueuePicker()},
+		since: c.clock.Now(),
 		subs:  make(map[*SubConn]struct{}),
 	}
 	opts := lb.BuildOptions{Clock: c.clock, Logger: c.logger, Rand: c.rand, Scheduler: w.scope, Target: c.target, Metrics: c.cfg.metrics,

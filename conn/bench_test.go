@@ -41,6 +41,18 @@ func BenchmarkPick(b *testing.B) {
 			}
 		}
 	})
+	// A request's whole balancing cost: the pick, and Finish counting it
+	// for the snapshot and the per-endpoint metrics.
+	b.Run("impl=channel+finish", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r, err := c.Pick(ctx, PickOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.Finish(lb.DoneInfo{})
+		}
+	})
 }
 
 // BenchmarkPickParallel is BenchmarkPick under b.RunParallel.

@@ -43,10 +43,11 @@ type Channel struct {
 	// Read by Pick without locks.
 	gen         atomic.Pointer[pickerGen]
 	stateGen    atomic.Pointer[stateGen]
-	active      atomic.Bool  // a pick happened since the last idleness check
-	waiting     atomic.Int64 // picks waiting for a new picker
-	exitIdleReq atomic.Bool  // an exitIdle is scheduled
-	shut        atomic.Bool  // Close has begun
+	active      atomic.Bool                   // a pick happened since the last idleness check
+	waiting     atomic.Int64                  // picks waiting for a new picker
+	exitIdleReq atomic.Bool                   // an exitIdle is scheduled
+	lastPickErr atomic.Pointer[lb.TimedError] // the last failed pick, for the snapshot
+	shut        atomic.Bool                   // Close has begun
 
 	ctx     context.Context // cancelled by Close: ends every dial
 	cancel  context.CancelFunc
@@ -71,6 +72,8 @@ type Channel struct {
 	health         *healthSettings // health checking in force; nil when off
 	warnedHealth   bool            // a SubConn without health checking was logged while it was on
 	addrConns      map[connKey]*addrConn
+	resolverErr    *lb.TimedError // the resolver's error since its last update
+	rejectedSC     *lb.TimedError // the resolver's invalid service config since its last valid one
 	resolveRetries int
 	resolveTimer   lb.Timer
 	idleTimer      lb.Timer
@@ -86,6 +89,7 @@ type pickerGen struct {
 
 type stateGen struct {
 	state   lb.ConnectivityState
+	since   time.Time // when state began, on the channel's clock
 	changed chan struct{}
 }
 
@@ -134,7 +138,7 @@ func New(target string, opts ...Option) (*Channel, error) {
 	}
 	c.health = c.effectiveHealth()
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.stateGen.Store(&stateGen{state: lb.Idle, changed: make(chan struct{})})
+	c.stateGen.Store(&stateGen{state: lb.Idle, since: c.clock.Now(), changed: make(chan struct{})})
 	c.gen.Store(&pickerGen{picker: lb.NewQueuePicker(), idle: true, done: make(chan struct{})})
 	return c, nil
 }
@@ -286,7 +290,7 @@ func (c *Channel) setState(s lb.ConnectivityState) {
 	if old.state == s {
 		return
 	}
-	c.stateGen.Store(&stateGen{state: s, changed: make(chan struct{})})
+	c.stateGen.Store(&stateGen{state: s, since: c.clock.Now(), changed: make(chan struct{})})
 	close(old.changed)
 	c.logger.Debug("channel state", "state", s)
 	c.emit(lb.Event{Kind: lb.EventChannelState, State: s})

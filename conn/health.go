@@ -156,6 +156,7 @@ func (ac *addrConn) onHealthResult(gen int, err error) {
 	ac.checkTimer.Stop()
 	ac.checkTimer = nil
 	addr := ac.addr.Load().Addr
+	ac.noteCheck(err)
 	if errors.Is(err, ErrHealthCheckUnimplemented) {
 		c.logger.Error("the backend does not implement health checking; treating it as healthy and not checking again", "addr", addr, "error", err)
 		ac.setVerdict(healthPassing, nil)

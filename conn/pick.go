@@ -38,6 +38,22 @@ type PickResult struct {
 	Done func(lb.DoneInfo)
 }
 
+// Finish reports the end of the request, then calls Done if set. A
+// request that was sent (info.Err does not wrap [lb.ErrRequestNotSent])
+// counts against the SubConn's endpoint, as a failure too when info.Err
+// is not nil: the requests and failures of [Channel.Snapshot] and of the
+// lbkit.endpoint.requests and lbkit.endpoint.failures metrics. Call
+// Finish rather than Done, once per pick. It does not allocate or lock;
+// safe from any goroutine.
+func (r PickResult) Finish(info lb.DoneInfo) {
+	if r.SubConn != nil {
+		r.SubConn.ac.stats.finished(info.Err)
+	}
+	if r.Done != nil {
+		r.Done(info)
+	}
+}
+
 // errNotReady is recorded when a picker returned a SubConn that is not READY
 // (it changed state after the picker was built); the pick then waits for the
 // next picker, which the SubConn's state change brings, whether or not it is
@@ -113,13 +129,15 @@ func (c *Channel) waitAndPick(ctx context.Context, waitForReady bool, info lb.Pi
 	defer c.waiting.Add(-1)
 	for {
 		if failsNow(err, waitForReady) {
-			return PickResult{}, c.metrics.pickFailed(err)
+			return PickResult{}, c.pickFailed(err)
 		}
 		select {
 		case <-g.done:
 		case <-ctx.Done():
 			c.metrics.pickDeadline.Add(1)
-			return PickResult{}, &PickError{Ctx: ctx.Err(), Last: err}
+			pe := &PickError{Ctx: ctx.Err(), Last: err}
+			c.notePickError(pe)
+			return PickResult{}, pe
 		}
 		g = c.gen.Load()
 		r, pickErr := c.tryPick(g, info)

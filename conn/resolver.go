@@ -87,6 +87,8 @@ type serviceConfig struct {
 	// unknown lists the JSON paths of the fields that gRPC's service
 	// config does not have, in document order; they are ignored.
 	unknown []string
+	// raw is the config's JSON, compacted, for the snapshot.
+	raw json.RawMessage
 }
 
 // serviceConfigFields are the fields of gRPC's service config: the first
@@ -105,7 +107,7 @@ func parseServiceConfig(raw json.RawMessage, reg *lb.Registry, strict bool) (*se
 	if err != nil {
 		return nil, fmt.Errorf("service config: %w", err)
 	}
-	sc := &serviceConfig{}
+	sc := &serviceConfig{raw: compactJSON(raw)}
 	if sc.healthService, err = parseHealthCheckConfig(obj); err != nil {
 		return nil, fmt.Errorf("service config: %w", err)
 	}
@@ -207,18 +209,21 @@ func (c *Channel) onResolverState(r *resolverCC, s resolver.State) {
 	if c.closed || r != c.resCC {
 		return
 	}
+	c.resolverErr = nil
 	if s.ServiceConfig != nil {
 		sc, err := parseServiceConfig(s.ServiceConfig, c.cfg.registry, c.cfg.strictConfig)
 		switch {
 		case err != nil && c.lastSC == nil && c.current == nil:
+			c.rejectedSC = lb.NewTimedError(err, c.clock.Now())
 			c.logger.Warn("invalid service config and no valid one yet", "error", err)
 			c.publishFailure(fmt.Errorf("conn: %w", err))
 			c.reResolveWithBackoff()
 			return
 		case err != nil:
+			c.rejectedSC = lb.NewTimedError(err, c.clock.Now())
 			c.logger.Warn("invalid service config; keeping the last valid one", "error", err)
 		default:
-			c.lastSC = sc
+			c.lastSC, c.rejectedSC = sc, nil
 			c.warnUnknown(s.ServiceConfig, sc)
 		}
 		c.applyHealth()
@@ -262,6 +267,7 @@ func (c *Channel) onResolverError(r *resolverCC, err error) {
 	if c.closed || r != c.resCC {
 		return
 	}
+	c.resolverErr = lb.NewTimedError(err, c.clock.Now())
 	c.logger.Warn("resolver error", "error", err)
 	if w := c.latest(); w != nil {
 		w.b.ResolverError(err)

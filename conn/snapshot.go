@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -21,6 +22,17 @@ type Snapshot struct {
 	Time time.Time `json:"time"`
 	// State is the channel's connectivity state.
 	State lb.ConnectivityState `json:"state"`
+	// StateSince is when the channel entered State, on its clock.
+	StateSince time.Time `json:"stateSince"`
+	// Config is the service config in use and where it came from.
+	Config ConfigInUse `json:"config"`
+	// ResolverError is the resolver's last error, with its time; nil
+	// once the resolver has sent an update since.
+	ResolverError *lb.TimedError `json:"resolverError,omitempty"`
+	// LastPickError is the last pick [Channel.Pick] failed, with its time
+	// (it stays after picks succeed again: compare its time); nil when
+	// none has failed.
+	LastPickError *lb.TimedError `json:"lastPickError,omitempty"`
 	// Balancer is the balancer tree in use; nil while the channel is idle
 	// or has not built one yet.
 	Balancer *lb.Node `json:"balancer,omitempty"`
@@ -32,6 +44,34 @@ type Snapshot struct {
 	// ([resolver.Describer]; the xds resolver does); nil otherwise or
 	// while the channel is idle.
 	Resolver *resolver.Description `json:"resolver,omitempty"`
+}
+
+// The sources of a service config ([ConfigInUse.Source]).
+const (
+	// ConfigFromResolver is a service config the resolver sent.
+	ConfigFromResolver = "resolver"
+	// ConfigFromOption is the config of [WithDefaultServiceConfig], used
+	// until the resolver sends a valid one.
+	ConfigFromOption = "option"
+	// ConfigBuiltin means no service config: [DefaultPolicy] with its
+	// default config.
+	ConfigBuiltin = "builtin"
+)
+
+// ConfigInUse is the service config a channel applies.
+type ConfigInUse struct {
+	// Source is where it came from: [ConfigFromResolver],
+	// [ConfigFromOption] or [ConfigBuiltin].
+	Source string `json:"source"`
+	// ServiceConfig is its JSON, compacted; absent for ConfigBuiltin.
+	ServiceConfig json.RawMessage `json:"serviceConfig,omitempty"`
+	// Policy is the root policy in use; empty before the channel built
+	// one.
+	Policy string `json:"policy,omitempty"`
+	// Rejected is the resolver's last invalid service config (why, and
+	// when), while the channel keeps using an older one or none; nil once
+	// a valid one arrives.
+	Rejected *lb.TimedError `json:"rejected,omitempty"`
 }
 
 // Snapshot describes the channel. It runs on the channel's serializer, so
@@ -46,7 +86,9 @@ func (c *Channel) Snapshot(ctx context.Context) (Snapshot, error) {
 		if c.closed {
 			return
 		}
-		s = Snapshot{Target: c.target, Time: c.clock.Now(), State: c.State()}
+		g := c.stateGen.Load()
+		s = Snapshot{Target: c.target, Time: c.clock.Now(), State: g.state, StateSince: g.since,
+			Config: c.configInUse(), ResolverError: c.resolverErr, LastPickError: c.lastPickErr.Load()}
 		s.Balancer = c.describe(c.current)
 		s.Pending = c.describe(c.pending)
 		s.Resolver = c.describeResolver()
@@ -60,6 +102,22 @@ func (c *Channel) Snapshot(ctx context.Context) (Snapshot, error) {
 		return Snapshot{}, fmt.Errorf("conn: snapshot: %w", err)
 	}
 	return s, nil
+}
+
+// configInUse returns the service config the channel applies. Runs
+// serialized.
+func (c *Channel) configInUse() ConfigInUse {
+	in := ConfigInUse{Source: ConfigBuiltin, Rejected: c.rejectedSC}
+	switch {
+	case c.lastSC != nil:
+		in.Source, in.ServiceConfig = ConfigFromResolver, c.lastSC.raw
+	case c.defSC != nil:
+		in.Source, in.ServiceConfig = ConfigFromOption, c.defSC.raw
+	}
+	if c.current != nil {
+		in.Policy = c.current.name
+	}
+	return in
 }
 
 // describeResolver returns the resolver's account of itself, with the
@@ -95,6 +153,8 @@ func (c *Channel) describe(w *balancerWrapper) *lb.Node {
 	}
 	n := lb.Describe(w.b, w.name)
 	n.SetState(w.state)
+	since := w.since
+	n.StateSince = &since
 	addConnections(&n)
 	return &n
 }
@@ -111,6 +171,13 @@ func addConnections(n *lb.Node) {
 		ac := sc.ac
 		e.Connection = ac.state
 		e.Error = lb.ErrorString(ac.err)
+		e.ConnectionSince = timePtr(ac.since)
+		if e.StateSince == nil && sc.connected && e.State == sc.state {
+			e.StateSince = timePtr(sc.since) // else the policy shows a state of its own
+		}
+		e.LastConnectionError = ac.lastConnErr
+		e.LastHealthCheck = ac.lastCheck
+		ac.stats.describe(e)
 		if sc.wantsHealth && ac.gated.Load() {
 			e.Health = ac.verdict.String()
 			if ac.verdict == healthFailing {
@@ -121,6 +188,14 @@ func addConnections(n *lb.Node) {
 	for i := range n.Children {
 		addConnections(&n.Children[i])
 	}
+}
+
+// timePtr returns a pointer to a copy of t; nil for the zero time.
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // String returns "unknown", "passing" or "failing".

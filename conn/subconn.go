@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -30,6 +31,7 @@ type SubConn struct {
 	connected bool // Connect was called: the handle follows ac's state
 	shutdown  bool
 	state     lb.ConnectivityState
+	since     time.Time // when state began, for the snapshot
 }
 
 // connKey identifies a connection: the balancing attributes of an address
@@ -63,6 +65,13 @@ type addrConn struct {
 	backoff lb.Timer
 	closed  bool
 
+	// For the snapshot (observe.go): when state began, the last failed
+	// dial, the last health check, and the request counters.
+	since       time.Time
+	lastConnErr *lb.TimedError
+	lastCheck   *lb.HealthCheckResult
+	stats       endpointStats
+
 	// Health checking (health.go), owned by the serializer.
 	wantHealth    int // handles that asked for health checks
 	verdict       healthVerdict
@@ -84,6 +93,8 @@ func (c *Channel) newSubConn(w *balancerWrapper, addrs []resolver.Address, opts 
 		}
 		ac.key = key
 		ac.addr.Store(&ac.addrs[0])
+		ac.since = c.clock.Now()
+		ac.stats.init(c, key.addr)
 		c.addrConns[key] = ac
 	}
 	sc := &SubConn{c: c, w: w, ac: ac, listener: opts.StateListener, wantsHealth: opts.HealthCheck}
@@ -175,6 +186,9 @@ func (sc *SubConn) setState(s lb.ConnectivityState, err error) {
 	if sc.shutdown || !sc.connected || (sc.state == s && s != lb.TransientFailure) {
 		return
 	}
+	if sc.state != s || sc.since.IsZero() {
+		sc.since = sc.c.clock.Now()
+	}
 	sc.state = s
 	sc.deliver(lb.SubConnState{ConnectivityState: s, ConnectionError: err})
 }
@@ -195,6 +209,7 @@ func (sc *SubConn) deliver(s lb.SubConnState) {
 func (ac *addrConn) setState(s lb.ConnectivityState, err error) {
 	if s != ac.state {
 		ac.c.metrics.stateChanged(s)
+		ac.since = ac.c.clock.Now()
 	}
 	ac.state, ac.err = s, err
 	ac.readyState.Store(int32(s))
@@ -294,6 +309,7 @@ func (ac *addrConn) onFailed(attempt int, err error) {
 	delay := c.cfg.backoff.Delay(ac.retries, c.rand)
 	ac.retries++
 	c.logger.Debug("connection attempt failed", "addr", ac.addrs[0].Addr, "error", err, "backoff", delay)
+	ac.lastConnErr = lb.NewTimedError(err, c.clock.Now())
 	ac.setState(lb.TransientFailure, err)
 	ac.backoff = c.ser.AfterFunc(delay, func() {
 		ac.backoff = nil

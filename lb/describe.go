@@ -45,6 +45,9 @@ type Node struct {
 	// tree it has now (outlier detection that cannot eject); empty when
 	// it can.
 	Warning string `json:"warning,omitempty"`
+	// StateSince is when the balancer published State, on the channel's
+	// clock; set for the root (by the channel), nil when unknown.
+	StateSince *time.Time `json:"stateSince,omitempty"`
 
 	// Current names the child in use (priority).
 	Current string `json:"current,omitempty"`
@@ -79,6 +82,10 @@ type Endpoint struct {
 	InFlight int64 `json:"inFlight,omitempty"`
 	// Ejected is set while outlier_detection ejects the address.
 	Ejected bool `json:"ejected,omitempty"`
+	// EjectedUntil is when the ejection ends: the outlier_detection sweep
+	// that will return the address (the first at or after its ejection
+	// time), on the tree's clock; nil when not ejected.
+	EjectedUntil *time.Time `json:"ejectedUntil,omitempty"`
 
 	// Connection is the connection's own state, filled in by the channel
 	// (it differs from State while a health check gates the connection,
@@ -88,13 +95,64 @@ type Endpoint struct {
 	// "passing", "failing", "unknown" (no answer yet), or "" when the
 	// connection is not health-checked.
 	Health string `json:"health,omitempty"`
-	// Error is the connection's last error (a failed dial or health
-	// check), filled in by the channel.
+	// Error is the connection's current error, filled in by the channel:
+	// why it is in TRANSIENT_FAILURE (a failed dial) or why its health
+	// check is failing; empty once it has recovered.
 	Error string `json:"error,omitempty"`
+	// StateSince is when the endpoint entered State, on the channel's
+	// clock: for an ejected endpoint, when outlier_detection ejected it;
+	// otherwise, filled in by the channel, when the SubConn entered the
+	// state the channel last told the policy. Nil when the policy has not
+	// connected it, or shows a state of its own.
+	StateSince *time.Time `json:"stateSince,omitempty"`
+	// ConnectionSince is when the connection entered Connection, on the
+	// channel's clock, filled in by the channel.
+	ConnectionSince *time.Time `json:"connectionSince,omitempty"`
+	// LastConnectionError is the connection's last failed dial, with its
+	// time; it stays after the connection recovers (Error says whether an
+	// error is current). Nil when no dial has failed.
+	LastConnectionError *TimedError `json:"lastConnectionError,omitempty"`
+	// LastHealthCheck is the last health check's result, filled in by the
+	// channel; nil when none has answered.
+	LastHealthCheck *HealthCheckResult `json:"lastHealthCheck,omitempty"`
+	// Requests counts the requests sent on this connection whose end was
+	// reported (conn.PickResult.Finish), and Failures those that failed,
+	// since the connection was created; filled in by the channel.
+	Requests uint64 `json:"requests"`
+	Failures uint64 `json:"failures"`
+	// FailureRate is Failures / Requests; nil when there were no requests.
+	FailureRate *float64 `json:"failureRate,omitempty"`
 
 	// SubConn is the endpoint's SubConn, for the channel to look up; it is
 	// not part of the JSON.
 	SubConn SubConn `json:"-"`
+}
+
+// TimedError is an error and when it happened.
+type TimedError struct {
+	// Error is the error's message.
+	Error string `json:"error"`
+	// Time is when it happened, on the channel's clock.
+	Time time.Time `json:"time"`
+}
+
+// NewTimedError returns err's message at t; nil for a nil err.
+func NewTimedError(err error, t time.Time) *TimedError {
+	if err == nil {
+		return nil
+	}
+	return &TimedError{Error: err.Error(), Time: t}
+}
+
+// HealthCheckResult is one health check's answer.
+type HealthCheckResult struct {
+	// Time is when the answer (or the timeout) came, on the channel's
+	// clock.
+	Time time.Time `json:"time"`
+	// Passed is set when the check passed.
+	Passed bool `json:"passed"`
+	// Error is why it failed; empty when it passed.
+	Error string `json:"error,omitempty"`
 }
 
 // SetState records s as the state n's balancer last published. A node in

@@ -105,6 +105,8 @@ const (
 	// LabelReason is why a pick failed: "transient_failure", "dropped" or
 	// "deadline".
 	LabelReason = "lbkit.reason"
+	// LabelAddress is an endpoint's address, such as "10.0.0.1:443".
+	LabelAddress = "lbkit.address"
 )
 
 // metricRegistry holds every registered metric descriptor, by name: like

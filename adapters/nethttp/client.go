@@ -426,7 +426,7 @@ func (r *router) waitReady(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("nethttp: host %s cannot serve: %w", key, err)
 	}
-	done(picked, lb.DoneInfo{Err: errWaitReadyPick})
+	picked.Finish(lb.DoneInfo{Err: errWaitReadyPick})
 	return nil
 }
 

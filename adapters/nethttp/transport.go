@@ -338,7 +338,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		addr := picked.SubConn.Address()
 		out, err := outgoing(req, addr, attempt)
 		if err != nil {
-			done(picked, lb.DoneInfo{Err: fmt.Errorf("%w: %w", lb.ErrRequestNotSent, err)})
+			picked.Finish(lb.DoneInfo{Err: fmt.Errorf("%w: %w", lb.ErrRequestNotSent, err)})
 			return nil, err
 		}
 		b := t.backendFor(picked.SubConn, addr)
@@ -346,9 +346,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			resp.Body = withDone(resp.Body, func(err error) {
 				b.users.release()
-				if picked.Done != nil {
-					picked.Done(lb.DoneInfo{Err: t.classify(resp, err), Status: resp.StatusCode, Metadata: resp.Header})
-				}
+				picked.Finish(lb.DoneInfo{Err: t.classify(resp, err), Status: resp.StatusCode, Metadata: resp.Header})
 			})
 			return resp, nil
 		}
@@ -358,7 +356,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			picked.SubConn.ReportError(err)
 			unreachable = append(unreachable, picked.SubConn)
 		}
-		done(picked, lb.DoneInfo{Err: t.classify(nil, err)})
+		picked.Finish(lb.DoneInfo{Err: t.classify(nil, err)})
 		if !dialFailed || attempt >= attempts || !resendable(req) || req.Context().Err() != nil {
 			closeBody(req)
 			return nil, err
@@ -383,7 +381,7 @@ func (t *Transport) pick(req *http.Request, avoid []*conn.SubConn) (conn.PickRes
 		if err != nil || i == maxRepicks || !slices.Contains(avoid, picked.SubConn) {
 			return picked, err
 		}
-		done(picked, lb.DoneInfo{Err: errRepick})
+		picked.Finish(lb.DoneInfo{Err: errRepick})
 	}
 }
 
@@ -407,12 +405,6 @@ func outgoing(req *http.Request, addr resolver.Address, attempt int) (*http.Requ
 // resendable reports whether req's body can be sent again.
 func resendable(req *http.Request) bool {
 	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
-}
-
-func done(p conn.PickResult, info lb.DoneInfo) {
-	if p.Done != nil {
-		p.Done(info)
-	}
 }
 
 func (t *Transport) classify(resp *http.Response, err error) error {

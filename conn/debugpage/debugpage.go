@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/lbkit/lbkit/conn"
@@ -33,9 +34,38 @@ const snapshotTimeout = 5 * time.Second
 var files embed.FS
 
 var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
-	"stamp": func(t *time.Time) string { return t.Format(time.RFC3339) },
+	"at":    at,
+	"rate":  rate,
 	"lower": func(s lb.ConnectivityState) string { return stateClass(s) },
 }).ParseFS(files, "page.html"))
+
+// at shows a time (a time.Time or a non-nil *time.Time) as a <time>
+// element: the time of day to the millisecond, with the full RFC 3339 time
+// as its tooltip and datetime.
+func at(v any) template.HTML {
+	var t time.Time
+	switch v := v.(type) {
+	case time.Time:
+		t = v
+	case *time.Time:
+		if v == nil {
+			return "–"
+		}
+		t = *v
+	default:
+		return "–"
+	}
+	full := template.HTMLEscapeString(t.Format(time.RFC3339Nano))
+	return template.HTML(`<time datetime="` + full + `" title="` + full + `">` + t.Format("15:04:05.000") + `</time>`)
+}
+
+// rate shows a failure rate as a percentage, or "–" when there is none.
+func rate(r *float64) string {
+	if r == nil {
+		return "–"
+	}
+	return strconv.FormatFloat(*r*100, 'f', 1, 64) + "%"
+}
 
 // Handler serves the snapshots of its channels. Create it with [New]. It is
 // safe for concurrent use.

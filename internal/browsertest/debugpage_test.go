@@ -66,17 +66,7 @@ func TestDebugPageInHeadlessChromium(t *testing.T) {
 
 	page := httptest.NewServer(debugpage.New(ch))
 	t.Cleanup(page.Close)
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second) // guards against a hang only
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Navigate(page.URL)); err != nil {
-		t.Fatalf("opening the page in %s: %v", browser, err)
-	}
+	ctx := openPage(t, browser, page.URL)
 
 	b0Row := `tr[data-address="` + b0.Addr() + `"] [data-role="endpoint-state"]`
 	waitForText(t, ctx, `[data-role="active-priority"]`, "active priority: p0")
@@ -90,9 +80,34 @@ func TestDebugPageInHeadlessChromium(t *testing.T) {
 	screenshot(t, ctx, "after")
 }
 
+// openPage opens url in a headless browser, closed when the test ends; the
+// returned context also ends after a minute, a guard against a hang only.
+func openPage(t *testing.T, browser, url string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelBrowser)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(cancel)
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("opening the page in %s: %v", browser, err)
+	}
+	return ctx
+}
+
 // waitForText waits until the element sel shows text containing want, as
 // the page refreshes; it fails with the last text seen when ctx ends.
 func waitForText(t *testing.T, ctx context.Context, sel, want string) {
+	t.Helper()
+	waitFor(t, ctx, sel, want, func(got string) bool { return strings.Contains(got, want) })
+}
+
+// waitFor waits until the text of the element sel satisfies ok, as the
+// page refreshes; it fails with the last text seen, and what was wanted,
+// when ctx ends.
+func waitFor(t *testing.T, ctx context.Context, sel, want string, ok func(string) bool) {
 	t.Helper()
 	var last string
 	for {
@@ -101,7 +116,7 @@ func waitForText(t *testing.T, ctx context.Context, sel, want string) {
 		cancel()
 		if err == nil {
 			last = got
-			if strings.Contains(got, want) {
+			if ok(got) {
 				return
 			}
 		}

@@ -266,6 +266,10 @@ func (b *odBalancer) markEjected(n *lb.Node) {
 		if w, ok := e.SubConn.(*subConn); ok {
 			e.SubConn = w.SubConn
 			e.Ejected = w.ejected
+			if w.ejected && w.entry != nil && w.entry.ejected {
+				since, until := w.entry.ejectedAt, b.ejectionEnd(w.entry)
+				e.StateSince, e.EjectedUntil = &since, &until
+			}
 		}
 	}
 	for i := range n.Children {

@@ -56,3 +56,47 @@ func TestDescribeMarksEjectedEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// An ejected endpoint's node says when its ejection ends: the first sweep
+// at or after its ejection time. Ejected at the +10s sweep for 25s (due at
+// +35s), it returns at the +40s sweep, and the description says so.
+func TestDescribeSaysWhenAnEjectionEnds(t *testing.T) {
+	t.Parallel()
+	h := lbtest.New(t, lbtest.WithRegistry(testRegistry))
+	_, cfg := h.BuildPolicy(Name, `{"interval": "10s", "baseEjectionTime": "25s",
+		"failurePercentageEjection": {"threshold": 50, "minimumHosts": 1, "requestVolume": 10},
+		"childPolicy": [{"round_robin": {}}]}`)
+	if err := h.UpdateAddresses(cfg, resolver.Address{Addr: "a"}, resolver.Address{Addr: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range h.CC.SubConns() {
+		sc.Ready()
+	}
+	pickAndReport(t, h, 20, "b")
+	h.Advance(10 * time.Second)
+
+	ends := func() map[string]*time.Time {
+		var root lb.Node
+		h.Do(func() { root = h.Balancer.(lb.Describer).Describe() })
+		out := map[string]*time.Time{}
+		for _, e := range root.Children[0].Endpoints {
+			out[e.Address] = e.EjectedUntil
+			if e.Address == "b" && e.EjectedUntil != nil && (e.StateSince == nil || !e.StateSince.Equal(time.Unix(10, 0))) {
+				t.Errorf("ejected b's StateSince = %v, want the ejection at +10s", e.StateSince)
+			}
+		}
+		return out
+	}
+	want := time.Unix(40, 0)
+	if got := ends(); got["a"] != nil || got["b"] == nil || !got["b"].Equal(want) {
+		t.Fatalf("EjectedUntil a=%v b=%v, want a none and b at +40s", got["a"], got["b"])
+	}
+	h.Advance(30*time.Second - 1)
+	if got := ends(); got["b"] == nil || !got["b"].Equal(want) {
+		t.Fatalf("just before +40s, b's EjectedUntil = %v, want +40s still", got["b"])
+	}
+	h.Advance(1)
+	if got := ends(); got["b"] != nil {
+		t.Fatalf("at +40s b is back, but EjectedUntil = %v", got["b"])
+	}
+}

@@ -37,6 +37,22 @@ func (b *odBalancer) sweep() {
 	b.startTimer(b.cfg.Interval)
 }
 
+// ejectionEnd returns when e's ejection ends: the first sweep at or after
+// its ejection time has passed. Sweeps run every Interval from the next
+// one, at timerStart + Interval.
+func (b *odBalancer) ejectionEnd(e *entry) time.Time {
+	due := e.ejectedAt.Add(b.ejectionTime(e))
+	if b.timer == nil || b.timerStart.IsZero() || b.cfg.Interval <= 0 {
+		return due
+	}
+	next := b.timerStart.Add(b.cfg.Interval)
+	if !next.Before(due) {
+		return next
+	}
+	steps := (due.Sub(next) + b.cfg.Interval - 1) / b.cfg.Interval
+	return next.Add(steps * b.cfg.Interval)
+}
+
 // ejectionTime is how long e's current ejection lasts: base ejection time ×
 // multiplier, capped at max(base ejection time, max ejection time), without
 // overflowing.

@@ -72,7 +72,7 @@ func startCountingBackend(t *testing.T, h http.Handler, cert *tls.Certificate) *
 func servedBy(t *testing.T, c *http.Client, want string) {
 	t.Helper()
 	for range 100 {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), sweepHangGuard)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc/", nil)
 		resp, err := c.Do(req)
 		if err != nil {
@@ -89,15 +89,20 @@ func servedBy(t *testing.T, c *http.Client, want string) {
 	t.Fatalf("100 requests and none reached %s", want)
 }
 
+// sweepHangGuard bounds every wait of these tests. It only guards against
+// a hang: with 1,024 requests under the race detector on a loaded 2-core
+// machine, 10 s was once not enough for a healthy run.
+const sweepHangGuard = time.Minute
+
 // waitClosed waits until b has seen one of its connections closed.
 func waitClosed(t *testing.T, b *countingBackend, why string) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(sweepHangGuard)
 	for b.closed.Load() == 0 {
 		select {
 		case <-b.changed:
 		case <-deadline:
-			t.Fatalf("%s: the connection to %s is still open after 10 s", why, hostOf(b.Server))
+			t.Fatalf("%s: the connection to %s is still open after %v", why, hostOf(b.Server), sweepHangGuard)
 		}
 	}
 }
@@ -189,7 +194,7 @@ func TestPoolInUseIsKeptUntilItsLastResponse(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), sweepHangGuard)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://svc/", nil)
 		resp, err := (&http.Client{Transport: tr}).Do(req)
@@ -205,7 +210,7 @@ func TestPoolInUseIsKeptUntilItsLastResponse(t *testing.T) {
 	case <-entered:
 	case res := <-done:
 		t.Fatalf("the request ended before reaching the handler: %q, %v", res.body, res.err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(sweepHangGuard):
 		t.Fatal("the request did not reach the backend")
 	}
 	if err := r.UpdateState(addrsOf(other)); err != nil {
@@ -235,7 +240,7 @@ func addrsOf(bs ...*countingBackend) resolver.State {
 
 func settle(t *testing.T, ch *conn.Channel) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), sweepHangGuard)
 	defer cancel()
 	if err := ch.Settle(ctx); err != nil {
 		t.Fatal(err)
@@ -277,7 +282,7 @@ func TestDroppedPoolClosesAStreamStillEnding(t *testing.T) {
 		err  error
 	}
 	got := make(chan result, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), sweepHangGuard)
 	defer cancel()
 	go func() {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://svc/", &heldCloseBody{gate: gate})
@@ -287,7 +292,7 @@ func TestDroppedPoolClosesAStreamStillEnding(t *testing.T) {
 	}()
 	select {
 	case <-entered:
-	case <-time.After(10 * time.Second):
+	case <-time.After(sweepHangGuard):
 		t.Fatal("the request did not reach the backend")
 	}
 	if err := r.UpdateState(addrsOf(other)); err != nil {
@@ -337,7 +342,7 @@ func TestUpgradeResponseBodyIsWritable(t *testing.T) {
 			defer ch.Close()
 			tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
 			defer tr.CloseIdleConnections()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), sweepHangGuard)
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc/", nil)
 			req.Header.Set("Connection", "Upgrade")

@@ -17,10 +17,11 @@ type endpointData struct {
 	// pending counts the endpoint's requests in flight: incremented by
 	// Pick, decremented by Done, never below zero.
 	pending atomic.Int64
-	// busySince is the meter time of the endpoint's last completed
-	// request or of the last pick that found it idle, whichever came
-	// last: while requests are in flight, none has completed since, so
-	// the oldest of them is at least now-busySince old (see cost).
+	// busySince is the meter time of the last pick that found the
+	// endpoint idle. The last completed request's time is the state's
+	// tick: while requests are in flight and none has completed since
+	// the later of the two, the oldest of them is at least that old (see
+	// cost). Done thus writes no field beyond the state and the count.
 	busySince atomic.Int64
 	// free is the free list of slots: a tag (bumped by every change, so
 	// that a stale compare-and-swap fails) in the high 32 bits and the
@@ -173,7 +174,6 @@ func (s *slot) finish(di lb.DoneInfo) {
 		rtt += float64(d.m.penalty.Load())
 	}
 	d.observe(rtt, now)
-	d.busySince.Store(now)
 	d.release()
 }
 
@@ -199,13 +199,20 @@ func (d *endpointData) release() {
 
 // cost returns the endpoint's cost at meter time now, and its requests in
 // flight: the decayed estimate, raised to the age that the oldest request
-// in flight is known to have reached (now - busySince) when that is
-// larger, times (requests in flight + 1).
+// in flight is known to have reached when that is larger, times (requests
+// in flight + 1). That age is the time since the later of the last pick
+// that found the endpoint idle and the end of the tick of the estimate's
+// last update (the last completion, or the endpoint's creation): a lower
+// bound, since the update time is only known to its tick.
 func (d *endpointData) cost(now int64, negInvTau float64) (float64, int64) {
-	est := decayed(d.state.Load(), tick(now), negInvTau)
+	st := d.state.Load()
+	t := tick(now)
+	est := decayed(st, t, negInvTau)
 	p := max(d.pending.Load(), 0)
 	if p > 0 {
-		if stall := float64(now - d.busySince.Load()); stall > est {
+		_, at := estimateOf(st)
+		since := max(d.busySince.Load(), (now>>tickBits-int64(int32(t-at))+1)<<tickBits)
+		if stall := float64(now - since); stall > est {
 			est = stall
 		}
 	}

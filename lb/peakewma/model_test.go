@@ -48,7 +48,8 @@ type modelRequest struct {
 //     picker's) and takes the one of lower cost: max(decayed estimate,
 //     time since the last completion or idle pick while requests are in
 //     flight) × (in flight + 1); fewer in flight among equals, then the
-//     first sampled.
+//     first sampled. The last completion is known to the end of its
+//     tick of 2^20 ns.
 type peakMachine struct {
 	h     *lbtest.Harness
 	cfg   Config
@@ -126,7 +127,7 @@ func (m *peakMachine) wait(t *rapid.T) {
 func (m *peakMachine) cost(e *modelEndpoint) float64 {
 	est := m.decayed(e)
 	if e.pending > 0 {
-		est = max(est, float64(m.now()-e.busySince))
+		est = max(est, float64(m.now()-max(e.busySince, (e.at+1)<<tickBits)))
 	}
 	return est * float64(e.pending+1)
 }
@@ -203,7 +204,6 @@ func (m *peakMachine) finish(t *rapid.T) {
 	}
 	e.est = float64(float32(e.est))
 	e.at = m.nowTick()
-	e.busySince = m.now()
 }
 
 // check: every live endpoint's estimate, update tick and requests in

@@ -84,5 +84,5 @@ func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
 
 // Describe returns the node with each endpoint's requests in flight.
 func (b *balancer) Describe() lb.Node {
-	return b.List.Describe(Name, func(ep *endpoint, e *lb.Endpoint) { e.InFlight = ep.Data.pending.Load() })
+	return b.List.Describe(Name, func(ep *endpoint, e *lb.Endpoint) { e.InFlight = ep.Data.pending() })
 }

@@ -44,10 +44,12 @@
 // from the tree's random source; one atomic add per pick claims a number,
 // so a seeded tree reproduces its serial picks. Pick reads the clock once
 // and Done once; neither takes a lock. A request's start time is kept in
-// a slot of its endpoint, taken from a lock-free free list, whose Done is
-// made with the slot: Pick allocates only when an endpoint's requests in
-// flight reach a new maximum (16 slots at a time, 256 at most; a request
-// beyond them is counted but not measured).
+// a slot of its endpoint, claimed by setting the slot's bit in one atomic
+// word (which also counts the request) and whose Done is made with the
+// slot: Pick allocates only when an endpoint's requests in flight reach a
+// new maximum (16 slots at a time, 64 at most; a request beyond them is
+// counted but not measured). A pick and its Done cost four atomic
+// read-modify-writes.
 //
 // # Concurrency contract
 //

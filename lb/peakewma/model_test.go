@@ -218,9 +218,9 @@ func (m *peakMachine) check(t *rapid.T) {
 				}
 			}
 			est, at := estimateOf(ep.Data.state.Load())
-			if e == nil || ep.Data.pending.Load() != e.pending || at != uint32(e.at) ||
+			if e == nil || ep.Data.pending() != e.pending || at != uint32(e.at) ||
 				math.Abs(est-e.est) > 1e-5*math.Max(est, e.est) {
-				t.Fatalf("%v: estimate %v at tick %d, %d in flight; model %+v", ep.SubConn, est, at, ep.Data.pending.Load(), e)
+				t.Fatalf("%v: estimate %v at tick %d, %d in flight; model %+v", ep.SubConn, est, at, ep.Data.pending(), e)
 			}
 		}
 	})

@@ -199,13 +199,13 @@ func TestRequestNotSentLeavesNoSample(t *testing.T) {
 	d := data(h)[0]
 	before := d.state.Load()
 	r, err := h.State().Picker.Pick(lb.PickInfo{})
-	if err != nil || d.pending.Load() != 1 {
-		t.Fatalf("Pick = %v, %d in flight", err, d.pending.Load())
+	if err != nil || d.pending() != 1 {
+		t.Fatalf("Pick = %v, %d in flight", err, d.pending())
 	}
 	h.Advance(time.Second)
 	r.Done(lb.DoneInfo{Err: fmt.Errorf("discarded: %w", lb.ErrRequestNotSent)})
-	if d.pending.Load() != 0 || d.state.Load() != before {
-		t.Fatalf("after a request not sent: %d in flight, state %#x; want 0 and %#x", d.pending.Load(), d.state.Load(), before)
+	if d.pending() != 0 || d.state.Load() != before {
+		t.Fatalf("after a request not sent: %d in flight, state %#x; want 0 and %#x", d.pending(), d.state.Load(), before)
 	}
 }
 
@@ -271,51 +271,38 @@ func TestDoneTwiceCountsOnce(t *testing.T) {
 	r1.Done(lb.DoneInfo{})
 	st := d.state.Load()
 	r1.Done(lb.DoneInfo{Err: errors.New("again")})
-	if d.pending.Load() != 1 || d.state.Load() != st {
-		t.Fatalf("after a second Done: %d in flight (want 1), state changed %v", d.pending.Load(), d.state.Load() != st)
+	if d.pending() != 1 || d.state.Load() != st {
+		t.Fatalf("after a second Done: %d in flight (want 1), state changed %v", d.pending(), d.state.Load() != st)
 	}
 }
 
-// TestSlotsRunOut: an endpoint measures up to maxChunks·chunkSize requests
-// in flight at once; beyond them requests are counted, not measured, and
+// TestSlotsRunOut: an endpoint measures up to slotCount requests in
+// flight at once; beyond them requests are counted, not measured, and
 // every Done counts one down.
 func TestSlotsRunOut(t *testing.T) {
 	h := readyHarness(t, Config{}, 1)
 	d := data(h)[0]
 	p := h.State().Picker
 	var rs []lb.PickResult
-	for range maxChunks*chunkSize + 10 {
+	for range slotCount + 10 {
 		r, _ := p.Pick(lb.PickInfo{})
 		rs = append(rs, r)
 	}
-	if d.pending.Load() != int64(len(rs)) || d.chunks[maxChunks-1].Load() == nil {
-		t.Fatalf("%d in flight, last chunk made %v", d.pending.Load(), d.chunks[maxChunks-1].Load() != nil)
+	if d.pending() != int64(len(rs)) || d.overflow.Load() != 10 || d.chunks[chunkCount-1].Load() == nil {
+		t.Fatalf("%d in flight, %d unmeasured, last chunk made %v", d.pending(), d.overflow.Load(), d.chunks[chunkCount-1].Load() != nil)
 	}
 	for _, r := range rs {
 		r.Done(lb.DoneInfo{})
 	}
-	if d.pending.Load() != 0 || freeSlots(d) != maxChunks*chunkSize {
-		t.Fatalf("after every Done: %d in flight, %d free slots; want 0 and %d", d.pending.Load(), freeSlots(d), maxChunks*chunkSize)
+	if d.pending() != 0 || d.held.Load() != 0 || d.overflow.Load() != 0 {
+		t.Fatalf("after every Done: %d in flight (held %#x, overflow %d), want 0", d.pending(), d.held.Load(), d.overflow.Load())
 	}
-}
-
-// freeSlots counts d's free list, checking that it holds no slot twice and
-// none that is held.
-func freeSlots(d *endpointData) int {
-	seen := map[uint32]bool{}
-	for i := uint32(d.free.Load()); i != 0; i = d.slot(i).next.Load() {
-		if seen[i] || d.slot(i).held.Load() {
-			return -1
-		}
-		seen[i] = true
-	}
-	return len(seen)
 }
 
 // TestConcurrentPicks picks and finishes requests from several goroutines,
-// some failed and some not sent, while the policy rebuilds its picker; the
+// while the policy rebuilds its picker; the
 // race detector checks the contract, and at the end every counter is 0
-// and every slot is free once.
+// and every slot is free.
 func TestConcurrentPicks(t *testing.T) {
 	h := readyHarness(t, Config{}, 3)
 	err := lbtest.PickConcurrently(h.CC, 4, func(lb.PickResult) error { return nil }, func() {
@@ -330,17 +317,11 @@ func TestConcurrentPicks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range data(h) {
-		if d.pending.Load() != 0 {
-			t.Errorf("%v: %d requests counted after every Done", d.sc, d.pending.Load())
+		if d.pending() != 0 {
+			t.Errorf("%v: %d requests counted after every Done", d.sc, d.pending())
 		}
-		made := 0
-		for k := range d.chunks {
-			if d.chunks[k].Load() != nil {
-				made++
-			}
-		}
-		if got := freeSlots(d); got != made*chunkSize {
-			t.Errorf("%v: %d free slots, want %d", d.sc, got, made*chunkSize)
+		if d.held.Load() != 0 || d.overflow.Load() != 0 {
+			t.Errorf("%v: slots held %#x, overflow %d after every Done", d.sc, d.held.Load(), d.overflow.Load())
 		}
 	}
 }

@@ -82,9 +82,8 @@ func (p *picker) Pick(lb.PickInfo) (lb.PickResult, error) {
 			best = e
 		}
 	}
-	if best.pending.Load() <= 0 {
+	if best.pending() == 0 {
 		best.busySince.Store(now)
 	}
-	best.pending.Add(1)
 	return lb.PickResult{SubConn: best.sc, Done: best.acquire(now)}, nil
 }

@@ -29,50 +29,36 @@ func with(f func(*peakewma.Config)) peakewma.Config {
 // TestParseConfig: every field is an optional proto3 JSON duration within
 // its range; anything else is a *lb.ConfigError naming the field.
 func TestParseConfig(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		want    peakewma.Config
-		errPath string // when non-empty or errAt is set, an error is wanted
-		errAt   bool
-	}{
-		{in: ``, want: defaults},
-		{in: `null`, want: defaults},
-		{in: `{}`, want: defaults},
-		{in: `{"decayTime": null, "defaultRtt": null, "failurePenalty": null}`, want: defaults},
-		{in: `{"decayTime": "5s"}`, want: with(func(c *peakewma.Config) { c.DecayTime = 5 * time.Second })},
-		{in: `{"decay_time": "0.1s"}`, want: with(func(c *peakewma.Config) { c.DecayTime = 100 * time.Millisecond })},
-		{in: `{"decayTime": "3600s"}`, want: with(func(c *peakewma.Config) { c.DecayTime = time.Hour })},
-		{in: `{"defaultRtt": "0.000000001s"}`, want: with(func(c *peakewma.Config) { c.DefaultRTT = 1 })},
-		{in: `{"default_rtt": "0.030s", "failure_penalty": "2s"}`, want: with(func(c *peakewma.Config) {
+	lbtest.CheckParseCases(t, peakewma.Builder{}, []lbtest.ParseCase[peakewma.Config]{
+		{In: ``, Want: defaults},
+		{In: `null`, Want: defaults},
+		{In: `{}`, Want: defaults},
+		{In: `{"decayTime": null, "defaultRtt": null, "failurePenalty": null}`, Want: defaults},
+		{In: `{"decayTime": "5s"}`, Want: with(func(c *peakewma.Config) { c.DecayTime = 5 * time.Second })},
+		{In: `{"decay_time": "0.1s"}`, Want: with(func(c *peakewma.Config) { c.DecayTime = 100 * time.Millisecond })},
+		{In: `{"decayTime": "3600s"}`, Want: with(func(c *peakewma.Config) { c.DecayTime = time.Hour })},
+		{In: `{"defaultRtt": "0.000000001s"}`, Want: with(func(c *peakewma.Config) { c.DefaultRTT = 1 })},
+		{In: `{"default_rtt": "0.030s", "failure_penalty": "2s"}`, Want: with(func(c *peakewma.Config) {
 			c.DefaultRTT = 30 * time.Millisecond
 			c.FailurePenalty = 2 * time.Second
 		})},
-		{in: `{"unknown": 1, "failurePenalty": "0.5s"}`, want: with(func(c *peakewma.Config) { c.FailurePenalty = 500 * time.Millisecond })},
-		{in: `{"DecayTime": "1s"}`, want: defaults}, // names are case-sensitive: unknown field
-		{in: `{"decayTime": "0.099s"}`, errPath: "decayTime"},
-		{in: `{"decayTime": "0s"}`, errPath: "decayTime"},
-		{in: `{"decay_time": "-1s"}`, errPath: "decay_time"},
-		{in: `{"decayTime": "3600.000000001s"}`, errPath: "decayTime"},
-		{in: `{"decayTime": 10}`, errPath: "decayTime"},
-		{in: `{"decayTime": "10"}`, errPath: "decayTime"},
-		{in: `{"defaultRtt": "0s"}`, errPath: "defaultRtt"},
-		{in: `{"default_rtt": "7200s"}`, errPath: "default_rtt"},
-		{in: `{"failurePenalty": "0s"}`, errPath: "failurePenalty"},
-		{in: `{"failurePenalty": "-0.5s"}`, errPath: "failurePenalty"},
-		{in: `{"failure_penalty": "1e3s"}`, errPath: "failure_penalty"},
-		{in: `{"failurePenalty": true}`, errPath: "failurePenalty"},
-		{in: `[]`, errAt: true},
-		{in: `{"decayTime": "1s"`, errAt: true},
-	} {
-		cfg, _, err := peakewma.Builder{}.ParseConfig([]byte(tc.in))
-		if tc.errPath == "" && !tc.errAt {
-			if err != nil || cfg != tc.want {
-				t.Errorf("ParseConfig(%s) = %#v, %v; want %#v, nil", tc.in, cfg, err, tc.want)
-			}
-			continue
-		}
-		lbtest.WantConfigError(t, fmt.Sprintf("ParseConfig(%s) = %#v", tc.in, cfg), err, tc.errPath)
-	}
+		{In: `{"unknown": 1, "failurePenalty": "0.5s"}`, Want: with(func(c *peakewma.Config) { c.FailurePenalty = 500 * time.Millisecond })},
+		{In: `{"DecayTime": "1s"}`, Want: defaults}, // names are case-sensitive: unknown field
+		{In: `{"decayTime": "0.099s"}`, ErrPath: "decayTime"},
+		{In: `{"decayTime": "0s"}`, ErrPath: "decayTime"},
+		{In: `{"decay_time": "-1s"}`, ErrPath: "decay_time"},
+		{In: `{"decayTime": "3600.000000001s"}`, ErrPath: "decayTime"},
+		{In: `{"decayTime": 10}`, ErrPath: "decayTime"},
+		{In: `{"decayTime": "10"}`, ErrPath: "decayTime"},
+		{In: `{"defaultRtt": "0s"}`, ErrPath: "defaultRtt"},
+		{In: `{"default_rtt": "7200s"}`, ErrPath: "default_rtt"},
+		{In: `{"failurePenalty": "0s"}`, ErrPath: "failurePenalty"},
+		{In: `{"failurePenalty": "-0.5s"}`, ErrPath: "failurePenalty"},
+		{In: `{"failure_penalty": "1e3s"}`, ErrPath: "failure_penalty"},
+		{In: `{"failurePenalty": true}`, ErrPath: "failurePenalty"},
+		{In: `[]`, Err: true},
+		{In: `{"decayTime": "1s"`, Err: true},
+	})
 }
 
 // TestConfigThroughRegistry: the policy is registered under its name and

@@ -45,8 +45,9 @@ func (r slowResult) String() string {
 // round_robin, least_request_experimental and peak_ewma_experimental (its
 // defaults) one after the other, and logs each one's share of requests
 // answered within the deadline. It needs real time and a quiet machine,
-// so it runs only under -long (make stress); the goal (issue 26) is 99.5%
-// for peak_ewma_experimental.
+// so it runs only under -long (make stress), and it skips its check when
+// round_robin's figure shows that the machine did not keep up; the goal
+// (issue 26) is 99.5% for peak_ewma_experimental.
 func TestSlowBackendWithinDeadline(t *testing.T) {
 	if !*long {
 		t.Skip("timing-dependent: runs under -long (make stress)")
@@ -56,6 +57,13 @@ func TestSlowBackendWithinDeadline(t *testing.T) {
 	for _, policy := range policies {
 		results[policy] = runSlowBackend(t, policy)
 		t.Logf("%s: %v within %v", policy, results[policy], slowDeadline)
+	}
+	// round_robin's figure is arithmetic: the slow backend's 1/11 of the
+	// requests for half the run fail, 95.5% succeed. Far below it, the
+	// machine (or the race detector) did not keep up with the load, and
+	// no policy's figure says anything about the policy.
+	if rr := results["round_robin"]; float64(rr.within) < 0.9*float64(rr.sent) {
+		t.Skipf("round_robin kept %v, not about 95.5%%: the machine did not keep up with %d requests/s; nothing to judge", rr, slowRate)
 	}
 	if r := results["peak_ewma_experimental"]; float64(r.within) < 0.995*float64(r.sent) {
 		t.Errorf("peak_ewma_experimental: %v within the deadline, want at least 99.5%% (round_robin %v, least_request_experimental %v)",

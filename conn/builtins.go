@@ -3,14 +3,15 @@ package conn
 // The built-in resolvers and policies register themselves: a channel
 // resolves "dns:", "passthrough:", "unix:", "unix-abstract:", "static:"
 // and "eds:" targets, and runs pick_first, round_robin,
-// least_request_experimental, weighted_round_robin, ring_hash_experimental,
-// priority_experimental,
+// least_request_experimental, peak_ewma_experimental,
+// weighted_round_robin, ring_hash_experimental, priority_experimental,
 // weighted_target_experimental and outlier_detection_experimental, with no
 // further imports.
 import (
 	_ "github.com/lbkit/lbkit/lb/consistenthash"
 	_ "github.com/lbkit/lbkit/lb/leastrequest"
 	_ "github.com/lbkit/lbkit/lb/outlierdetection"
+	_ "github.com/lbkit/lbkit/lb/peakewma"
 	_ "github.com/lbkit/lbkit/lb/pickfirst"
 	_ "github.com/lbkit/lbkit/lb/priority"
 	_ "github.com/lbkit/lbkit/lb/resolver/dns"

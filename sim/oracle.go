@@ -12,6 +12,7 @@ import (
 	// The policies a scenario names are lbkit's own, from the registry.
 	_ "github.com/lbkit/lbkit/lb/leastrequest"
 	_ "github.com/lbkit/lbkit/lb/outlierdetection"
+	_ "github.com/lbkit/lbkit/lb/peakewma"
 	_ "github.com/lbkit/lbkit/lb/pickfirst"
 	_ "github.com/lbkit/lbkit/lb/priority"
 	_ "github.com/lbkit/lbkit/lb/roundrobin"

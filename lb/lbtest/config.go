@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"unicode/utf8"
 
@@ -68,4 +69,32 @@ func WantConfigError(tb TB, what string, err error, wantPath string) bool {
 		return false
 	}
 	return true
+}
+
+// ParseCase is one case of a config parser's table test: the input, and
+// either the config it must give or the error: an error is wanted when
+// ErrPath is set (the [*lb.ConfigError]'s path) or Err is (for an error
+// about the input as a whole, whose path is "").
+type ParseCase[C comparable] struct {
+	In      string
+	Want    C
+	ErrPath string
+	Err     bool
+}
+
+// CheckParseCases runs b's ParseConfig on each case's input and reports,
+// with tb.Errorf, a config other than the one wanted or an error other than
+// a [*lb.ConfigError] at the path wanted ([WantConfigError]).
+func CheckParseCases[C comparable](tb TB, b lb.ConfigParser, cases []ParseCase[C]) {
+	tb.Helper()
+	for _, tc := range cases {
+		cfg, _, err := b.ParseConfig([]byte(tc.In))
+		if tc.ErrPath == "" && !tc.Err {
+			if err != nil || cfg != lb.Config(tc.Want) {
+				tb.Errorf("ParseConfig(%s) = %#v, %v; want %#v, nil", tc.In, cfg, err, tc.Want)
+			}
+			continue
+		}
+		WantConfigError(tb, fmt.Sprintf("ParseConfig(%s) = %#v", tc.In, cfg), err, tc.ErrPath)
+	}
 }

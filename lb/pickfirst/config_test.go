@@ -10,37 +10,23 @@ import (
 )
 
 func TestParseConfig(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		want    pickfirst.Config
-		errPath string // when non-empty or errAt is set, an error is wanted
-		errAt   bool
-	}{
-		{in: ``},
-		{in: `null`},
-		{in: `{}`},
-		{in: ` {"shuffleAddressList": true} `, want: shuffle},
-		{in: `{"shuffleAddressList": false}`},
-		{in: `{"shuffleAddressList": null}`},
-		{in: `{"shuffle_address_list": true}`, want: shuffle},
-		{in: `{"somethingNew": [1, 2], "shuffleAddressList": true}`, want: shuffle},
-		{in: `{"ShuffleAddressList": true}`}, // names are case-sensitive; unknown field
-		{in: `{"shuffleAddressList": "true"}`, errPath: "shuffleAddressList"},
-		{in: `{"shuffleAddressList": 1}`, errPath: "shuffleAddressList"},
-		{in: `{"shuffle_address_list": {}}`, errPath: "shuffle_address_list"},
-		{in: `[]`, errAt: true},
-		{in: `true`, errAt: true},
-		{in: `{"shuffleAddressList": tru}`, errAt: true},
-	} {
-		cfg, _, err := pickfirst.Builder{}.ParseConfig([]byte(tc.in))
-		if tc.errPath == "" && !tc.errAt {
-			if err != nil || cfg != tc.want {
-				t.Errorf("ParseConfig(%s) = %#v, %v; want %#v, nil", tc.in, cfg, err, tc.want)
-			}
-			continue
-		}
-		lbtest.WantConfigError(t, fmt.Sprintf("ParseConfig(%s) = %#v", tc.in, cfg), err, tc.errPath)
-	}
+	lbtest.CheckParseCases(t, pickfirst.Builder{}, []lbtest.ParseCase[pickfirst.Config]{
+		{In: ``},
+		{In: `null`},
+		{In: `{}`},
+		{In: ` {"shuffleAddressList": true} `, Want: shuffle},
+		{In: `{"shuffleAddressList": false}`},
+		{In: `{"shuffleAddressList": null}`},
+		{In: `{"shuffle_address_list": true}`, Want: shuffle},
+		{In: `{"somethingNew": [1, 2], "shuffleAddressList": true}`, Want: shuffle},
+		{In: `{"ShuffleAddressList": true}`}, // names are case-sensitive; unknown field
+		{In: `{"shuffleAddressList": "true"}`, ErrPath: "shuffleAddressList"},
+		{In: `{"shuffleAddressList": 1}`, ErrPath: "shuffleAddressList"},
+		{In: `{"shuffle_address_list": {}}`, ErrPath: "shuffle_address_list"},
+		{In: `[]`, Err: true},
+		{In: `true`, Err: true},
+		{In: `{"shuffleAddressList": tru}`, Err: true},
+	})
 }
 
 func TestConfigThroughRegistry(t *testing.T) {

@@ -1,0 +1,88 @@
+package peakewma
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/endpointlist"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// endpoint is the policy's record of one endpoint: the shared list's record
+// with the endpoint's estimate and requests in flight.
+type endpoint = endpointlist.Endpoint[endpointData]
+
+// balancer is one peak_ewma_experimental policy instance: an
+// [endpointlist.List] whose READY pickers choose by peak-EWMA cost. Its
+// fields belong to the tree's serializer.
+type balancer struct {
+	*endpointlist.List[endpointData]
+	rand   *rand.Rand
+	logger *slog.Logger
+	meter  *meter
+	// cfg is the effective config of the last update.
+	cfg Config
+	// scratch holds the estimates of the endpoints kept by an update,
+	// for the median a new endpoint starts from.
+	scratch []float64
+}
+
+// UpdateClientConnState takes a new address list and config from the parent
+// and always publishes a new state and picker. Weights are ignored; see
+// the package documentation.
+func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
+	cfg, err := lb.ConfigOf[Config](Name, s.BalancerConfig)
+	if err != nil {
+		b.logger.Error(Name+": update ignored", "error", err)
+		return err
+	}
+	b.cfg = cfg.effective()
+	b.meter.set(b.cfg)
+	now := b.meter.now()
+	start := b.startingEstimate(now)
+	return b.Update(s.ResolverState, func(_ resolver.Address, ep *endpoint) {
+		if ep.Data.sc == nil {
+			ep.Data.init(ep.SubConn, b.meter, start, now)
+		}
+	})
+}
+
+// startingEstimate returns the estimate a new endpoint starts from at meter
+// time now: the median of the current endpoints' decayed estimates (the
+// mean of the two middle ones for an even count), or the config's
+// DefaultRTT when there is no endpoint yet. A new endpoint thus costs what
+// a typical one does: it is neither flooded (as an estimate of zero would
+// make it) nor starved (as a high default would).
+func (b *balancer) startingEstimate(now int64) float64 {
+	b.scratch = b.scratch[:0]
+	negInvTau := b.meter.negInvTauValue()
+	for _, ep := range b.Endpoints() {
+		b.scratch = append(b.scratch, decayed(ep.Data.state.Load(), tick(now), negInvTau))
+	}
+	n := len(b.scratch)
+	if n == 0 {
+		return float64(b.cfg.DefaultRTT)
+	}
+	slices.Sort(b.scratch)
+	if n%2 == 1 {
+		return b.scratch[n/2]
+	}
+	return (b.scratch[n/2-1] + b.scratch[n/2]) / 2
+}
+
+// buildPicker returns a picker over ready with a seed drawn from the tree's
+// random source.
+func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
+	entries := make([]*endpointData, len(ready))
+	for i, ep := range ready {
+		entries[i] = &ep.Data
+	}
+	return newPicker(entries, b.meter, b.meter.negInvTauValue(), b.rand.Uint64()), nil
+}
+
+// Describe returns the node with each endpoint's requests in flight.
+func (b *balancer) Describe() lb.Node {
+	return b.List.Describe(Name, func(ep *endpoint, e *lb.Endpoint) { e.InFlight = ep.Data.pending() })
+}

@@ -1,0 +1,183 @@
+package peakewma
+
+import (
+	"errors"
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// endpointData is what peak_ewma_experimental keeps per endpoint. It lives
+// as long as the endpoint's SubConn, across every picker built meanwhile,
+// so that requests picked from one picker are counted and measured by the
+// next. Pickers read it concurrently; every mutable field is atomic.
+//
+// A pick and its Done cost four atomic read-modify-writes in all: the
+// picker's random number, taking a slot (which counts the request),
+// giving it back, and updating the estimate.
+type endpointData struct {
+	// state is the round-trip estimate and its update tick (see pack).
+	state atomic.Uint64
+	// held has bit i set while a pick holds slot i: its population count
+	// is the number of measured requests in flight.
+	held atomic.Uint64
+	// overflow counts the requests in flight that found every slot held:
+	// counted, not measured; never below zero.
+	overflow atomic.Int64
+	// busySince is the meter time of the last pick that found the
+	// endpoint idle. The last completed request's time is the state's
+	// tick: while requests are in flight and none has completed since
+	// the later of the two, the oldest of them is at least that old (see
+	// cost). Done thus writes no field beyond held and the state.
+	busySince atomic.Int64
+
+	// sc, m and unsampled are set once, when the endpoint is created,
+	// before any picker holds the record. unsampled is the Done of a pick
+	// that found no free slot.
+	sc        lb.SubConn
+	m         *meter
+	unsampled func(lb.DoneInfo)
+	// chunks hold the slots, made as requests in flight reach a new
+	// maximum: an idle endpoint has none.
+	chunks [chunkCount]atomic.Pointer[chunk]
+}
+
+// A slot carries one request in flight from its Pick to its Done: the time
+// it was picked, and a Done made once per slot so that Pick does not
+// allocate. An endpoint has slotCount slots, one bit of held each, made
+// chunkSize at a time; a pick beyond them is counted but not measured.
+const (
+	slotCount  = 64
+	chunkSize  = 16
+	chunkCount = slotCount / chunkSize
+)
+
+// chunk is chunkSize slots, made together.
+type chunk struct{ slots [chunkSize]slot }
+
+// slot is one request's measurement.
+type slot struct {
+	// start is the meter time of the pick holding the slot: written by
+	// that Pick after it set the slot's bit, read by its Done before it
+	// clears the bit (the bit's atomic operations order them).
+	start int64
+	// bit is the slot's bit of held; d its endpoint; done its Done.
+	bit  uint64
+	d    *endpointData
+	done func(lb.DoneInfo)
+}
+
+// init prepares d for sc with the starting estimate est (ns) at meter time
+// now.
+func (d *endpointData) init(sc lb.SubConn, m *meter, est float64, now int64) {
+	d.sc, d.m = sc, m
+	d.unsampled = func(lb.DoneInfo) {
+		if d.overflow.Add(-1) < 0 {
+			d.overflow.Add(1)
+		}
+	}
+	d.state.Store(pack(est, tick(now)))
+}
+
+// pending returns the endpoint's requests in flight.
+func (d *endpointData) pending() int64 {
+	return int64(bits.OnesCount64(d.held.Load())) + max(d.overflow.Load(), 0)
+}
+
+// acquire takes a free slot for a request picked at now, which counts the
+// request, and returns its Done; when every slot is held it counts the
+// request in overflow and returns the unsampled Done.
+func (d *endpointData) acquire(now int64) func(lb.DoneInfo) {
+	for {
+		h := d.held.Load()
+		if h == ^uint64(0) {
+			d.overflow.Add(1)
+			return d.unsampled
+		}
+		i := bits.TrailingZeros64(^h)
+		c := d.chunks[i/chunkSize].Load()
+		if c == nil {
+			c = d.grow(i / chunkSize)
+		}
+		if d.held.CompareAndSwap(h, h|1<<i) {
+			s := &c.slots[i%chunkSize]
+			s.start = now
+			return s.done
+		}
+	}
+}
+
+// grow makes chunk k and returns it, or the chunk another pick made first.
+// It allocates: only when the endpoint's requests in flight reach a new
+// maximum, at most chunkCount times in its life.
+func (d *endpointData) grow(k int) *chunk {
+	c := new(chunk)
+	for i := range c.slots {
+		s := &c.slots[i]
+		s.bit = 1 << (k*chunkSize + i)
+		s.d = d
+		s.done = func(di lb.DoneInfo) { s.finish(di) }
+	}
+	if d.chunks[k].CompareAndSwap(nil, c) {
+		return c
+	}
+	return d.chunks[k].Load()
+}
+
+// finish is a slot's Done: it frees the slot (which counts the request
+// down) and adds the request's round trip to the estimate, with the
+// failure penalty if it failed and not at all if it was never sent. A
+// second Done of the same pick does nothing, unless another pick holds the
+// slot by then (a caller's bug: it then ends that pick's measurement
+// early).
+func (s *slot) finish(di lb.DoneInfo) {
+	d := s.d
+	now := d.m.now()
+	start := s.start
+	if d.held.And(^s.bit)&s.bit == 0 {
+		return
+	}
+	if di.Err != nil && errors.Is(di.Err, lb.ErrRequestNotSent) {
+		return
+	}
+	rtt := float64(now - start)
+	if di.Err != nil {
+		rtt += float64(d.m.penalty.Load())
+	}
+	d.observe(rtt, now)
+}
+
+// observe adds a sample of rtt ns taken at meter time now to the estimate.
+func (d *endpointData) observe(rtt float64, now int64) {
+	t := tick(now)
+	negInvTau := d.m.negInvTauValue()
+	for {
+		st := d.state.Load()
+		if d.state.CompareAndSwap(st, next(st, rtt, t, negInvTau)) {
+			return
+		}
+	}
+}
+
+// cost returns the endpoint's cost at meter time now, and its requests in
+// flight: the decayed estimate, raised to the age that the oldest request
+// in flight is known to have reached when that is larger, times (requests
+// in flight + 1). That age is the time since the later of the last pick
+// that found the endpoint idle and the end of the tick of the estimate's
+// last update (the last completion, or the endpoint's creation): a lower
+// bound, since the update time is only known to its tick.
+func (d *endpointData) cost(now int64, negInvTau float64) (float64, int64) {
+	st := d.state.Load()
+	t := tick(now)
+	est := decayed(st, t, negInvTau)
+	p := d.pending()
+	if p > 0 {
+		_, at := estimateOf(st)
+		since := max(d.busySince.Load(), (now>>tickBits-int64(int32(t-at))+1)<<tickBits)
+		if stall := float64(now - since); stall > est {
+			est = stall
+		}
+	}
+	return est * float64(p+1), p
+}

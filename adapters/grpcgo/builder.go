@@ -11,6 +11,7 @@ import (
 	"github.com/lbkit/lbkit/lb/consistenthash"
 	"github.com/lbkit/lbkit/lb/leastrequest"
 	"github.com/lbkit/lbkit/lb/outlierdetection"
+	"github.com/lbkit/lbkit/lb/peakewma"
 	"github.com/lbkit/lbkit/lb/pickfirst"
 	"github.com/lbkit/lbkit/lb/priority"
 	"github.com/lbkit/lbkit/lb/roundrobin"
@@ -49,9 +50,13 @@ const (
 	// MaglevName runs lbkit's maglev_experimental (package
 	// consistenthash): ring_hash's behaviour over Envoy's Maglev table.
 	MaglevName = "lbkit_maglev"
+	// PeakEWMAName runs lbkit's peak_ewma_experimental (package peakewma):
+	// two random choices by peak-EWMA round trip times requests in
+	// flight, timed from pick to grpc-go's Done.
+	PeakEWMAName = "lbkit_peak_ewma"
 )
 
-// init registers the nine default policies. grpc-go's registry may only be
+// init registers the ten default policies. grpc-go's registry may only be
 // written during initialization, so registering here lets importing the
 // package be all a program needs; it is the package's only side effect.
 func init() {
@@ -64,6 +69,7 @@ func init() {
 	Register(OutlierDetectionName, outlierdetection.Builder{})
 	Register(RingHashName, consistenthash.RingHashBuilder{})
 	Register(MaglevName, consistenthash.MaglevBuilder{})
+	Register(PeakEWMAName, peakewma.Builder{})
 }
 
 // Register registers, with grpc-go's balancer registry, a [Builder] that

@@ -8,7 +8,7 @@
 //
 // # Registration
 //
-// Importing the package registers nine policies with grpc-go, in its init
+// Importing the package registers ten policies with grpc-go, in its init
 // function (grpc-go's registry may only be written during initialization):
 //
 //   - [PickFirstName] ("lbkit_pick_first"): lbkit's pick_first;
@@ -29,7 +29,9 @@
 //     the hash set with [WithRequestHash], which picks as grpc-go's own
 //     ring_hash does;
 //   - [MaglevName] ("lbkit_maglev"): lbkit's maglev_experimental, the same
-//     over Envoy's Maglev table.
+//     over Envoy's Maglev table;
+//   - [PeakEWMAName] ("lbkit_peak_ewma"): lbkit's peak_ewma_experimental,
+//     which prefers the backend answering fastest for its load.
 //
 // The names are prefixed, so grpc-go's own pick_first, round_robin,
 // least_request_experimental and weighted_round_robin stay available. [Register] registers any lbkit

@@ -179,3 +179,15 @@ func TestWithRequestHashKeysTheCall(t *testing.T) {
 		t.Fatalf("a call without a hash: %v, want the A76 failure", err)
 	}
 }
+
+// lbkit_peak_ewma runs inside grpc-go: RPCs are served by real servers and
+// every pick is released by grpc-go's Done (its in-flight count returns
+// to nothing, so later picks still see both servers).
+func TestPeakEWMARunsInsideGrpcGo(t *testing.T) {
+	var addrs []resolver.Address
+	for i := range 2 {
+		addrs = append(addrs, startBackend(t, fmt.Sprintf("s%d", i)).address())
+	}
+	c := newClient(t, resolver.State{Addresses: addrs}, `{"loadBalancingConfig":[{"`+grpcgo.PeakEWMAName+`":{}}]}`)
+	c.waitUntilServed(t, "s0", "s1")
+}

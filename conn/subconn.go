@@ -161,6 +161,12 @@ func (sc *SubConn) Closed() bool {
 // any goroutine.
 func (sc *SubConn) ReportError(err error) {
 	ac := sc.ac
+	// Picks stop returning the connection at once (Pick checks readiness),
+	// not only once the serializer gets to it: a policy that keeps
+	// choosing it (ring_hash, for a request's hash) would otherwise hand
+	// it back to every retry until then. The serializer sets the state it
+	// decides on below.
+	ac.readyState.CompareAndSwap(int32(lb.Ready), int32(lb.TransientFailure))
 	sc.c.ser.Schedule(func() {
 		if ac.closed || ac.state != lb.Ready {
 			return

@@ -14,6 +14,8 @@ package edf_test
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -156,4 +158,56 @@ func retained(build func() any) uint64 {
 		return 0
 	}
 	return after.HeapAlloc - before.HeapAlloc
+}
+
+// a58Weights returns n weights shaped as gRFC A58 computes them from load
+// reports, qps / (utilization + eps/qps * errorUtilizationPenalty), with
+// qps 800..1200, utilization 0.2..0.95, eps 0..5 and the default penalty
+// 1.0, then scaled as grpc-go's weighted_round_robin scales them for its
+// scheduler: the largest to 65535, every other in proportion, at least 1.
+// The EDF is rebuilt from such weights every weightUpdatePeriod.
+func a58Weights(n int) []uint32 {
+	r := rand.New(rand.NewPCG(58, uint64(n)))
+	f := make([]float64, n)
+	var hi float64
+	for i := range f {
+		qps := 800 + 400*r.Float64()
+		util := 0.2 + 0.75*r.Float64()
+		eps := 5 * r.Float64()
+		f[i] = qps / (util + eps/qps)
+		hi = max(hi, f[i])
+	}
+	w := make([]uint32, n)
+	for i, x := range f {
+		w[i] = uint32(max(1, math.Round(x/hi*65535)))
+	}
+	return w
+}
+
+// BenchmarkBuildA58 measures New and NewFrom (from a scheduler over the
+// same items with the previous round's weights, 12345 picks in) over
+// A58-shaped weights: the rebuild every weightUpdatePeriod.
+func BenchmarkBuildA58(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		w := a58Weights(n)
+		old := a58Weights(n + 1)[:n]
+		prev, err := edf.New(entries(old))
+		if err != nil {
+			b.Fatal(err)
+		}
+		prev.Skip(12345)
+		e := entries(w)
+		b.Run(fmt.Sprintf("impl=edf/n=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				edf.New(e)
+			}
+		})
+		b.Run(fmt.Sprintf("impl=edf-newfrom/n=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				edf.NewFrom(prev, e)
+			}
+		})
+	}
 }

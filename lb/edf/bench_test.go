@@ -52,6 +52,11 @@ func newPicker(b *testing.B, impl string, w []uint32) picker {
 		if err != nil {
 			b.Fatal(err)
 		}
+		// The steady state: a table is filled by the first pass through
+		// the period (BenchmarkFirstPeriod measures that pass).
+		for range min(s.Period(), 1<<24) {
+			s.Pick()
+		}
 		return s
 	case "rr-baseline":
 		r := &rrBaseline{items: make([]int, len(w))}

@@ -276,13 +276,9 @@ func (s *Scheduler[T]) phase(c *carried[T]) (a, b uint64, p int) {
 // generator is far from the position.
 func (s *Scheduler[T]) counts(cnt []uint64) uint64 {
 	switch {
-	case s.tab16 != nil:
-		return tableCounts(s.tab16, s.next.Load()%s.period, cnt)
-	case s.tab32 != nil:
-		return tableCounts(s.tab32, s.next.Load()%s.period, cnt)
-	case s.lazy != nil:
+	case s.tab != nil:
 		pos := s.next.Load() % s.period
-		if s.lazy.counts(pos, cnt) {
+		if s.tab.counts(pos, cnt) {
 			return pos
 		}
 		return s.seekCounts(pos, cnt)
@@ -304,13 +300,6 @@ func (s *Scheduler[T]) counts(cnt []uint64) uint64 {
 func (s *Scheduler[T]) seekCounts(pos uint64, cnt []uint64) uint64 {
 	if pos != 0 {
 		seek(s.weights, s.maxW, pos, func(i int, n uint64) { cnt[i] = n })
-	}
-	return pos
-}
-
-func tableCounts[I uint16 | uint32](tab []I, pos uint64, cnt []uint64) uint64 {
-	for _, x := range tab[:pos] {
-		cnt[x]++
 	}
 	return pos
 }

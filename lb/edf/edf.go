@@ -128,12 +128,10 @@ type Scheduler[T comparable] struct {
 	items   []T
 	weights []uint32 // weights divided by gcd
 	gcd     uint32
-	maxW    uint32 // largest reduced weight
-	period  uint64 // sum of reduced weights
-	tab16   []uint16
-	tab32   []uint32
+	maxW    uint32     // largest reduced weight
+	period  uint64     // sum of reduced weights
 	last    uint64     // period-1 when a table is used: positions below it need no wrap
-	lazy    *lazyTable // nil unless a lazily filled table is used
+	tab     *table     // nil unless the table implementation is used
 	ring    *ring      // nil unless the ring implementation is used
 	heap    *heapState // nil unless the heap implementation is used (tests only)
 	// Whether the items are pairwise distinct (distinctYes etc.): set by
@@ -232,6 +230,14 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 		s.ring.gen.restart()
 		return s, nil
 	}
+	if t := s.tab; t != nil && t.missing > 0 && cfg.origin == 0 {
+		// Position the generator too, as for a ring: no seek later.
+		pos := positionAt(s.weights, a, b, p, t.gen.setConsumed) % s.period
+		t.gen.restart()
+		t.run, t.runFrom, t.runEnd = true, pos, pos
+		s.next.Store(pos)
+		return s, nil
+	}
 	pos := positionAt(s.weights, a, b, p, nil)
 	if pos == s.period {
 		pos = 0
@@ -280,34 +286,25 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 	if n == 1 {
 		return s // Pick returns the only item; no state at all
 	}
-	useTable := s.period <= tableLimit*uint64(n)
-	useLazy := !useTable && n <= lazyMaxN && s.period <= lazyLimit*uint64(n)
+	tab := useTable(n, s.period)
+	eager := s.period <= tableLimit*uint64(n)
 	switch m {
 	case modeTable:
-		useTable = s.period < 1<<32
+		tab = s.period < 1<<24
 	case modeHeap:
 		s.heap = newHeapState(s.weights, s.period)
 		return s
 	case modeRing, modeBuckets:
-		useTable, useLazy = false, false
+		tab = false
 	case modeLazy:
-		if n <= lazyMaxN && s.period < 1<<16 {
-			useTable, useLazy = false, true
+		if s.period < 1<<24 {
+			tab, eager = true, false
 		}
 	}
 	switch {
-	case useTable:
+	case tab:
 		// The table is one period of what a ring's generator produces.
-		var g generator
-		g.init(s.weights, s.maxW, s.period, int(s.period)) // one slice
-		if n <= 1<<16 {
-			s.tab16 = generateTable[uint16](&g)
-		} else {
-			s.tab32 = generateTable[uint32](&g)
-		}
-		s.last = s.period - 1
-	case useLazy:
-		s.lazy = newLazyTable(s.weights, s.maxW, s.period)
+		s.tab = newTable(s.weights, s.maxW, s.period, eager)
 		s.last = s.period - 1
 	default:
 		s.ring = newRing(s.weights, s.maxW, s.period, m != modeBuckets && useScan(n, s.maxW))
@@ -320,29 +317,15 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 // safe for concurrent use, never allocates, and takes a lock only when
 // picks outrun the schedule's generator (see [Scheduler]).
 func (s *Scheduler[T]) Pick() T {
-	if lt := s.lazy; lt != nil {
+	if t := s.tab; t != nil {
 		p := s.next.Add(1) - 1
 		if p >= s.last {
 			p = s.wrap(p)
 		}
-		if p < lt.ready.Load() {
-			return s.items[uint32(lt.words[p>>4].Load()>>(p&15<<2))&15]
+		if x, ok := t.pick(p); ok {
+			return s.items[x]
 		}
-		return s.items[lt.entry(p, s.weights, s.period)]
-	}
-	if t := s.tab16; t != nil {
-		p := s.next.Add(1) - 1
-		if p < s.last {
-			return s.items[t[p]]
-		}
-		return s.items[t[s.wrap(p)]]
-	}
-	if t := s.tab32; t != nil {
-		p := s.next.Add(1) - 1
-		if p < s.last {
-			return s.items[t[p]]
-		}
-		return s.items[t[s.wrap(p)]]
+		return s.items[t.slow(p)]
 	}
 	if r := s.ring; r != nil {
 		t := s.next.Add(1) - 1
@@ -454,7 +437,7 @@ func (s *Scheduler[T]) position() uint64 {
 // counted reports whether the ticket counter is the position in the
 // period (modulo the period, see wrap): a table or a lazy table is used.
 func (s *Scheduler[T]) counted() bool {
-	return s.tab16 != nil || s.tab32 != nil || s.lazy != nil
+	return s.tab != nil
 }
 
 // Len returns the number of entries.
@@ -471,10 +454,8 @@ func (s *Scheduler[T]) Period() uint64 { return s.period }
 func (s *Scheduler[T]) String() string {
 	impl := "single"
 	switch {
-	case s.tab16 != nil || s.tab32 != nil:
+	case s.tab != nil:
 		impl = "table"
-	case s.lazy != nil:
-		impl = "lazy table"
 	case s.ring != nil:
 		impl = "ring"
 	case s.heap != nil:
@@ -497,11 +478,6 @@ func (s *Scheduler[T]) String() string {
 	sb.WriteByte(']')
 	return sb.String()
 }
-
-// tableLimit bounds the table: a period of at most tableLimit*n picks is
-// precomputed whole (2 or 4 bytes a pick); longer ones are generated in
-// blocks by a ring.
-const tableLimit = 4
 
 func gcd(a, b uint32) uint32 {
 	for b != 0 {

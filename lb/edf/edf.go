@@ -232,6 +232,7 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 	}
 	if t := s.tab; t != nil && t.missing > 0 && cfg.origin == 0 {
 		// Position the generator too, as for a ring: no seek later.
+		t.initGen()
 		pos := positionAt(s.weights, a, b, p, t.gen.setConsumed) % s.period
 		t.gen.restart()
 		t.run, t.runFrom, t.runEnd = true, pos, pos

@@ -46,13 +46,18 @@ type table struct {
 	bits   uint64          // bits per pick
 	mask   uint64          // 1<<bits - 1
 	cshift uint32          // log2 of the picks per chunk
+	w      []uint32        // the reduced weights (the scheduler's)
+	maxW   uint32
+	period uint64
 
 	mu sync.Mutex
 	// Guarded by mu. The generator's current run wrote the positions
 	// runFrom, runFrom+1, ... up to, not including, runEnd, counted on from
 	// runFrom without reducing modulo the period (runFrom < period); the
 	// generator's next point is position runEnd mod period. run is false
-	// when the generator is not positioned.
+	// when the generator is not positioned. The generator is set up by
+	// the first fill (or by NewFrom), not at build, so that a table
+	// nobody picks from keeps no generator state.
 	gen     generator
 	run     bool
 	runFrom uint64
@@ -74,7 +79,7 @@ func useTable(n int, period uint64) bool {
 // period, n = len(w) > 1), generated whole if eager, else empty.
 func newTable(w []uint32, maxW uint32, period uint64, eager bool) *table {
 	n := len(w)
-	t := &table{bits: tableBits(n)}
+	t := &table{bits: tableBits(n), w: w, maxW: maxW, period: period}
 	t.mask = 1<<t.bits - 1
 	t.cshift = 6
 	for t.cshift < 10 && 1<<t.cshift < 2*n {
@@ -88,10 +93,16 @@ func newTable(w []uint32, maxW uint32, period uint64, eager bool) *table {
 		t.gen.init(w, maxW, period, int(period)) // one slice
 		t.run = true
 		t.generate(period)
-		return t
 	}
-	t.gen.init(w, maxW, period, max(n, 1<<t.cshift))
 	return t
+}
+
+// initGen sets up the generator, not positioned yet, unless it is.
+// t.mu must be held (or t not yet shared).
+func (t *table) initGen() {
+	if t.gen.e == nil {
+		t.gen.init(t.w, t.maxW, t.period, max(len(t.w), 1<<t.cshift))
+	}
 }
 
 // pick returns the entry at position p of the period if its chunk is ready.
@@ -125,7 +136,7 @@ func (t *table) slow(p uint64) uint64 {
 // fillFor generates the table's chunk holding position p, or at least
 // position p itself, if needed. t.mu must be held.
 func (t *table) fillFor(p uint64) {
-	period := t.gen.m
+	period := t.period
 	if t.run {
 		u := p // p's position counted on from runFrom
 		if u < t.runFrom {
@@ -143,6 +154,7 @@ func (t *table) fillFor(p uint64) {
 	}
 	// Reposition the generator at the start of p's chunk.
 	start := p >> t.cshift << t.cshift
+	t.initGen()
 	t.gen.reset(start)
 	t.run, t.runFrom, t.runEnd = true, start, start
 	t.generate(min(start+2<<t.cshift, period) - start)
@@ -152,7 +164,7 @@ func (t *table) fillFor(p uint64) {
 // runEnd+1, ... (modulo the period) and marks the chunks they complete.
 // t.mu must be held.
 func (t *table) generate(k uint64) {
-	period := t.gen.m
+	period := t.period
 	if t.buf == nil {
 		t.buf = make([]uint32, 1<<t.cshift)
 	}

@@ -4,7 +4,9 @@
 Pick benchmarks: median ns/op per benchmark and edf's ratio to each baseline
 at the same weights (w=) and n. BenchmarkBuild: New and NewFrom against the
 heap baseline's construction, in time and in retained heap bytes.
-Usage: edf-ratios.py FILE
+Usage: edf-ratios.py [--min] FILE
+With --min, the fastest run of each benchmark instead of the median (on a
+loaded machine the fastest run is the one least disturbed).
 """
 import re
 import statistics
@@ -15,7 +17,11 @@ DISTS = ['1..100', '1..1e6', '63..64', 'pareto']
 LINE = re.compile(r'^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(.*)$')
 
 ns, retained, allocs = defaultdict(list), defaultdict(list), {}
-for line in open(sys.argv[1]):
+stat = statistics.median
+args = sys.argv[1:]
+if args and args[0] == '--min':
+    stat, args = min, args[1:]
+for line in open(args[0]):
     m = LINE.match(line.strip())
     if not m:
         continue
@@ -30,9 +36,12 @@ for line in open(sys.argv[1]):
 
 rows = defaultdict(dict)  # (bench, w, n) -> impl -> (ns, retained, allocs)
 for name, v in ns.items():
-    bench, w, impl, n = name.split('/')
-    ret = statistics.median(retained[name]) if retained[name] else None
-    rows[(bench, w[2:], int(n[2:]))][impl[5:]] = (statistics.median(v), ret, allocs.get(name, '?'))
+    parts = name.split('/')
+    if len(parts) != 4:  # not a w=/impl=/n= benchmark (BuildA58, FirstPeriod)
+        continue
+    bench, w, impl, n = parts
+    ret = stat(retained[name]) if retained[name] else None
+    rows[(bench, w[2:], int(n[2:]))][impl[5:]] = (stat(v), ret, allocs.get(name, '?'))
 
 
 def order(k):

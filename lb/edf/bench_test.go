@@ -75,12 +75,15 @@ var impls = []string{"edf", "rr-baseline", "heap-baseline"}
 
 var sink atomic.Int64
 
-// forEach runs f for every weight distribution, implementation and size.
+// forEach runs f for every weight distribution, size and implementation,
+// the implementations of one size one after the other, so that on a
+// machine whose load changes they are measured under about the same load
+// (scripts/edf-ratios.py pairs them run by run).
 func forEach(b *testing.B, impls []string, f func(b *testing.B, impl string, w []uint32)) {
 	for _, d := range edfbench.Dists {
-		for _, impl := range impls {
-			for _, n := range edfbench.Sizes {
-				w := d.Weights(n)
+		for _, n := range edfbench.Sizes {
+			w := d.Weights(n)
+			for _, impl := range impls {
 				b.Run(fmt.Sprintf("w=%s/impl=%s/n=%d", d.Name, impl, n), func(b *testing.B) { f(b, impl, w) })
 			}
 		}

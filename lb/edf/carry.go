@@ -272,8 +272,9 @@ func (s *Scheduler[T]) phase(c *carried[T]) (a, b uint64, p int) {
 
 // counts sets cnt[i] to the number of picks of entry i in the current
 // period and returns the position in the period (their sum), in O(n + 4n)
-// for a table and O(n + block) for a ring, seeking only when the ring's
-// generator is far from the position.
+// for a table at most 4n picks into its period (else by a seek) and
+// O(n + block) for a ring, seeking only when the ring's generator is far
+// from the position.
 func (s *Scheduler[T]) counts(cnt []uint64) uint64 {
 	switch {
 	case s.tab != nil:

@@ -60,11 +60,11 @@ type mode uint8
 
 const (
 	modeAuto    mode = iota // a table if the period is small enough, else a ring
-	modeTable               // always a table (tests only)
+	modeTable               // a table if the period is below 2^24 (tests only)
 	modeHeap                // always a heap (tests only)
 	modeRing                // always a ring of generated blocks (tests only)
 	modeBuckets             // a ring whose generator is never the scan one (tests only)
-	modeLazy                // a lazy table if n <= lazyMaxN and the period is below 2^16, else auto (tests only)
+	modeLazy                // a table filled on demand if the period is below 2^24, else auto (tests only)
 )
 
 type config struct {
@@ -112,14 +112,14 @@ func withOrigin(t0 uint64) Option { return optionFunc(func(c *config) { c.origin
 //
 // Pick takes a ticket from an atomic counter and reads its entry from a
 // table of the whole period (when the period, the sum of weights divided by
-// their greatest common divisor, is at most 4n for n entries; or, filled
-// on demand, at most 128n for at most 16 entries: see lazyTable) or from a
-// ring of blocks of the schedule generated exactly, in order, ahead of the
-// picks (see ring). It never allocates; it takes a lock only when picks
-// outrun the generator, and then for the generation of one block (for a
-// lazy table, of the words up to its position: one word of 16 picks,
-// unless a Skip jumped past the filled part). Memory is O(n), independent
-// of the weights.
+// their greatest common divisor, fits 192 bytes per entry at bits.Len(n-1)
+// bits a pick: see table) or from a ring of blocks of the schedule
+// generated exactly, in order, ahead of the picks (see ring). It never
+// allocates; it takes a lock only when picks outrun the generator, and
+// then for the generation of one block (for a table filled on demand,
+// until the first pass through the period has filled it, of one or two
+// chunks, after a seek when a Skip jumped away from the generator). Memory
+// is O(n), independent of the weights.
 //
 // The zero Scheduler has no entries: Pick returns the zero T and Skip does
 // nothing.
@@ -149,8 +149,8 @@ type Scheduler[T comparable] struct {
 // slice (the EDF order offset). It returns an [*EntryError] wrapping
 // [ErrZeroWeight] for a weight of 0, [ErrNoEntries] for an empty list and
 // [ErrTooManyEntries] for more than [MaxEntries] entries; it never panics.
-// The cost is O(n) for n entries (O(n + period) when the period fits the
-// table, which bounds the period by 4n).
+// The cost is O(n) for n entries (O(n + period) when the period is at
+// most 4n, which the table generates whole at build).
 func New[T comparable](entries []Entry[T], opts ...Option) (*Scheduler[T], error) {
 	return NewFrom(nil, entries, opts...)
 }

@@ -279,6 +279,12 @@ func (s *Scheduler[T]) counts(cnt []uint64) uint64 {
 	switch {
 	case s.tab != nil:
 		pos := s.next.Load() % s.period
+		if pos == 0 || s.tab.counts(pos, cnt) {
+			return pos
+		}
+		// Generate the chunk of the most recent pick, as that pick
+		// would have (once: s keeps it), and read the counts from it.
+		s.tab.slow(pos - 1)
 		if s.tab.counts(pos, cnt) {
 			return pos
 		}

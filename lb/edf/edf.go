@@ -233,9 +233,14 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 	if t := s.tab; t != nil && t.missing > 0 && cfg.origin == 0 {
 		// Position the generator too, as for a ring: no seek later.
 		t.initGen()
-		pos := positionAt(s.weights, a, b, p, t.gen.setConsumed) % s.period
-		t.gen.restart()
-		t.run, t.runFrom, t.runEnd = true, pos, pos
+		pos := positionAt(s.weights, a, b, p, t.setConsumed)
+		if pos == s.period {
+			pos = 0 // at the end of a period: the next one starts from 0
+			for i := range t.w {
+				t.setConsumed(i, 0)
+			}
+		}
+		t.position(pos)
 		s.next.Store(pos)
 		return s, nil
 	}

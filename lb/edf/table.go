@@ -64,6 +64,14 @@ type table struct {
 	runEnd  uint64
 	missing uint64   // chunks not ready
 	buf     []uint32 // a chunk's picks before packing
+	// runCnt[i] is the number of picks of entry i in the current period
+	// before position runEnd; nil when the generator is not set up.
+	runCnt []uint32
+	// first[c] is j for the first pick of chunk c, the grid point j/w_k
+	// of its entry k: written with the chunk's first position, read once
+	// the chunk is ready, so that counts finds the position of a chunk's
+	// start in O(n) (positionAt) instead of a seek.
+	first []uint32
 }
 
 // tableBits returns the bits a table over n > 1 entries uses per pick.
@@ -88,9 +96,11 @@ func newTable(w []uint32, maxW uint32, period uint64, eager bool) *table {
 	chunks := (period + 1<<t.cshift - 1) >> t.cshift
 	t.words = make([]atomic.Uint64, (period*t.bits+63)/64+1)
 	t.ready = make([]atomic.Uint64, (chunks+63)/64)
+	t.first = make([]uint32, chunks)
 	t.missing = chunks
 	if eager {
 		t.gen.init(w, maxW, period, int(period)) // one slice
+		t.runCnt = make([]uint32, n)
 		t.run = true
 		t.generate(period)
 	}
@@ -102,7 +112,22 @@ func newTable(w []uint32, maxW uint32, period uint64, eager bool) *table {
 func (t *table) initGen() {
 	if t.gen.e == nil {
 		t.gen.init(t.w, t.maxW, t.period, max(len(t.w), 1<<t.cshift))
+		t.runCnt = make([]uint32, len(t.w))
 	}
+}
+
+// setConsumed records that n picks of entry i were made in the current
+// period before the generator's next point, for gen.restart.
+func (t *table) setConsumed(i int, n uint64) {
+	t.gen.setConsumed(i, n)
+	t.runCnt[i] = uint32(n)
+}
+
+// position starts a run at position pos, after the picks recorded by
+// setConsumed (all 0 unless set). t.mu must be held (or t not yet shared).
+func (t *table) position(pos uint64) {
+	t.gen.restart()
+	t.run, t.runFrom, t.runEnd = true, pos, pos
 }
 
 // pick returns the entry at position p of the period if its chunk is ready.
@@ -155,8 +180,13 @@ func (t *table) fillFor(p uint64) {
 	// Reposition the generator at the start of p's chunk.
 	start := p >> t.cshift << t.cshift
 	t.initGen()
-	t.gen.reset(start)
-	t.run, t.runFrom, t.runEnd = true, start, start
+	for i := range t.w {
+		t.setConsumed(i, 0)
+	}
+	if start != 0 {
+		seek(t.w, t.maxW, start, t.setConsumed)
+	}
+	t.position(start)
 	t.generate(min(start+2<<t.cshift, period) - start)
 }
 
@@ -176,11 +206,21 @@ func (t *table) generate(k uint64) {
 		buf := t.buf[:m]
 		t.gen.emit(buf)
 		t.pack(pos, buf)
+		c := pos >> t.cshift
+		if pos == c<<t.cshift {
+			t.first[c] = t.runCnt[buf[0]] + 1
+		}
+		if end == period && pos+m == end {
+			clear(t.runCnt) // a new period
+		} else {
+			for _, x := range buf {
+				t.runCnt[x]++
+			}
+		}
 		t.runEnd += m
 		k -= m
 		if chunk := pos >> t.cshift << t.cshift; pos+m == end && t.runEnd-(end-chunk) >= t.runFrom {
 			// The run covered the whole chunk.
-			c := pos >> t.cshift
 			if t.ready[c>>6].Load()>>(c&63)&1 == 0 {
 				t.ready[c>>6].Or(1 << (c & 63))
 				t.missing--
@@ -188,7 +228,7 @@ func (t *table) generate(k uint64) {
 		}
 	}
 	if t.missing == 0 {
-		t.gen, t.buf, t.run = generator{}, nil, false
+		t.gen, t.buf, t.runCnt, t.run = generator{}, nil, nil, false
 	}
 }
 
@@ -213,19 +253,24 @@ func (t *table) pack(pos uint64, x []uint32) {
 }
 
 // counts sets cnt[i] to the number of picks of entry i among the first pos
-// of the period, from the table when its chunks are ready and pos is at
-// most tableLimit picks per entry (the eager table's cost), and reports
-// whether it did; otherwise the caller seeks.
+// of the period, 0 < pos < period, from the chunk holding position pos-1
+// when it is ready: the counts at the chunk's start follow from its first
+// pick's grid point (first) in O(n), and the chunk's picks before pos are
+// counted, O(chunk). It reports false if that chunk is not ready; the
+// caller then seeks.
 func (t *table) counts(pos uint64, cnt []uint64) bool {
-	if pos > tableLimit*uint64(len(cnt)) {
+	c := (pos - 1) >> t.cshift
+	if t.ready[c>>6].Load()>>(c&63)&1 == 0 {
 		return false
 	}
-	for c := uint64(0); c<<t.cshift < pos; c++ {
-		if t.ready[c>>6].Load()>>(c&63)&1 == 0 {
-			return false
-		}
+	start := c << t.cshift
+	if start != 0 {
+		// The points before the chunk's first, (j/w_k, k): those below
+		// j/w_k, and those at it of entries before k.
+		k := t.at(start)
+		positionAt(t.w, uint64(t.first[c]), uint64(t.w[k]), int(k)-1, func(i int, n uint64) { cnt[i] = n })
 	}
-	for p := range pos {
+	for p := start; p < pos; p++ {
 		cnt[t.at(p)]++
 	}
 	return true

@@ -2,6 +2,7 @@ package edf
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -95,4 +96,39 @@ func indices(n int) []int {
 		items[i] = i
 	}
 	return items
+}
+
+// TestTableCountsEveryPosition checks the counts NewFrom reads from a
+// filled table (a chunk's first grid point, then the chunk's picks)
+// against seek at every position of a period, for tables generated whole
+// at build and filled by picks.
+func TestTableCountsEveryPosition(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, tc := range []struct {
+		n      int
+		lo, hi uint32
+	}{{37, 1, 100}, {300, 63, 64}, {200, 3, 4}, {12, 1, 300}} {
+		w := make([]uint32, tc.n)
+		for i := range w {
+			w[i] = tc.lo + r.Uint32N(tc.hi-tc.lo+1)
+		}
+		s, _ := New(entriesOf(indices(tc.n), w))
+		if s.tab == nil {
+			t.Fatalf("n=%d weights %d..%d: not a table: %v", tc.n, tc.lo, tc.hi, s)
+		}
+		for range s.Period() {
+			s.Pick()
+		}
+		got, want := make([]uint64, tc.n), make([]uint64, tc.n)
+		for pos := uint64(1); pos < s.Period(); pos++ {
+			clear(got)
+			if !s.tab.counts(pos, got) {
+				t.Fatalf("n=%d: position %d of a filled table: no counts", tc.n, pos)
+			}
+			seek(s.weights, s.maxW, pos, func(i int, c uint64) { want[i] = c })
+			if !slices.Equal(got, want) {
+				t.Fatalf("n=%d weights %d..%d, position %d: counts %v, want %v", tc.n, tc.lo, tc.hi, pos, got, want)
+			}
+		}
+	}
 }

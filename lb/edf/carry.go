@@ -271,10 +271,10 @@ func (s *Scheduler[T]) phase(c *carried[T]) (a, b uint64, p int) {
 }
 
 // counts sets cnt[i] to the number of picks of entry i in the current
-// period and returns the position in the period (their sum), in O(n + 4n)
-// for a table at most 4n picks into its period (else by a seek) and
-// O(n + block) for a ring, seeking only when the ring's generator is far
-// from the position.
+// period and returns the position in the period (their sum), in
+// O(n + chunk) for a table (from the chunk of the most recent pick, which
+// it generates first if needed) and O(n + block) for a ring, seeking only
+// when the ring's generator is far from the position.
 func (s *Scheduler[T]) counts(cnt []uint64) uint64 {
 	switch {
 	case s.tab != nil:

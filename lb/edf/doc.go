@@ -102,10 +102,9 @@
 //
 // [New] takes O(n); [NewFrom] O(n + m) for m entries in the previous
 // scheduler (one hash of each item, none for short lists; the previous
-// position is read from a table's first 4n slots or from a ring's
-// generator and the blocks it is ahead by, or found by a seek of
-// O(m log maxweight): from a table past 4n picks into its period, and
-// from a ring after a long skip).
+// position is read from the chunk of a table that holds its most recent
+// pick, or from a ring's generator and the blocks it is ahead by, or
+// found by a seek of O(m log maxweight) after a long skip on a ring).
 // A scheduler keeps O(n) memory whatever the weights: with a ring, about
 // 48 bytes per entry besides the items, plus blocks of entry indices of 4,
 // 8, 16 or 32 bits (4 blocks of 32 to 1024 picks) and a slice buffer of at

@@ -328,8 +328,8 @@ func (s *Scheduler[T]) Pick() T {
 		if p >= s.last {
 			p = s.wrap(p)
 		}
-		if x, ok := t.pick(p); ok {
-			return s.items[x]
+		if t.isReady(p >> (t.cshift & 63)) { // its chunk is generated
+			return s.items[t.at(p)]
 		}
 		return s.items[t.slow(p)]
 	}

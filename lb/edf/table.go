@@ -130,15 +130,8 @@ func (t *table) position(pos uint64) {
 	t.run, t.runFrom, t.runEnd = true, pos, pos
 }
 
-// pick returns the entry at position p of the period if its chunk is ready.
-// It is small enough to be inlined into Pick.
-func (t *table) pick(p uint64) (uint64, bool) {
-	c := p >> (t.cshift & 63)
-	if t.ready[c>>6].Load()>>(c&63)&1 == 0 {
-		return 0, false
-	}
-	return t.at(p), true
-}
+// isReady reports whether chunk c holds its final picks.
+func (t *table) isReady(c uint64) bool { return t.ready[c>>6].Load()>>(c&63)&1 != 0 }
 
 // at returns the entry at position p from the words, which must hold it.
 func (t *table) at(p uint64) uint64 {
@@ -152,7 +145,7 @@ func (t *table) at(p uint64) uint64 {
 func (t *table) slow(p uint64) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if c := p >> t.cshift; t.ready[c>>6].Load()>>(c&63)&1 == 0 {
+	if c := p >> t.cshift; !t.isReady(c) {
 		t.fillFor(p)
 	}
 	return t.at(p)
@@ -207,7 +200,10 @@ func (t *table) generate(k uint64) {
 		t.gen.emit(buf)
 		t.pack(pos, buf)
 		c := pos >> t.cshift
-		if pos == c<<t.cshift {
+		start := c << t.cshift
+		if pos == start && !t.isReady(c) {
+			// Never rewritten once the chunk is ready: counts reads it
+			// without the lock.
 			t.first[c] = t.runCnt[buf[0]] + 1
 		}
 		if end == period && pos+m == end {
@@ -219,12 +215,10 @@ func (t *table) generate(k uint64) {
 		}
 		t.runEnd += m
 		k -= m
-		if chunk := pos >> t.cshift << t.cshift; pos+m == end && t.runEnd-(end-chunk) >= t.runFrom {
+		if pos+m == end && t.runEnd-(end-start) >= t.runFrom && !t.isReady(c) {
 			// The run covered the whole chunk.
-			if t.ready[c>>6].Load()>>(c&63)&1 == 0 {
-				t.ready[c>>6].Or(1 << (c & 63))
-				t.missing--
-			}
+			t.ready[c>>6].Or(1 << (c & 63))
+			t.missing--
 		}
 	}
 	if t.missing == 0 {
@@ -260,7 +254,7 @@ func (t *table) pack(pos uint64, x []uint32) {
 // caller then seeks.
 func (t *table) counts(pos uint64, cnt []uint64) bool {
 	c := (pos - 1) >> t.cshift
-	if t.ready[c>>6].Load()>>(c&63)&1 == 0 {
+	if !t.isReady(c) {
 		return false
 	}
 	start := c << t.cshift

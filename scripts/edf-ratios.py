@@ -4,7 +4,12 @@
 Pick benchmarks: median ns/op per benchmark and edf's ratio to each baseline
 at the same weights (w=) and n. BenchmarkBuild: New and NewFrom against the
 heap baseline's construction, in time and in retained heap bytes.
-Usage: edf-ratios.py FILE
+Usage: edf-ratios.py [--min] FILE
+A pick ratio is the median, over the runs (-count), of edf's time over the
+baseline's in the same run: the benchmarks run the implementations of one
+size one after the other, so a run's pair saw about the same machine load.
+With --min, the ns/op columns show the fastest run of each benchmark instead of the median (on a
+loaded machine the fastest run is the one least disturbed).
 """
 import re
 import statistics
@@ -15,7 +20,11 @@ DISTS = ['1..100', '1..1e6', '63..64', 'pareto']
 LINE = re.compile(r'^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(.*)$')
 
 ns, retained, allocs = defaultdict(list), defaultdict(list), {}
-for line in open(sys.argv[1]):
+stat = statistics.median
+args = sys.argv[1:]
+if args and args[0] == '--min':
+    stat, args = min, args[1:]
+for line in open(args[0]):
     m = LINE.match(line.strip())
     if not m:
         continue
@@ -28,11 +37,14 @@ for line in open(sys.argv[1]):
     if a:
         allocs[name] = a.group(1)
 
-rows = defaultdict(dict)  # (bench, w, n) -> impl -> (ns, retained, allocs)
+rows = defaultdict(dict)  # (bench, w, n) -> impl -> (ns, retained, allocs, runs)
 for name, v in ns.items():
-    bench, w, impl, n = name.split('/')
-    ret = statistics.median(retained[name]) if retained[name] else None
-    rows[(bench, w[2:], int(n[2:]))][impl[5:]] = (statistics.median(v), ret, allocs.get(name, '?'))
+    parts = name.split('/')
+    if len(parts) != 4:  # not a w=/impl=/n= benchmark (BuildA58, FirstPeriod)
+        continue
+    bench, w, impl, n = parts
+    ret = stat(retained[name]) if retained[name] else None
+    rows[(bench, w[2:], int(n[2:]))][impl[5:]] = (stat(v), ret, allocs.get(name, '?'), v)
 
 
 def order(k):
@@ -49,7 +61,8 @@ if picks:
         r = rows[k]
         e = r['edf']
         cells = [f'{r[b][0]:.1f}' if b in r else '—' for b in base]
-        ratios = [f'**{e[0] / r[b][0]:.2f}**' if b in r else '—' for b in base]
+        ratios = [f'**{statistics.median(x / y for x, y in zip(e[3], r[b][3])):.2f}**' if b in r else '—'
+                  for b in base]
         print(f'| {k[0][9:]} | {k[1]} | {k[2]} | {e[0]:.1f} ({e[2]} allocs) | '
               + ' | '.join(cells) + ' | ' + ' | '.join(ratios) + ' |')
 

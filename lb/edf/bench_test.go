@@ -14,6 +14,8 @@ package edf_test
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -50,6 +52,11 @@ func newPicker(b *testing.B, impl string, w []uint32) picker {
 		if err != nil {
 			b.Fatal(err)
 		}
+		// The steady state: a table is filled by the first pass through
+		// the period (BenchmarkFirstPeriod measures that pass).
+		for range min(s.Period(), 1<<24) {
+			s.Pick()
+		}
 		return s
 	case "rr-baseline":
 		r := &rrBaseline{items: make([]int, len(w))}
@@ -68,12 +75,15 @@ var impls = []string{"edf", "rr-baseline", "heap-baseline"}
 
 var sink atomic.Int64
 
-// forEach runs f for every weight distribution, implementation and size.
+// forEach runs f for every weight distribution, size and implementation,
+// the implementations of one size one after the other, so that on a
+// machine whose load changes they are measured under about the same load
+// (scripts/edf-ratios.py pairs them run by run).
 func forEach(b *testing.B, impls []string, f func(b *testing.B, impl string, w []uint32)) {
 	for _, d := range edfbench.Dists {
-		for _, impl := range impls {
-			for _, n := range edfbench.Sizes {
-				w := d.Weights(n)
+		for _, n := range edfbench.Sizes {
+			w := d.Weights(n)
+			for _, impl := range impls {
 				b.Run(fmt.Sprintf("w=%s/impl=%s/n=%d", d.Name, impl, n), func(b *testing.B) { f(b, impl, w) })
 			}
 		}
@@ -156,4 +166,56 @@ func retained(build func() any) uint64 {
 		return 0
 	}
 	return after.HeapAlloc - before.HeapAlloc
+}
+
+// a58Weights returns n weights shaped as gRFC A58 computes them from load
+// reports, qps / (utilization + eps/qps * errorUtilizationPenalty), with
+// qps 800..1200, utilization 0.2..0.95, eps 0..5 and the default penalty
+// 1.0, then scaled as grpc-go's weighted_round_robin scales them for its
+// scheduler: the largest to 65535, every other in proportion, at least 1.
+// The EDF is rebuilt from such weights every weightUpdatePeriod.
+func a58Weights(n int) []uint32 {
+	r := rand.New(rand.NewPCG(58, uint64(n)))
+	f := make([]float64, n)
+	var hi float64
+	for i := range f {
+		qps := 800 + 400*r.Float64()
+		util := 0.2 + 0.75*r.Float64()
+		eps := 5 * r.Float64()
+		f[i] = qps / (util + eps/qps)
+		hi = max(hi, f[i])
+	}
+	w := make([]uint32, n)
+	for i, x := range f {
+		w[i] = uint32(max(1, math.Round(x/hi*65535)))
+	}
+	return w
+}
+
+// BenchmarkBuildA58 measures New and NewFrom (from a scheduler over the
+// same items with the previous round's weights, 12345 picks in) over
+// A58-shaped weights: the rebuild every weightUpdatePeriod.
+func BenchmarkBuildA58(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		w := a58Weights(n)
+		old := a58Weights(n + 1)[:n]
+		prev, err := edf.New(entries(old))
+		if err != nil {
+			b.Fatal(err)
+		}
+		prev.Skip(12345)
+		e := entries(w)
+		b.Run(fmt.Sprintf("impl=edf/n=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				edf.New(e)
+			}
+		})
+		b.Run(fmt.Sprintf("impl=edf-newfrom/n=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				edf.NewFrom(prev, e)
+			}
+		})
+	}
 }

@@ -271,18 +271,21 @@ func (s *Scheduler[T]) phase(c *carried[T]) (a, b uint64, p int) {
 }
 
 // counts sets cnt[i] to the number of picks of entry i in the current
-// period and returns the position in the period (their sum), in O(n + 4n)
-// for a table and O(n + block) for a ring, seeking only when the ring's
-// generator is far from the position.
+// period and returns the position in the period (their sum), in
+// O(n + chunk) for a table (from the chunk of the most recent pick, which
+// it generates first if needed) and O(n + block) for a ring, seeking only
+// when the ring's generator is far from the position.
 func (s *Scheduler[T]) counts(cnt []uint64) uint64 {
 	switch {
-	case s.tab16 != nil:
-		return tableCounts(s.tab16, s.next.Load()%s.period, cnt)
-	case s.tab32 != nil:
-		return tableCounts(s.tab32, s.next.Load()%s.period, cnt)
-	case s.lazy != nil:
+	case s.tab != nil:
 		pos := s.next.Load() % s.period
-		if s.lazy.counts(pos, cnt) {
+		if pos == 0 || s.tab.counts(pos, cnt) {
+			return pos
+		}
+		// Generate the chunk of the most recent pick, as that pick
+		// would have (once: s keeps it), and read the counts from it.
+		s.tab.slow(pos - 1)
+		if s.tab.counts(pos, cnt) {
 			return pos
 		}
 		return s.seekCounts(pos, cnt)
@@ -304,13 +307,6 @@ func (s *Scheduler[T]) counts(cnt []uint64) uint64 {
 func (s *Scheduler[T]) seekCounts(pos uint64, cnt []uint64) uint64 {
 	if pos != 0 {
 		seek(s.weights, s.maxW, pos, func(i int, n uint64) { cnt[i] = n })
-	}
-	return pos
-}
-
-func tableCounts[I uint16 | uint32](tab []I, pos uint64, cnt []uint64) uint64 {
-	for _, x := range tab[:pos] {
-		cnt[x]++
 	}
 	return pos
 }

@@ -42,6 +42,7 @@ func concurrentCases() []struct {
 		{"random300", random, modeAuto},
 		{"scan10", small, modeAuto},
 		{"lazy10", lazy, modeAuto},
+		{"ring300", random, modeRing},
 		{"heap", []uint32{5, 3, 2, 1, 1}, modeHeap},
 	}
 }

@@ -43,13 +43,18 @@
 // with [NewFrom] and publish it (for example with an atomic pointer).
 //
 // Pick never allocates and, in the common case, takes no lock: it draws a
-// ticket from an atomic counter and reads its entry from a block of the
-// schedule generated ahead of time. When the period is at most 4n for n
-// entries (equal weights, or nearly), the whole period is one precomputed
-// table; for at most 16 entries and a period of at most 128n (weights up
-// to 128, or nearly equal ones such as 63 and 64) it is one table of 4-bit
-// entries filled on demand, so that the first pass through the period
-// generates it and building stays O(n). Otherwise the schedule is
+// ticket from an atomic counter and reads its entry from a table of the
+// whole period or from a block of the schedule generated ahead of time.
+// The table holds entry indices in bits.Len(n-1) bits each and is used
+// when it fits 192 bytes per entry (a period of at most 384n picks for 16
+// entries, 109n for 10,000, 90n for 100,000: weights 1..100 or nearly
+// equal ones such as 63 and 64 at every n). A period of at most 4n
+// (equal weights, or nearly) is generated whole at build; a longer one is
+// filled on demand, a chunk of 64 to 1024 picks at a time, by the picks
+// that find their chunk not generated yet (under a mutex held for one or
+// two chunks), so that the first pass through the period generates it
+// and building stays O(n); from then on a pick is an atomic add, a ready
+// bit and a load. Otherwise the schedule is
 // generated exactly, a block of 32 to 1024 picks at a time, by the pick
 // that enters the block two ahead of it (so building generates nothing:
 // the first pick generates the first blocks); a pick that finds its block
@@ -97,15 +102,16 @@
 //
 // [New] takes O(n); [NewFrom] O(n + m) for m entries in the previous
 // scheduler (one hash of each item, none for short lists; the previous
-// position is read from its table or from its generator and the blocks it
-// is ahead by, or found by a seek of O(m log maxweight) after a long skip).
-// A scheduler keeps O(n) memory whatever the weights: about 48 bytes per
-// entry besides the items, plus blocks of entry indices of 4, 8, 16 or 32
-// bits (4 blocks of 32 to 1024 picks) and a slice buffer of at most 1024
-// buckets (none for at most 16 entries with weights below 2^29, whose
-// generator takes the smallest of the entries' next deadlines instead), or
-// a table of at most 4n slots, or, for at most 16 entries, of at most 128n
-// slots of 4 bits.
+// position is read from the chunk of a table that holds its most recent
+// pick, or from a ring's generator and the blocks it is ahead by, or
+// found by a seek of O(m log maxweight) after a long skip on a ring).
+// A scheduler keeps O(n) memory whatever the weights: with a ring, about
+// 48 bytes per entry besides the items, plus blocks of entry indices of 4,
+// 8, 16 or 32 bits (4 blocks of 32 to 1024 picks) and a slice buffer of at
+// most 1024 buckets (none for at most 16 entries with weights below 2^29,
+// whose generator takes the smallest of the entries' next deadlines
+// instead); with a table, at most 192 bytes per entry, plus the ring's
+// generator state while the table is being filled.
 // [Scheduler.Skip] takes O(1); the next pick after a long skip repositions
 // the generator in O(n log maxweight).
 package edf

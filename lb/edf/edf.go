@@ -60,11 +60,11 @@ type mode uint8
 
 const (
 	modeAuto    mode = iota // a table if the period is small enough, else a ring
-	modeTable               // always a table (tests only)
+	modeTable               // a table if the period is below 2^24 (tests only)
 	modeHeap                // always a heap (tests only)
 	modeRing                // always a ring of generated blocks (tests only)
 	modeBuckets             // a ring whose generator is never the scan one (tests only)
-	modeLazy                // a lazy table if n <= lazyMaxN and the period is below 2^16, else auto (tests only)
+	modeLazy                // a table filled on demand if the period is below 2^24, else auto (tests only)
 )
 
 type config struct {
@@ -112,14 +112,14 @@ func withOrigin(t0 uint64) Option { return optionFunc(func(c *config) { c.origin
 //
 // Pick takes a ticket from an atomic counter and reads its entry from a
 // table of the whole period (when the period, the sum of weights divided by
-// their greatest common divisor, is at most 4n for n entries; or, filled
-// on demand, at most 128n for at most 16 entries: see lazyTable) or from a
-// ring of blocks of the schedule generated exactly, in order, ahead of the
-// picks (see ring). It never allocates; it takes a lock only when picks
-// outrun the generator, and then for the generation of one block (for a
-// lazy table, of the words up to its position: one word of 16 picks,
-// unless a Skip jumped past the filled part). Memory is O(n), independent
-// of the weights.
+// their greatest common divisor, fits 192 bytes per entry at bits.Len(n-1)
+// bits a pick: see table) or from a ring of blocks of the schedule
+// generated exactly, in order, ahead of the picks (see ring). It never
+// allocates; it takes a lock only when picks outrun the generator, and
+// then for the generation of one block (for a table filled on demand,
+// until the first pass through the period has filled it, of one or two
+// chunks, after a seek when a Skip jumped away from the generator). Memory
+// is O(n), independent of the weights.
 //
 // The zero Scheduler has no entries: Pick returns the zero T and Skip does
 // nothing.
@@ -128,12 +128,10 @@ type Scheduler[T comparable] struct {
 	items   []T
 	weights []uint32 // weights divided by gcd
 	gcd     uint32
-	maxW    uint32 // largest reduced weight
-	period  uint64 // sum of reduced weights
-	tab16   []uint16
-	tab32   []uint32
+	maxW    uint32     // largest reduced weight
+	period  uint64     // sum of reduced weights
 	last    uint64     // period-1 when a table is used: positions below it need no wrap
-	lazy    *lazyTable // nil unless a lazily filled table is used
+	tab     *table     // nil unless the table implementation is used
 	ring    *ring      // nil unless the ring implementation is used
 	heap    *heapState // nil unless the heap implementation is used (tests only)
 	// Whether the items are pairwise distinct (distinctYes etc.): set by
@@ -151,8 +149,8 @@ type Scheduler[T comparable] struct {
 // slice (the EDF order offset). It returns an [*EntryError] wrapping
 // [ErrZeroWeight] for a weight of 0, [ErrNoEntries] for an empty list and
 // [ErrTooManyEntries] for more than [MaxEntries] entries; it never panics.
-// The cost is O(n) for n entries (O(n + period) when the period fits the
-// table, which bounds the period by 4n).
+// The cost is O(n) for n entries (O(n + period) when the period is at
+// most 4n, which the table generates whole at build).
 func New[T comparable](entries []Entry[T], opts ...Option) (*Scheduler[T], error) {
 	return NewFrom(nil, entries, opts...)
 }
@@ -232,6 +230,20 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 		s.ring.gen.restart()
 		return s, nil
 	}
+	if t := s.tab; t != nil && t.missing > 0 && cfg.origin == 0 {
+		// Position the generator too, as for a ring: no seek later.
+		t.initGen()
+		pos := positionAt(s.weights, a, b, p, t.setConsumed)
+		if pos == s.period {
+			pos = 0 // at the end of a period: the next one starts from 0
+			for i := range t.w {
+				t.setConsumed(i, 0)
+			}
+		}
+		t.position(pos)
+		s.next.Store(pos)
+		return s, nil
+	}
 	pos := positionAt(s.weights, a, b, p, nil)
 	if pos == s.period {
 		pos = 0
@@ -280,34 +292,25 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 	if n == 1 {
 		return s // Pick returns the only item; no state at all
 	}
-	useTable := s.period <= tableLimit*uint64(n)
-	useLazy := !useTable && n <= lazyMaxN && s.period <= lazyLimit*uint64(n)
+	tab := useTable(n, s.period)
+	eager := s.period <= tableLimit*uint64(n)
 	switch m {
 	case modeTable:
-		useTable = s.period < 1<<32
+		tab = s.period < 1<<24
 	case modeHeap:
 		s.heap = newHeapState(s.weights, s.period)
 		return s
 	case modeRing, modeBuckets:
-		useTable, useLazy = false, false
+		tab = false
 	case modeLazy:
-		if n <= lazyMaxN && s.period < 1<<16 {
-			useTable, useLazy = false, true
+		if s.period < 1<<24 {
+			tab, eager = true, false
 		}
 	}
 	switch {
-	case useTable:
+	case tab:
 		// The table is one period of what a ring's generator produces.
-		var g generator
-		g.init(s.weights, s.maxW, s.period, int(s.period)) // one slice
-		if n <= 1<<16 {
-			s.tab16 = generateTable[uint16](&g)
-		} else {
-			s.tab32 = generateTable[uint32](&g)
-		}
-		s.last = s.period - 1
-	case useLazy:
-		s.lazy = newLazyTable(s.weights, s.maxW, s.period)
+		s.tab = newTable(s.weights, s.maxW, s.period, eager)
 		s.last = s.period - 1
 	default:
 		s.ring = newRing(s.weights, s.maxW, s.period, m != modeBuckets && useScan(n, s.maxW))
@@ -320,29 +323,15 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 // safe for concurrent use, never allocates, and takes a lock only when
 // picks outrun the schedule's generator (see [Scheduler]).
 func (s *Scheduler[T]) Pick() T {
-	if lt := s.lazy; lt != nil {
+	if t := s.tab; t != nil {
 		p := s.next.Add(1) - 1
 		if p >= s.last {
 			p = s.wrap(p)
 		}
-		if p < lt.ready.Load() {
-			return s.items[uint32(lt.words[p>>4].Load()>>(p&15<<2))&15]
+		if t.isReady(p >> (t.cshift & 63)) { // its chunk is generated
+			return s.items[t.at(p)]
 		}
-		return s.items[lt.entry(p, s.weights, s.period)]
-	}
-	if t := s.tab16; t != nil {
-		p := s.next.Add(1) - 1
-		if p < s.last {
-			return s.items[t[p]]
-		}
-		return s.items[t[s.wrap(p)]]
-	}
-	if t := s.tab32; t != nil {
-		p := s.next.Add(1) - 1
-		if p < s.last {
-			return s.items[t[p]]
-		}
-		return s.items[t[s.wrap(p)]]
+		return s.items[t.slow(p)]
 	}
 	if r := s.ring; r != nil {
 		t := s.next.Add(1) - 1
@@ -454,7 +443,7 @@ func (s *Scheduler[T]) position() uint64 {
 // counted reports whether the ticket counter is the position in the
 // period (modulo the period, see wrap): a table or a lazy table is used.
 func (s *Scheduler[T]) counted() bool {
-	return s.tab16 != nil || s.tab32 != nil || s.lazy != nil
+	return s.tab != nil
 }
 
 // Len returns the number of entries.
@@ -471,10 +460,8 @@ func (s *Scheduler[T]) Period() uint64 { return s.period }
 func (s *Scheduler[T]) String() string {
 	impl := "single"
 	switch {
-	case s.tab16 != nil || s.tab32 != nil:
+	case s.tab != nil:
 		impl = "table"
-	case s.lazy != nil:
-		impl = "lazy table"
 	case s.ring != nil:
 		impl = "ring"
 	case s.heap != nil:
@@ -497,11 +484,6 @@ func (s *Scheduler[T]) String() string {
 	sb.WriteByte(']')
 	return sb.String()
 }
-
-// tableLimit bounds the table: a period of at most tableLimit*n picks is
-// precomputed whole (2 or 4 bytes a pick); longer ones are generated in
-// blocks by a ring.
-const tableLimit = 4
 
 func gcd(a, b uint32) uint32 {
 	for b != 0 {

@@ -521,8 +521,8 @@ func TestManyEntries(t *testing.T) {
 	}
 	s, _ := New(entriesOf(items, w))
 	h, _ := New(entriesOf(items, w), withMode(modeHeap))
-	if s.tab32 == nil {
-		t.Fatalf("got %v, want a table with 32-bit slots", s)
+	if s.tab == nil || s.tab.bits != 17 {
+		t.Fatalf("got %v, want a table with 17-bit slots", s)
 	}
 	s.Skip(1<<32 + 5)
 	h.Skip(1<<32 + 5)
@@ -569,8 +569,8 @@ func TestLazyTable(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if s.lazy == nil {
-					t.Fatalf("weights %v (period %d): not a lazy table: %v", w, s.Period(), s)
+				if s.tab == nil || s.tab.missing == 0 {
+					t.Fatalf("weights %v (period %d): not a lazily filled table: %v", w, s.Period(), s)
 				}
 				h, _ := New(entriesOf(items, w), withMode(modeHeap))
 				s.Skip(start)
@@ -580,7 +580,7 @@ func TestLazyTable(t *testing.T) {
 						t.Fatalf("weights %v, start %d, pick %d: got %d, want %d", w, start, k, got, want)
 					}
 				}
-				if s.lazy.key != nil || s.lazy.drawn != nil {
+				if s.tab.missing != 0 || s.tab.gen.e != nil || s.tab.buf != nil {
 					t.Errorf("weights %v: generator state kept after the period was filled", w)
 				}
 			}
@@ -598,8 +598,8 @@ func TestLazyTableCounts(t *testing.T) {
 	for _, picked := range []uint64{0, 17, 300, 635} {
 		for _, pos := range []uint64{0, 1, 4*n - 1, 4 * n, 4*n + 1, 299, 300, 301, 634} {
 			s, _ := New(entriesOf(items, w))
-			if s.lazy == nil {
-				t.Fatalf("not a lazy table: %v", s)
+			if s.tab == nil {
+				t.Fatalf("not a table: %v", s)
 			}
 			for range picked {
 				s.Pick()

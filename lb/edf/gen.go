@@ -139,6 +139,21 @@ func (g *generator) fill(words []atomic.Uint64, pack uint) {
 	g.head = head
 }
 
+// emit stores the entry indices of the next len(dst) picks into dst. It
+// serves the bucket generator only (tables use no scan generator).
+func (g *generator) emit(dst []uint32) {
+	out, head := g.out, g.head
+	for k := range dst {
+		for head == len(out) {
+			g.slice()
+			out, head = g.out, 0
+		}
+		dst[k] = out[head].idx
+		head++
+	}
+	g.head = head
+}
+
 // handedOut sets cnt[i] to the number of points of entry i handed out
 // since the start of the period the generator was last restarted in.
 func (g *generator) handedOut(cnt []uint64) {
@@ -259,22 +274,4 @@ func (g *generator) order(p []point) {
 			p[j-1], p[j] = p[j], p[j-1]
 		}
 	}
-}
-
-// generateTable returns one period of the schedule, entry indices in pick
-// order, from a generator at the start of a period.
-func generateTable[I uint16 | uint32](g *generator) []I {
-	period := int(g.m)
-	tab := make([]I, 0, period)
-	for len(tab) < period {
-		for g.head == len(g.out) {
-			g.slice()
-		}
-		take := min(len(g.out)-g.head, period-len(tab))
-		for _, p := range g.out[g.head : g.head+take] {
-			tab = append(tab, I(p.idx))
-		}
-		g.head += take
-	}
-	return tab
 }

@@ -43,3 +43,38 @@ func BenchmarkGenerate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFirstPeriod measures the picks of a new scheduler's first
+// period, ns per pick: what every pick costs when the scheduler is
+// rebuilt more often than its period is picked through. A lazily filled
+// table (impl=auto) generates its chunks on the way; impl=ring is the
+// ring of generated blocks over the same weights, side by side.
+func BenchmarkFirstPeriod(b *testing.B) {
+	for _, d := range edfbench.Dists[:3] {
+		for _, n := range edfbench.Sizes {
+			w := d.Weights(n)
+			for _, m := range []mode{modeAuto, modeRing} {
+				name := "auto"
+				if m == modeRing {
+					name = "ring"
+				}
+				b.Run(fmt.Sprintf("w=%s/impl=%s/n=%d", d.Name, name, n), func(b *testing.B) {
+					e := entriesOf(make([]int, n), w)
+					s, _ := New(e, withMode(m))
+					picks := min(s.Period(), 1<<22)
+					var sum int
+					for b.Loop() {
+						s, _ := New(e, withMode(m))
+						for range picks {
+							sum += s.Pick()
+						}
+					}
+					sinkInt = sum
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(uint64(b.N)*picks), "ns/pick")
+				})
+			}
+		}
+	}
+}
+
+var sinkInt int

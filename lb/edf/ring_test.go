@@ -18,11 +18,7 @@ import (
 func TestRingMatchesHeap(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(2, 300).Draw(t, "n")
-		w := genWeights(t, n, true)
-		items := make([]int, n)
-		for i := range items {
-			items[i] = i
-		}
+		w, items := genWeights(t, n, true), indices(n)
 		origin := rapid.OneOf(rapid.Uint64(), rapid.Uint64Range(math.MaxUint64-3000, math.MaxUint64)).Draw(t, "origin")
 		r, err := New(entriesOf(items, w), withMode(modeRing), withOrigin(origin))
 		if err != nil {
@@ -70,8 +66,9 @@ func TestRingStaleTicket(t *testing.T) {
 
 // TestConcurrentPicksArePrefix checks that the picks of many goroutines,
 // taken together, are exactly the first K entries of the schedule as a
-// multiset, for weights that need the ring; K is not a multiple of the
-// block size or of the period.
+// multiset, on a ring and on a lazily filled table (whose chunks the
+// goroutines generate as they go); K is not a multiple of the block or
+// chunk size or of the period.
 func TestConcurrentPicksArePrefix(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const goroutines, perG = 8, 3001
@@ -94,32 +91,34 @@ func TestConcurrentPicksArePrefix(t *testing.T) {
 			for i := range items {
 				items[i] = i
 			}
-			s, _ := New(entriesOf(items, w), withMode(modeRing))
-			h, _ := New(entriesOf(items, w), withMode(modeHeap))
-			counts := make([][]int, goroutines)
-			var wg sync.WaitGroup
-			for g := range goroutines {
-				counts[g] = make([]int, len(w))
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range perG {
-						counts[g][s.Pick()]++
-					}
-				}()
-			}
-			wg.Wait()
-			want := make([]int, len(w))
-			for range goroutines * perG {
-				want[h.Pick()]++
-			}
-			for i := range w {
-				got := 0
+			for _, m := range []mode{modeRing, modeLazy} {
+				s, _ := New(entriesOf(items, w), withMode(m))
+				h, _ := New(entriesOf(items, w), withMode(modeHeap))
+				counts := make([][]int, goroutines)
+				var wg sync.WaitGroup
 				for g := range goroutines {
-					got += counts[g][i]
+					counts[g] = make([]int, len(w))
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for range perG {
+							counts[g][s.Pick()]++
+						}
+					}()
 				}
-				if got != want[i] {
-					t.Errorf("entry %d (weight %d): picked %d times by all goroutines, want %d", i, w[i], got, want[i])
+				wg.Wait()
+				want := make([]int, len(w))
+				for range goroutines * perG {
+					want[h.Pick()]++
+				}
+				for i := range w {
+					got := 0
+					for g := range goroutines {
+						got += counts[g][i]
+					}
+					if got != want[i] {
+						t.Errorf("entry %d (weight %d): picked %d times by all goroutines, want %d", i, w[i], got, want[i])
+					}
 				}
 			}
 		})

@@ -36,6 +36,8 @@ type config struct {
 	seed                 *[2]uint64
 	dialer               Dialer
 	defaultServiceConfig string
+	defaultSCOption      string // the option that set it, for New's error
+	defaultSCErr         error  // WithDefaultPolicy's config did not marshal
 	defaultScheme        string
 	resolverBuilder      resolver.Builder
 	idleTimeout          time.Duration
@@ -91,7 +93,32 @@ func WithDialer(d Dialer) Option {
 // resolver provides none. It is parsed by New; an invalid one is New's
 // error. If this option is not supplied, the default is pick_first.
 func WithDefaultServiceConfig(json string) Option {
-	return optionFunc(func(cfg *config) { cfg.defaultServiceConfig = json })
+	return optionFunc(func(cfg *config) {
+		cfg.defaultServiceConfig, cfg.defaultSCOption, cfg.defaultSCErr = json, "WithDefaultServiceConfig", nil
+	})
+}
+
+// WithDefaultPolicy sets the default service config to the one whose
+// loadBalancingConfig is p, the typed form of a policy's JSON config, such
+// as
+//
+//	conn.WithDefaultPolicy(outlierdetection.Policy{
+//		FailurePercentageEjection: &outlierdetection.FailurePercentageEjection{Threshold: 50},
+//		ChildPolicy:               roundrobin.Config{},
+//	})
+//
+// It is WithDefaultServiceConfig(s) where s is
+// [lb.MarshalServiceConfig](p), {"loadBalancingConfig":[{"<name>":{...}}]}:
+// New parses it with the same parser and rejects it with the same
+// error, whose JSON path locates the offending field (such as
+// loadBalancingConfig[0].outlier_detection_experimental.childPolicy: ...).
+// A nil p, or one that does not marshal, is New's error. This option and
+// WithDefaultServiceConfig set the same thing: the last one given wins.
+func WithDefaultPolicy(p lb.PolicyConfig) Option {
+	return optionFunc(func(cfg *config) {
+		cfg.defaultServiceConfig, cfg.defaultSCErr = lb.MarshalServiceConfig(p)
+		cfg.defaultSCOption = "WithDefaultPolicy"
+	})
 }
 
 // WithDefaultScheme sets the scheme for targets that have none. If this
@@ -174,6 +201,9 @@ func (c *config) validate() error {
 		if err := c.healthCheck.validate(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.defaultSCErr != nil {
+		errs = append(errs, fmt.Errorf("WithDefaultPolicy: %w", c.defaultSCErr))
 	}
 	if c.idleTimeout < 0 {
 		errs = append(errs, fmt.Errorf("WithIdleTimeout: must be >= 0, got %v", c.idleTimeout))

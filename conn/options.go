@@ -1,7 +1,6 @@
 package conn
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/lbkit/lbkit/internal/warnlog"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -225,7 +225,7 @@ func (c *config) withDefaults() {
 		c.clock = clock.New()
 	}
 	if c.logger == nil {
-		c.logger = slog.New(warnings{slog.Default().Handler()})
+		c.logger = warnlog.Default()
 	}
 	if c.dialer == nil {
 		c.dialer = TCPDialer{}
@@ -237,23 +237,6 @@ func (c *config) withDefaults() {
 		c.metrics = lb.NopMetrics()
 	}
 }
-
-// warnings passes h the records at WARN and above: the default logger's
-// handler, so that mistakes are seen by a user who configured nothing,
-// without the channel's routine INFO and DEBUG lines.
-type warnings struct{ h slog.Handler }
-
-func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= slog.LevelWarn && w.h.Enabled(ctx, l)
-}
-
-func (w warnings) Handle(ctx context.Context, r slog.Record) error { return w.h.Handle(ctx, r) }
-
-func (w warnings) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return warnings{w.h.WithAttrs(attrs)}
-}
-
-func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.h.WithGroup(name)} }
 
 func (c *config) newRand() *rand.Rand {
 	if c.seed != nil {

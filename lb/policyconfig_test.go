@@ -14,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/consistenthash"
 	"github.com/lbkit/lbkit/lb/leastrequest"
 	"github.com/lbkit/lbkit/lb/outlierdetection"
 	"github.com/lbkit/lbkit/lb/pickfirst"
@@ -25,6 +26,7 @@ import (
 
 // TestTypedConfigParsesAsItsJSON is the property that makes typed configs
 // safe: a random tree of in-tree policies' typed configs, valid or not,
+// (the seven of the channel's built-ins and the two consistent-hash ones)
 // parses to the same ParsedPolicy, or fails with the same error (message
 // and JSON path), as the JSON a user would write for it. The JSON is
 // written here by hand from the same draws, from the rule each typed
@@ -60,7 +62,7 @@ func TestTypedConfigParsesAsItsJSON(t *testing.T) {
 // drawPolicy draws one policy's typed config and its JSON list entry
 // {"name": {...}}; parents draw children down to depth.
 func drawPolicy(t *rapid.T, depth int) (lb.PolicyConfig, string) {
-	kinds := []string{"pick_first", "round_robin", "wrr", "least_request"}
+	kinds := []string{"pick_first", "round_robin", "wrr", "least_request", "ring_hash", "maglev"}
 	if depth > 0 {
 		kinds = append(kinds, "outlier", "priority", "weighted_target")
 	}
@@ -82,6 +84,26 @@ func drawPolicy(t *rapid.T, depth int) (lb.PolicyConfig, string) {
 	case "least_request":
 		c := leastrequest.Config{ChoiceCount: rapid.Uint32Range(0, 12).Draw(t, "choiceCount")}
 		fields = uintField(fields, "choiceCount", c.ChoiceCount)
+		typed = c
+	case "ring_hash":
+		sizes := rapid.SampledFrom([]uint64{0, 1, 1024, 5000, 9_000_000, 1 << 33})
+		c := consistenthash.RingHashConfig{
+			MinRingSize: sizes.Draw(t, "minRingSize"), MaxRingSize: sizes.Draw(t, "maxRingSize"),
+			RequestHashHeader: drawHeader(t), HashBalanceFactor: rapid.SampledFrom([]uint32{0, 50, 150}).Draw(t, "factor"),
+		}
+		fields = uint64Field(fields, "minRingSize", c.MinRingSize)
+		fields = uint64Field(fields, "maxRingSize", c.MaxRingSize)
+		fields = stringField(fields, "requestHashHeader", c.RequestHashHeader)
+		fields = uintField(fields, "hashBalanceFactor", c.HashBalanceFactor)
+		typed = c
+	case "maglev":
+		c := consistenthash.MaglevConfig{
+			TableSize:         rapid.SampledFrom([]uint64{0, 7, 65536, 65537, 5000011, 5000012}).Draw(t, "tableSize"),
+			RequestHashHeader: drawHeader(t), HashBalanceFactor: rapid.SampledFrom([]uint32{0, 50, 150}).Draw(t, "factor"),
+		}
+		fields = uint64Field(fields, "tableSize", c.TableSize)
+		fields = stringField(fields, "requestHashHeader", c.RequestHashHeader)
+		fields = uintField(fields, "hashBalanceFactor", c.HashBalanceFactor)
 		typed = c
 	case "outlier":
 		typed, fields = drawOutlier(t, depth)
@@ -238,6 +260,28 @@ func uintField(fields []string, name string, v uint32) []string {
 		return fields
 	}
 	return append(fields, strconv.Quote(name)+":"+strconv.FormatUint(uint64(v), 10))
+}
+
+// uint64Field appends "name":v when v is not 0: 0 is left out.
+func uint64Field(fields []string, name string, v uint64) []string {
+	if v == 0 {
+		return fields
+	}
+	return append(fields, strconv.Quote(name)+":"+strconv.FormatUint(v, 10))
+}
+
+// stringField appends "name":"v" when v is not empty: "" is left out.
+func stringField(fields []string, name, v string) []string {
+	if v == "" {
+		return fields
+	}
+	return append(fields, strconv.Quote(name)+":"+strconv.Quote(v))
+}
+
+// drawHeader draws a request hash header: none, valid ones (upper case is
+// lowered) and invalid ones.
+func drawHeader(t *rapid.T) string {
+	return rapid.SampledFrom([]string{"", "x-user", "X-User", "bad header", "key-bin"}).Draw(t, "header")
 }
 
 // protoDuration writes d as proto3 JSON does, independently of

@@ -60,8 +60,9 @@ func MarshalPolicyList(p PolicyConfig) (json.RawMessage, error) {
 
 // MarshalServiceConfig returns the service config JSON
 // {"loadBalancingConfig": [{"<name>": {...}}]} that p stands for
-// ([MarshalPolicyList]), for the APIs that take a service config as text,
-// such as grpc-go's grpc.WithDefaultServiceConfig.
+// ([MarshalPolicyList]), for the APIs that take a service config as text.
+// (grpc-go knows lbkit's policies under other names: the grpc-go adapter's
+// ServiceConfig writes its form.)
 func MarshalServiceConfig(p PolicyConfig) (string, error) {
 	list, err := MarshalPolicyList(p)
 	if err != nil {

@@ -116,7 +116,7 @@ func New(target string, opts ...Option) (*Channel, error) {
 	var defSC *serviceConfig
 	if cfg.defaultServiceConfig != "" {
 		if defSC, err = parseServiceConfig([]byte(cfg.defaultServiceConfig), cfg.registry, cfg.strictConfig); err != nil {
-			return nil, fmt.Errorf("conn: WithDefaultServiceConfig: %w", err)
+			return nil, fmt.Errorf("conn: %s: %w", cfg.defaultSCOption, err)
 		}
 	}
 	c := &Channel{

@@ -1,7 +1,6 @@
 package conn
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/lbkit/lbkit/internal/warnlog"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -36,6 +36,8 @@ type config struct {
 	seed                 *[2]uint64
 	dialer               Dialer
 	defaultServiceConfig string
+	defaultSCOption      string // the option that set it, for New's error
+	defaultSCErr         error  // WithDefaultPolicy's config did not marshal
 	defaultScheme        string
 	resolverBuilder      resolver.Builder
 	idleTimeout          time.Duration
@@ -91,7 +93,32 @@ func WithDialer(d Dialer) Option {
 // resolver provides none. It is parsed by New; an invalid one is New's
 // error. If this option is not supplied, the default is pick_first.
 func WithDefaultServiceConfig(json string) Option {
-	return optionFunc(func(cfg *config) { cfg.defaultServiceConfig = json })
+	return optionFunc(func(cfg *config) {
+		cfg.defaultServiceConfig, cfg.defaultSCOption, cfg.defaultSCErr = json, "WithDefaultServiceConfig", nil
+	})
+}
+
+// WithDefaultPolicy sets the default service config to the one whose
+// loadBalancingConfig is p, the typed form of a policy's JSON config, such
+// as
+//
+//	conn.WithDefaultPolicy(outlierdetection.Policy{
+//		FailurePercentageEjection: &outlierdetection.FailurePercentageEjection{Threshold: 50},
+//		ChildPolicy:               roundrobin.Config{},
+//	})
+//
+// It is WithDefaultServiceConfig(s) where s is
+// [lb.MarshalServiceConfig](p), {"loadBalancingConfig":[{"<name>":{...}}]}:
+// New parses it with the same parser and rejects it with the same
+// error, whose JSON path locates the offending field (such as
+// loadBalancingConfig[0].outlier_detection_experimental.childPolicy: ...).
+// A nil p, or one that does not marshal, is New's error. This option and
+// WithDefaultServiceConfig set the same thing: the last one given wins.
+func WithDefaultPolicy(p lb.PolicyConfig) Option {
+	return optionFunc(func(cfg *config) {
+		cfg.defaultServiceConfig, cfg.defaultSCErr = lb.MarshalServiceConfig(p)
+		cfg.defaultSCOption = "WithDefaultPolicy"
+	})
 }
 
 // WithDefaultScheme sets the scheme for targets that have none. If this
@@ -175,6 +202,9 @@ func (c *config) validate() error {
 			errs = append(errs, err)
 		}
 	}
+	if c.defaultSCErr != nil {
+		errs = append(errs, fmt.Errorf("WithDefaultPolicy: %w", c.defaultSCErr))
+	}
 	if c.idleTimeout < 0 {
 		errs = append(errs, fmt.Errorf("WithIdleTimeout: must be >= 0, got %v", c.idleTimeout))
 	}
@@ -195,7 +225,7 @@ func (c *config) withDefaults() {
 		c.clock = clock.New()
 	}
 	if c.logger == nil {
-		c.logger = slog.New(warnings{slog.Default().Handler()})
+		c.logger = warnlog.Default()
 	}
 	if c.dialer == nil {
 		c.dialer = TCPDialer{}
@@ -207,23 +237,6 @@ func (c *config) withDefaults() {
 		c.metrics = lb.NopMetrics()
 	}
 }
-
-// warnings passes h the records at WARN and above: the default logger's
-// handler, so that mistakes are seen by a user who configured nothing,
-// without the channel's routine INFO and DEBUG lines.
-type warnings struct{ h slog.Handler }
-
-func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= slog.LevelWarn && w.h.Enabled(ctx, l)
-}
-
-func (w warnings) Handle(ctx context.Context, r slog.Record) error { return w.h.Handle(ctx, r) }
-
-func (w warnings) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return warnings{w.h.WithAttrs(attrs)}
-}
-
-func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.h.WithGroup(name)} }
 
 func (c *config) newRand() *rand.Rand {
 	if c.seed != nil {

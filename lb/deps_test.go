@@ -44,6 +44,7 @@ var layers = []struct {
 	{"internal/testpki", 0},     // throwaway certificates for tests, imports nothing of lbkit
 	{"internal/regularfile", 0}, // bounded reads of regular files, imports nothing of lbkit
 	{"internal/option", 0},      // functional options checked for nil, imports nothing of lbkit
+	{"internal/warnlog", 0},     // the default logger (WARN and up to slog.Default), imports nothing of lbkit
 	{"lb/edf", 0},
 	{"lb/backoff", 0},
 	{"lb/resolver/internal/", 0}, // helpers of the resolvers

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/balancer"
 	grpcresolver "google.golang.org/grpc/resolver"
 
+	"github.com/lbkit/lbkit/internal/warnlog"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
@@ -43,6 +44,9 @@ var _ balancer.Balancer = (*bridge)(nil)
 
 func newBridge(bb *Builder, cc balancer.ClientConn, bopts balancer.BuildOptions) *bridge {
 	o := bb.opts
+	if o.logger == nil {
+		o.logger = warnlog.Default()
+	}
 	b := &bridge{
 		cc:     cc,
 		ser:    lb.NewSerializer(o.clock),

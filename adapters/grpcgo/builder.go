@@ -60,16 +60,29 @@ const (
 // written during initialization, so registering here lets importing the
 // package be all a program needs; it is the package's only side effect.
 func init() {
-	Register(PickFirstName, pickfirst.Builder{})
-	Register(PriorityName, priority.NewBuilder())
-	Register(WeightedTargetName, weightedtarget.Builder{})
-	Register(WeightedRoundRobinName, wrr.Builder{})
-	Register(RoundRobinName, roundrobin.Builder{})
-	Register(LeastRequestName, leastrequest.Builder{})
-	Register(OutlierDetectionName, outlierdetection.Builder{})
-	Register(RingHashName, consistenthash.RingHashBuilder{})
-	Register(MaglevName, consistenthash.MaglevBuilder{})
-	Register(PeakEWMAName, peakewma.Builder{})
+	for _, p := range defaultPolicies {
+		Register(p.name, p.b)
+	}
+}
+
+// defaultPolicy is a policy init registers: b under name with grpc-go.
+type defaultPolicy struct {
+	name string
+	b    lb.Builder
+}
+
+// defaultPolicies are the policies init registers.
+var defaultPolicies = []defaultPolicy{
+	{PickFirstName, pickfirst.Builder{}},
+	{PriorityName, priority.NewBuilder()},
+	{WeightedTargetName, weightedtarget.Builder{}},
+	{WeightedRoundRobinName, wrr.Builder{}},
+	{RoundRobinName, roundrobin.Builder{}},
+	{LeastRequestName, leastrequest.Builder{}},
+	{OutlierDetectionName, outlierdetection.Builder{}},
+	{RingHashName, consistenthash.RingHashBuilder{}},
+	{MaglevName, consistenthash.MaglevBuilder{}},
+	{PeakEWMAName, peakewma.Builder{}},
 }
 
 // Register registers, with grpc-go's balancer registry, a [Builder] that

@@ -15,7 +15,7 @@ type Option interface{ apply(*options) }
 
 type options struct {
 	clock    clock.Clock
-	logger   *slog.Logger
+	logger   *slog.Logger // nil: warnlog.Default() at each Build
 	newRand  func() *rand.Rand
 	observer func(*lb.Serializer)
 }
@@ -26,8 +26,7 @@ func (f optionFunc) apply(o *options) { f(o) }
 
 func newOptions(opts []Option) options {
 	o := options{
-		clock:  clock.New(),
-		logger: slog.New(slog.DiscardHandler),
+		clock: clock.New(),
 		newRand: func() *rand.Rand {
 			return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 		},
@@ -51,8 +50,12 @@ func WithClock(c clock.Clock) Option {
 }
 
 // WithLogger sets the logger of every balancer built (the lbkit policies and
-// the bridge itself log there). If this option is not supplied, or l is nil,
-// logs are discarded.
+// the bridge itself log there), every level l enables. If this option is
+// not supplied, or l is nil, WARN and ERROR records (a policy's warning, a
+// config it cannot act on) go to [slog.Default] as it is when grpc-go
+// builds the balancer, and INFO and DEBUG records are discarded, as
+// conn.New does; WithLogger(slog.New(slog.DiscardHandler)) discards
+// everything.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(o *options) {
 		if l != nil {

@@ -87,6 +87,43 @@ func TestWithoutLoggerAndRandEachBalancerHasItsOwn(t *testing.T) {
 	}
 }
 
+// Without WithLogger, WARN and ERROR records reach slog.Default as it is
+// when grpc-go builds the balancer (not when the builder was made, often
+// in an init function before main sets its logger), and INFO and DEBUG
+// records are dropped, as conn.New does (issue 28: they were discarded).
+func TestWithoutLoggerWarningsReachSlogDefault(t *testing.T) {
+	rec := &recordOptions{}
+	bb := grpcgo.NewBuilder("record_options_default_logger", rec) // before SetDefault, as at init
+	logs := &lbtest.Logs{}
+	prev := slog.Default()
+	slog.SetDefault(slog.New(logs))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+
+	bal := bb.Build(newFakeCC(), balancer.BuildOptions{})
+	defer bal.Close()
+	policy := rec.got[0].Logger
+	policy.Warn("policy warning")
+	policy.Error("policy error")
+	policy.Info("policy info")
+	policy.Debug("policy debug")
+	if err := bal.UpdateClientConnState(balancer.ClientConnState{}); err != balancer.ErrBadResolverState { // the bridge's DEBUG record
+		t.Fatalf("empty update: %v, want balancer.ErrBadResolverState", err)
+	}
+	for _, c := range []struct {
+		level slog.Level
+		msg   string
+		want  int
+	}{
+		{slog.LevelWarn, "policy warning", 1}, {slog.LevelError, "policy error", 1},
+		{slog.LevelInfo, "policy info", 0}, {slog.LevelDebug, "policy debug", 0},
+		{slog.LevelDebug, "grpcgo: policy rejected the resolver state", 0},
+	} {
+		if n := logs.Count(c.level, c.msg); n != c.want {
+			t.Errorf("%d %v records %q reached slog.Default, want %d", n, c.level, c.msg, c.want)
+		}
+	}
+}
+
 // A nil policy or option panics at registration with a message naming it,
 // not with a nil-pointer dereference when grpc-go first builds the policy
 // (issue 28).

@@ -51,11 +51,17 @@ func TestDemoShortRun(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(data, []byte("<svg")) {
 		t.Errorf("timeline not written as SVG: %v", err)
 	}
-	for _, want := range []string{"primary-b2 answers 503", "primary-b2 ejected", "primary-b2 back in service",
-		"primary stopped", "primary restarted", "summary:", "timeline: " + svg, "debug page at http://127.0.0.1:"} {
+	for _, want := range []string{"primary-b2 answers 503", "outlier detection ejects primary-b2", "outlier detection returns primary-b2",
+		"primary stopped", "primary restarted", "summary:", "timeline: " + svg, "debug page at http://127.0.0.1:",
+		"plus outlier detection per priority (added by the demo", "reconnect backoff 100ms ×1.6 to 1s (default 1s to 2m0s)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q\n%s", want, out.String())
 		}
+	}
+	// The demo's private resolver scheme is nothing a user could use
+	// (issue 28); the first line names the eds: target instead.
+	if strings.Contains(out.String(), odScheme+":") {
+		t.Errorf("output prints the private scheme %q\n%s", odScheme, out.String())
 	}
 }
 

@@ -75,7 +75,8 @@ func (m *outlierMonitor) result() outlierResult {
 
 // events takes the ejections and returns logged since the last call,
 // updates the failing backend's watch, and describes them for the table
-// ("primary-b2 ejected").
+// ("outlier detection ejects primary-b2"), each naming the mechanism that
+// speaks, so that a row never seems to say one thing twice.
 func (m *outlierMonitor) events() string {
 	var labels []string
 	for _, ev := range m.log.take() {
@@ -85,15 +86,15 @@ func (m *outlierMonitor) events() string {
 		}
 		switch {
 		case ev.health == "unhealthy":
-			labels = append(labels, name+" drained by its health check")
+			labels = append(labels, "health check drains "+name)
 			continue
 		case ev.health == "healthy":
-			labels = append(labels, name+" passes its health check again")
+			labels = append(labels, "health check returns "+name)
 			continue
 		case ev.ejected:
-			labels = append(labels, name+" ejected")
+			labels = append(labels, "outlier detection ejects "+name)
 		default:
-			labels = append(labels, name+" back in service")
+			labels = append(labels, "outlier detection returns "+name)
 		}
 		w := m.ow
 		if w == nil || name != w.name {

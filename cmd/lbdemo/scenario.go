@@ -75,6 +75,12 @@ func builtinScenario(o options) (*scenario, error) {
 		return nil, fmt.Errorf("embedded assignment: %w", err)
 	}
 	sc.Target = odScheme + ":///" + filepath.ToSlash(strings.TrimPrefix(path, "/"))
+	// What the private scheme means, and the backoff tuned for short
+	// phases, said where the run begins.
+	sc.About = fmt.Sprintf("eds:///%s plus outlier detection per priority (added by the demo, as xDS would); "+
+		"reconnect backoff %v ×%v to %v (default %v to %v)",
+		filepath.ToSlash(strings.TrimPrefix(path, "/")), demoBackoff.BaseDelay, demoBackoff.Multiplier, demoBackoff.MaxDelay,
+		backoff.Default().BaseDelay, backoff.Default().MaxDelay)
 	sc.monitor = &outlierMonitor{log: &odLog{}, nameOf: sc.NameOf}
 	sc.Monitor = sc.monitor
 	d := o.Duration
@@ -106,7 +112,7 @@ func (sc *scenario) script(d time.Duration) {
 			m.failing(flaky.Name())
 			return nil
 		}},
-		{At: d / 6, Label: flaky.Name() + " healthy again", Do: func() error {
+		{At: d / 6, Label: flaky.Name() + " stops answering 503", Do: func() error {
 			flaky.SetFailing(false)
 			m.recovered()
 			return nil

@@ -25,6 +25,11 @@ type Scenario struct {
 	// Target and ChannelOptions make the channel.
 	Target         string
 	ChannelOptions []conn.Option
+	// About, if not empty, is what the run's first line says instead of
+	// Target: what the channel reaches in words a user can act on, when
+	// Target's scheme is private to the demo, and the settings the demo
+	// tuned away from the defaults.
+	About string
 	// Backends names the table's columns, in order; empty: the backends
 	// are discovered as traffic arrives (named by address).
 	Backends []string
@@ -120,7 +125,11 @@ func (s *Scenario) Run(ctx context.Context, out io.Writer) (*Summary, error) {
 	var wg sync.WaitGroup
 	s.startLoad(runCtx, &wg, client, rec)
 
-	fmt.Fprintf(out, "%s: %s, %d requests/s for %v\n", s.Name, s.Target, s.Options.Rate, s.Options.Duration)
+	about := s.About
+	if about == "" {
+		about = s.Target
+	}
+	fmt.Fprintf(out, "%s: %s, %d requests/s for %v\n", s.Name, about, s.Options.Rate, s.Options.Duration)
 	s.printHeader(out)
 	err = p.play(runCtx, script)
 	cancel()

@@ -10,6 +10,11 @@ import (
 // palette colours the backends' lines, in column order.
 var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"}
 
+// dashes are the backends' line patterns, in column order: neighbouring
+// columns (often equal weights, as two backups) differ, so that a line
+// drawn over an equal one leaves it visible through its gaps.
+var dashes = []string{"none", "7 4", "2 3", "10 3 2 3"}
+
 // writeSVG draws requests per backend per second, with the script's events
 // as dashed vertical lines and the priority in use as a band along the top.
 func writeSVG(w io.Writer, t *timeline) error {
@@ -54,8 +59,11 @@ func writeSVG(w io.Writer, t *timeline) error {
 			x(i)-plotW/float64(2*max(1, n-1)), top-14, plotW/float64(max(1, n-1)), colour, s.Priority)
 		if s.Event != "" {
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#555" stroke-dasharray="4 3"/>`+"\n", x(i), top, x(i), height-bottom)
-			lx, anchor, line := labels.place(x(i), escape(s.Event), width-right)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#555" text-anchor="%s">%s</text>`+"\n", lx, top+14+14*line, anchor, escape(s.Event))
+			// One line per event of the second, each placed on its own.
+			for _, part := range strings.Split(s.Event, "; ") {
+				lx, anchor, line := labels.place(x(i), part, left, width-right)
+				fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#555" stroke="white" stroke-width="3" paint-order="stroke" text-anchor="%s">%s</text>`+"\n", lx, top+14+14*line, anchor, escape(part))
+			}
 		}
 	}
 	for k, name := range t.Backends {
@@ -64,9 +72,10 @@ func writeSVG(w io.Writer, t *timeline) error {
 		for i, s := range t.Seconds {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(s.Counts[name])))
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", colour, strings.Join(pts, " "))
+		dash := dashes[k%len(dashes)]
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" stroke-dasharray="%s" points="%s"/>`+"\n", colour, dash, strings.Join(pts, " "))
 		ly := top + 10 + 18*k
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/>`+"\n", width-right+12, ly, width-right+32, ly, colour)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3" stroke-dasharray="%s"/>`+"\n", width-right+12, ly, width-right+32, ly, colour, dash)
 		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", width-right+38, ly+4, escape(name))
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555">top band: priority in use</text>`+"\n", width-right+12, top+20+18*len(t.Backends))
@@ -89,17 +98,23 @@ type labelLines struct {
 
 // maxLabelLines bounds the lines; past them a label goes on the line that
 // ends first.
-const maxLabelLines = 6
+const maxLabelLines = 8
 
 // place returns where the label of an event at x goes: the text's x, its
-// anchor, and its line. A label that would run past limit ends at x.
-func (l *labelLines) place(x float64, label string, limit int) (lx float64, anchor string, line int) {
+// anchor, and its line. A label that would run past limit ends at x; one
+// that would then start before lo starts at lo (or ends at limit, if
+// that is further left), so that no label is clipped at either side.
+func (l *labelLines) place(x float64, label string, lo, limit int) (lx float64, anchor string, line int) {
 	w := 6.5 * float64(len(label))
 	lx, anchor = x+4, "start"
 	from, to := lx, lx+w
 	if to > float64(limit) {
 		lx, anchor = x-4, "end"
 		from, to = lx-w, lx
+	}
+	if from < float64(lo) {
+		lx, anchor = max(float64(lo), math.Min(x+4, float64(limit)-w)), "start"
+		from, to = lx, lx+w
 	}
 	line = -1
 	for k, end := range l.ends {

@@ -39,11 +39,11 @@ type RingHashConfig struct {
 	// number of entries. JSON "minRingSize" (or "min_ring_size"), a proto3
 	// JSON uint64 from 1 to [RingSizeLimit]; absent, null or 0:
 	// [DefaultMinRingSize].
-	MinRingSize uint64
+	MinRingSize uint64 `json:"minRingSize,omitempty"`
 	// MaxRingSize bounds the ring. JSON "maxRingSize" (or
 	// "max_ring_size"), from 1 to [RingSizeLimit]; absent, null or 0:
 	// [DefaultMaxRingSize]. It must not be below MinRingSize.
-	MaxRingSize uint64
+	MaxRingSize uint64 `json:"maxRingSize,omitempty"`
 	// RequestHashHeader, when set, names the request header whose value
 	// is hashed to place the request on the ring (gRFC A76), lower case.
 	// A request without the header gets a random hash. When empty, the
@@ -51,7 +51,7 @@ type RingHashConfig struct {
 	// request without one fails. JSON "requestHashHeader" (or
 	// "request_hash_header"): a gRPC metadata key (letters, digits, '-',
 	// '_', '.'; upper case is lowered) that does not end in "-bin".
-	RequestHashHeader string
+	RequestHashHeader string `json:"requestHashHeader,omitempty"`
 	// HashBalanceFactor, when not 0, bounds each endpoint's requests in
 	// flight (Envoy's hash_balance_factor; Mirrokni, Thorup and
 	// Zadimoghaddam, "Consistent Hashing with Bounded Loads"): an endpoint
@@ -61,7 +61,7 @@ type RingHashConfig struct {
 	// READY endpoint that is not. JSON "hashBalanceFactor" (or
 	// "hash_balance_factor"), at least [MinHashBalanceFactor] (150 lets an
 	// endpoint take 1.5 times its share); absent, null or 0: no bound.
-	HashBalanceFactor uint32
+	HashBalanceFactor uint32 `json:"hashBalanceFactor,omitempty"`
 }
 
 // sizes returns the effective ring sizes of c under cap.
@@ -177,11 +177,11 @@ type MaglevConfig struct {
 	// "tableSize" (or "table_size"), a prime from 2 to
 	// [MaxMaglevTableSize]; absent, null or 0: [DefaultMaglevTableSize],
 	// Envoy's default.
-	TableSize uint64
+	TableSize uint64 `json:"tableSize,omitempty"`
 	// RequestHashHeader is as in [RingHashConfig].
-	RequestHashHeader string
+	RequestHashHeader string `json:"requestHashHeader,omitempty"`
 	// HashBalanceFactor is as in [RingHashConfig].
-	HashBalanceFactor uint32
+	HashBalanceFactor uint32 `json:"hashBalanceFactor,omitempty"`
 }
 
 // The table sizes of Maglev, as Envoy defines them.

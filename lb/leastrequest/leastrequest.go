@@ -36,7 +36,7 @@ type Config struct {
 	// [DefaultChoiceCount]; below [MinChoiceCount] the config is rejected;
 	// above [MaxChoiceCount] it is lowered to MaxChoiceCount. The zero
 	// Config (ChoiceCount 0), as an update may carry, means the default.
-	ChoiceCount uint32
+	ChoiceCount uint32 `json:"choiceCount,omitempty"`
 }
 
 // effective returns the choice count the picker uses.

@@ -92,36 +92,40 @@ type Config struct {
 	ChildPolicy *lb.ParsedPolicy
 }
 
-// SuccessRateEjection configures the success-rate algorithm.
+// SuccessRateEjection configures the success-rate algorithm. In a parsed
+// [Config] every field holds its value; in a [Policy] a zero field is left
+// out of the JSON and takes its default.
 type SuccessRateEjection struct {
 	// StdevFactor, divided by 1000, is how many standard deviations below
 	// the mean success rate an address must be to be an outlier.
-	StdevFactor uint32
+	StdevFactor uint32 `json:"stdevFactor,omitempty"`
 	// EnforcementPercentage is the chance, in percent, that an outlier is
 	// ejected.
-	EnforcementPercentage uint32
+	EnforcementPercentage uint32 `json:"enforcementPercentage,omitempty"`
 	// MinimumHosts is how many addresses must have RequestVolume calls in
 	// an interval for the algorithm to run.
-	MinimumHosts uint32
+	MinimumHosts uint32 `json:"minimumHosts,omitempty"`
 	// RequestVolume is how many calls an address needs in an interval to
 	// be considered.
-	RequestVolume uint32
+	RequestVolume uint32 `json:"requestVolume,omitempty"`
 }
 
 // FailurePercentageEjection configures the failure-percentage algorithm.
+// In a parsed [Config] every field holds its value; in a [Policy] a zero
+// field is left out of the JSON and takes its default.
 type FailurePercentageEjection struct {
 	// Threshold is the failure percentage above which an address is an
 	// outlier.
-	Threshold uint32
+	Threshold uint32 `json:"threshold,omitempty"`
 	// EnforcementPercentage is the chance, in percent, that an outlier is
 	// ejected.
-	EnforcementPercentage uint32
+	EnforcementPercentage uint32 `json:"enforcementPercentage,omitempty"`
 	// MinimumHosts is how many addresses must have RequestVolume calls in
 	// an interval for the algorithm to run.
-	MinimumHosts uint32
+	MinimumHosts uint32 `json:"minimumHosts,omitempty"`
 	// RequestVolume is how many calls an address needs in an interval to
 	// be considered.
-	RequestVolume uint32
+	RequestVolume uint32 `json:"requestVolume,omitempty"`
 }
 
 // enabled reports whether at least one algorithm is configured: only then

@@ -12,7 +12,7 @@ type Config struct {
 	// ShuffleAddressList, when true, shuffles the address list of every
 	// update from the parent before connecting (gRFC A62). The JSON field
 	// is "shuffleAddressList" (or its proto twin "shuffle_address_list").
-	ShuffleAddressList bool
+	ShuffleAddressList bool `json:"shuffleAddressList,omitempty"`
 }
 
 // ParseConfig parses a pick_first config object into a [Config] and lists

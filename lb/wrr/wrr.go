@@ -24,7 +24,7 @@ type Config struct {
 	// always to the heaviest endpoint. A schedule that continues an
 	// earlier one is not affected. The JSON field is "randomStart" (or its
 	// proto twin "random_start"). Default: false.
-	RandomStart bool
+	RandomStart bool `json:"randomStart,omitempty"`
 }
 
 // Builder builds weighted_round_robin balancers and parses their config. The

@@ -17,6 +17,7 @@ import (
 	"github.com/lbkit/lbkit/lb/consistenthash"
 	"github.com/lbkit/lbkit/lb/leastrequest"
 	"github.com/lbkit/lbkit/lb/outlierdetection"
+	"github.com/lbkit/lbkit/lb/peakewma"
 	"github.com/lbkit/lbkit/lb/pickfirst"
 	"github.com/lbkit/lbkit/lb/priority"
 	"github.com/lbkit/lbkit/lb/roundrobin"
@@ -62,7 +63,7 @@ func TestTypedConfigParsesAsItsJSON(t *testing.T) {
 // drawPolicy draws one policy's typed config and its JSON list entry
 // {"name": {...}}; parents draw children down to depth.
 func drawPolicy(t *rapid.T, depth int) (lb.PolicyConfig, string) {
-	kinds := []string{"pick_first", "round_robin", "wrr", "least_request", "ring_hash", "maglev"}
+	kinds := []string{"pick_first", "round_robin", "wrr", "least_request", "ring_hash", "maglev", "peak_ewma"}
 	if depth > 0 {
 		kinds = append(kinds, "outlier", "priority", "weighted_target")
 	}
@@ -105,6 +106,15 @@ func drawPolicy(t *rapid.T, depth int) (lb.PolicyConfig, string) {
 		fields = stringField(fields, "requestHashHeader", c.RequestHashHeader)
 		fields = uintField(fields, "hashBalanceFactor", c.HashBalanceFactor)
 		typed = c
+	case "peak_ewma":
+		durations := []time.Duration{0, time.Nanosecond, 50 * time.Millisecond, 10 * time.Second, -time.Second, 2 * time.Hour}
+		c := peakewma.Config{
+			DecayTime:      rapid.SampledFrom(durations).Draw(t, "decayTime"),
+			DefaultRTT:     rapid.SampledFrom(durations).Draw(t, "defaultRtt"),
+			FailurePenalty: rapid.SampledFrom(durations).Draw(t, "failurePenalty"),
+		}
+		fields = durationFields(fields, namedDuration{"decayTime", c.DecayTime}, namedDuration{"defaultRtt", c.DefaultRTT}, namedDuration{"failurePenalty", c.FailurePenalty})
+		typed = c
 	case "outlier":
 		typed, fields = drawOutlier(t, depth)
 	case "priority":
@@ -113,6 +123,22 @@ func drawPolicy(t *rapid.T, depth int) (lb.PolicyConfig, string) {
 		typed, fields = drawWeightedTarget(t, depth)
 	}
 	return typed, "{" + strconv.Quote(typed.PolicyName()) + ":{" + strings.Join(fields, ",") + "}}"
+}
+
+// namedDuration is a duration field of a config and its JSON name.
+type namedDuration struct {
+	name string
+	d    time.Duration
+}
+
+// durationFields appends the JSON of each non-zero duration to fields.
+func durationFields(fields []string, ds ...namedDuration) []string {
+	for _, d := range ds {
+		if d.d != 0 {
+			fields = append(fields, strconv.Quote(d.name)+":"+strconv.Quote(protoDuration(d.d)))
+		}
+	}
+	return fields
 }
 
 // drawChild draws a parent's child: nil (left out of the JSON) now and
@@ -134,15 +160,7 @@ func drawOutlier(t *rapid.T, depth int) (lb.PolicyConfig, []string) {
 		MaxEjectionTime:    rapid.SampledFrom(durations).Draw(t, "max"),
 		MaxEjectionPercent: percent.Draw(t, "maxPercent"),
 	}
-	var fields []string
-	for _, d := range []struct {
-		name string
-		d    time.Duration
-	}{{"interval", p.Interval}, {"baseEjectionTime", p.BaseEjectionTime}, {"maxEjectionTime", p.MaxEjectionTime}} {
-		if d.d != 0 {
-			fields = append(fields, strconv.Quote(d.name)+":"+strconv.Quote(protoDuration(d.d)))
-		}
-	}
+	fields := durationFields(nil, namedDuration{"interval", p.Interval}, namedDuration{"baseEjectionTime", p.BaseEjectionTime}, namedDuration{"maxEjectionTime", p.MaxEjectionTime})
 	fields = uintField(fields, "maxEjectionPercent", p.MaxEjectionPercent)
 	if rapid.Bool().Draw(t, "successRate") {
 		sr := &outlierdetection.SuccessRateEjection{

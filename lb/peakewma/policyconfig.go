@@ -1,0 +1,32 @@
+package peakewma
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// Config is an [lb.PolicyConfig]: usable wherever a service config or a
+// child policy is taken, as the JSON object its MarshalJSON makes.
+var _ lb.PolicyConfig = Config{}
+
+// PolicyName returns [Name], making Config an [lb.PolicyConfig].
+func (Config) PolicyName() string { return Name }
+
+// MarshalJSON returns the JSON object c stands for: its non-zero fields
+// under their JSON names, in proto3 JSON duration form (a zero field is
+// left out, and so takes its default).
+func (c Config) MarshalJSON() ([]byte, error) {
+	d := func(v time.Duration) string {
+		if v == 0 {
+			return ""
+		}
+		return lb.FormatDuration(v)
+	}
+	return json.Marshal(struct {
+		DecayTime      string `json:"decayTime,omitempty"`
+		DefaultRTT     string `json:"defaultRtt,omitempty"`
+		FailurePenalty string `json:"failurePenalty,omitempty"`
+	}{d(c.DecayTime), d(c.DefaultRTT), d(c.FailurePenalty)})
+}

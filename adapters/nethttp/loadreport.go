@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 

@@ -114,8 +114,8 @@ type nopRecorder struct{}
 
 type nopInstrument struct{}
 
-func (nopInstrument) Add(int64) {}
-func (nopInstrument) Set(int64) {}
+func (nopInstrument) Add(int64)      {}
+func (nopInstrument) Set(int64)      {}
 func (nopInstrument) Record(float64) {}
 
 func (nopRecorder) Counter(*MetricDesc, ...string) Counter { return nopInstrument{} }

@@ -101,7 +101,6 @@ func (b *balancer) setWeight(a resolver.Address, ep *endpoint) {
 	}
 }
 
-
 // buildReadyPicker returns a picker over the READY endpoints, in list
 // order. It continues the most recent schedule that has been picked from,
 // if that schedule has two endpoints or more: a picker nobody used is

@@ -16,11 +16,16 @@ import (
 // lbkit pick, and allocates nothing unless the lbkit result has a Done or
 // the call has outgoing metadata (which becomes [lb.PickInfo.Metadata]:
 // grpc-go copies it).
-type picker struct{ p lb.Picker }
+type picker struct {
+	p         lb.Picker
+	malformed *loadCounter // the channel's count of malformed load reports
+}
 
 var _ balancer.Picker = (*picker)(nil)
 
-func newPicker(p lb.Picker) *picker { return &picker{p: p} }
+func newPicker(p lb.Picker, malformed *loadCounter) *picker {
+	return &picker{p: p, malformed: malformed}
+}
 
 // errForeignSubConn is returned when an lbkit picker returns a SubConn this
 // bridge did not create, breaking lbkit's contract.
@@ -31,7 +36,7 @@ var errForeignSubConn = status.Error(codes.Internal, "grpcgo: lbkit picker retur
 //   - a SubConn: the grpc-go SubConn behind it, and a Done that passes
 //     [balancer.DoneInfo] to the lbkit Done (if the lbkit pick had one):
 //     Err as is, the status code of Err as Status, the trailer as
-//     Metadata;
+//     Metadata, the ORCA load report as Load (see doneWithLoad);
 //   - [lb.ErrNoSubConnAvailable]: [balancer.ErrNoSubConnAvailable], so
 //     grpc-go queues the RPC until the next picker;
 //   - an error matching [lb.ErrDropped]: a status error with code
@@ -57,7 +62,8 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	}
 	res := balancer.PickResult{SubConn: sc.sc}
 	if done := r.Done; done != nil {
-		res.Done = func(di balancer.DoneInfo) { done(toDoneInfo(di)) }
+		m := p.malformed
+		res.Done = func(di balancer.DoneInfo) { doneWithLoad(done, di, m) }
 	}
 	return res, nil
 }

@@ -36,7 +36,7 @@ func startReporting(t *testing.T, name, report string) string {
 // ignored (it gets the mean weight) and counted on the channel.
 func TestLoadReportsShiftTrafficToTheLessLoadedBackend(t *testing.T) {
 	addrs := []string{
-		startReporting(t, "light", "TEXT cpu_utilization=0.2, rps_fractional=100"),    // weight 500
+		startReporting(t, "light", "TEXT cpu_utilization=0.2, rps_fractional=100"),         // weight 500
 		startReporting(t, "heavy", `JSON {"cpu_utilization": 0.8, "rps_fractional": 100}`), // weight 125
 		startReporting(t, "broken", "TEXT cpu_utilization=NaN, rps_fractional=100"),
 	}

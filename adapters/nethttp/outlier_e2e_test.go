@@ -51,8 +51,8 @@ type capturing struct {
 		lb.Builder
 		lb.ConfigParser
 	}
-	mu    sync.Mutex
-	ser   *lb.Serializer
+	mu  sync.Mutex
+	ser *lb.Serializer
 }
 
 func (b *capturing) Name() string { return b.name }

@@ -2,6 +2,7 @@ package wrr_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,9 +66,17 @@ func TestLoadReportsWeighEndpoints(t *testing.T) {
 
 	e.reportFor(9*time.Second, scs) // the first reports start the blackout
 	e.wantCounts(300, map[int]int{0: 100, 1: 100, 2: 100})
+	m, target := e.h.Metrics, e.h.CC.Target()
+	notYet := m.Value(wrr.MetricEndpointWeightNotYetUsable.Name, target, "")
 	e.reportFor(2*time.Second, scs) // the blackout (10 s) has ended
 	// a: 200, b: 400 (application utilization wins), c: the mean, 300.
 	e.wantCounts(900, map[int]int{0: 200, 1: 400, 2: 300})
+	// One scheduler update (the weights changed once): c has no weight
+	// (A78), and each endpoint's weight is recorded, 0 for c.
+	m.Want(t, notYet+1, wrr.MetricEndpointWeightNotYetUsable.Name, target, "")
+	if w := m.Recorded(wrr.MetricEndpointWeights.Name, target, ""); len(w) < 3 || !slices.Equal(w[len(w)-3:], []float64{200, 400, 0}) {
+		t.Errorf("endpoint weights recorded %v, want them to end with 200, 400, 0", w)
+	}
 
 	// No more reports: the weights stay until they expire (3 min).
 	e.h.Advance(wrr.DefaultWeightExpirationPeriod - 3*time.Second)
@@ -78,12 +87,8 @@ func TestLoadReportsWeighEndpoints(t *testing.T) {
 	if _, pending := e.h.Serializer.NextDeadline(); pending {
 		t.Errorf("a timer is pending after every weight expired")
 	}
-	m, target := e.h.Metrics, e.h.CC.Target()
 	if m.Value(wrr.MetricEndpointWeightStale.Name, target, "") == 0 {
 		t.Errorf("no stale endpoint counted after the weights expired")
-	}
-	if w := m.Recorded(wrr.MetricEndpointWeights.Name, target, ""); len(w) == 0 {
-		t.Errorf("no endpoint weight recorded")
 	}
 
 	// Fresh reports serve a new blackout.

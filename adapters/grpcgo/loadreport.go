@@ -50,7 +50,8 @@ func fromProto(r *v3orcapb.OrcaLoadReport, dst *lb.LoadReport) error {
 		Named:                  named,
 	}
 	if dst.QPS == 0 {
-		dst.QPS = float64(r.GetRps()) //nolint:staticcheck // the older integer rate, used when rps_fractional is absent
+		//lint:ignore SA1019 the older integer rate, used when rps_fractional is absent
+		dst.QPS = float64(r.GetRps())
 	}
 	for _, m := range []struct {
 		kind lb.NamedMetricKind

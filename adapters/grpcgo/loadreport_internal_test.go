@@ -35,6 +35,7 @@ func TestDoneCarriesLoadReport(t *testing.T) {
 	}{
 		{name: "none", di: balancer.DoneInfo{Trailer: metadata.Pairs("x", "y")}},
 		{name: "trailer", di: balancer.DoneInfo{Trailer: metadata.Pairs(LoadReportTrailer, string(bin))}, wantCPU: 0.5, wantLoad: true},
+		//lint:ignore SA1019 a backend may still send the integer rate alone
 		{name: "server load", di: balancer.DoneInfo{ServerLoad: &v3orcapb.OrcaLoadReport{CpuUtilization: 0.75, Rps: 3},
 			Trailer: metadata.Pairs(LoadReportTrailer, string(bin))}, wantCPU: 0.75, wantLoad: true},
 		{name: "not protobuf", di: balancer.DoneInfo{Trailer: metadata.Pairs(LoadReportTrailer, "\xff\xff")}, wantMalformed: 1},

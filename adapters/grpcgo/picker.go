@@ -2,6 +2,7 @@ package grpcgo
 
 import (
 	"errors"
+	"unsafe"
 
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/codes"
@@ -61,9 +62,8 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		return balancer.PickResult{}, errForeignSubConn
 	}
 	res := balancer.PickResult{SubConn: sc.sc}
-	if done := r.Done; done != nil {
-		m := p.malformed
-		res.Done = func(di balancer.DoneInfo) { doneWithLoad(done, di, m) }
+	if r.Done != nil {
+		res.Done = sc.grpcDone(r.Done, p.malformed)
 	}
 	return res, nil
 }
@@ -123,3 +123,28 @@ func isStatusError(err error) bool {
 type plainError struct{ msg string }
 
 func (e plainError) Error() string { return e.msg }
+
+// doneAdapter is the grpc-go Done made for one lbkit Done.
+type doneAdapter struct {
+	lbDone unsafe.Pointer // the lbkit Done's closure, its identity
+	grpc   func(balancer.DoneInfo)
+}
+
+// grpcDone returns the grpc-go form of done: the one cached on sc when
+// done is the same closure as last time (policies such as
+// weighted_round_robin give one Done per endpoint), else a new one, which
+// it caches. Comparing closures by their address is what makes a pick of
+// such a policy allocate nothing.
+func (sc *subConn) grpcDone(done func(lb.DoneInfo), malformed *loadCounter) func(balancer.DoneInfo) {
+	id := closureID(done)
+	if a := sc.done.Load(); a != nil && a.lbDone == id {
+		return a.grpc
+	}
+	a := &doneAdapter{lbDone: id, grpc: func(di balancer.DoneInfo) { doneWithLoad(done, di, malformed) }}
+	sc.done.Store(a)
+	return a.grpc
+}
+
+// closureID returns the address of f's closure: two funcs with the same
+// one are the same function value.
+func closureID(f func(lb.DoneInfo)) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&f)) }

@@ -10,6 +10,7 @@ type channelMetrics struct {
 	stateChanges                                    [lb.Shutdown + 1]lb.Counter // by new state
 	healthPassing, healthFailing                    lb.Counter
 	pickTransientFailure, pickDropped, pickDeadline lb.Counter
+	malformedLoadReports                            lb.Counter
 }
 
 func newChannelMetrics(r lb.MetricsRecorder, target string) channelMetrics {
@@ -22,6 +23,7 @@ func newChannelMetrics(r lb.MetricsRecorder, target string) channelMetrics {
 	m.pickTransientFailure = r.Counter(MetricFailedPicks, target, "transient_failure")
 	m.pickDropped = r.Counter(MetricFailedPicks, target, "dropped")
 	m.pickDeadline = r.Counter(MetricFailedPicks, target, "deadline")
+	m.malformedLoadReports = r.Counter(MetricMalformedLoadReports, target)
 	return m
 }
 
@@ -57,4 +59,15 @@ var (
 	// reason.
 	MetricFailedPicks = lb.RegisterMetric(&lb.MetricDesc{Name: "lbkit.channel.failed_picks", Unit: "{pick}",
 		Description: "Number of picks that failed.", Labels: []string{lb.LabelTarget, lb.LabelReason}})
+	// MetricMalformedLoadReports counts backend load reports a transport
+	// dropped because they did not parse or held invalid values
+	// ([Channel.CountMalformedLoadReport]).
+	MetricMalformedLoadReports = lb.RegisterMetric(&lb.MetricDesc{Name: "lbkit.load_reports.malformed", Unit: "{report}",
+		Description: "Number of backend load reports ignored because they were malformed.", Labels: []string{lb.LabelTarget}})
 )
+
+// CountMalformedLoadReport counts one backend load report that a transport
+// over c ignored because it was malformed (see [lb.LoadReport]), in
+// [MetricMalformedLoadReports]. Safe for concurrent use; it neither blocks
+// nor allocates.
+func (c *Channel) CountMalformedLoadReport() { c.metrics.malformedLoadReports.Add(1) }

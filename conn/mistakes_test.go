@@ -167,22 +167,15 @@ func TestTreeWithoutHierarchyPathsSaysSo(t *testing.T) {
 	}
 }
 
-// grpc-go's weighted_round_robin fields (gRFC A58's load reports), which
-// this policy does not use, are named in a warning that reaches
-// slog.Default() without any option: not dropped without a word
-// (issue 28). Not parallel: it sets slog's default logger.
-func TestGRPCWeightedRoundRobinFieldsAreNamed(t *testing.T) {
-	logs := &lbtest.Logs{}
-	prev := slog.Default()
-	slog.SetDefault(slog.New(logs))
-	t.Cleanup(func() { slog.SetDefault(prev) })
-	newTestChannel(t, WithDefaultServiceConfig(`{"loadBalancingConfig":[{"weighted_round_robin":{"enableOobLoadReport":true,"blackoutPeriod":"10s"}}]}`))
-	if n := logs.Count(slog.LevelWarn, unknownFieldsWarning); n != 1 {
-		t.Fatalf("%d warnings on slog.Default(), want 1:\n%s", n, logs)
+// grpc-go's weighted_round_robin config (gRFC A58's load report fields)
+// parses, and the one field lbkit cannot honour, enableOobLoadReport: true,
+// is refused with the reason rather than accepted without a word (issue
+// 26; issue 28 warned about every A58 field before lbkit read them).
+func TestGRPCWeightedRoundRobinOutOfBandRefused(t *testing.T) {
+	_, err := New("test:///svc", WithResolver(&testResolver{}), WithDefaultServiceConfig(`{"loadBalancingConfig":[{"weighted_round_robin":{"enableOobLoadReport":true,"blackoutPeriod":"10s"}}]}`))
+	const want = "loadBalancingConfig[0].weighted_round_robin.enableOobLoadReport: true asks for out-of-band load reports"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "lbkit does not implement") {
+		t.Fatalf("New = %v, want an error containing %q and saying lbkit does not implement it", err, want)
 	}
-	for _, field := range []string{"weighted_round_robin.enableOobLoadReport", "weighted_round_robin.blackoutPeriod"} {
-		if !strings.Contains(logs.String(), field) {
-			t.Errorf("the warning does not name %s:\n%s", field, logs)
-		}
-	}
+	newTestChannel(t, WithDefaultServiceConfig(`{"loadBalancingConfig":[{"weighted_round_robin":{"enableOobLoadReport":false,"blackoutPeriod":"10s","weightUpdatePeriod":"0.5s"}}]}`))
 }

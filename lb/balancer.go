@@ -195,6 +195,13 @@ type DoneInfo struct {
 	// trailers); nil when there is none. It is valid only during the
 	// Done call: a policy that wants a value copies it.
 	Metadata Metadata
+	// Load is the backend's load report for the request, parsed and
+	// validated by the transport (see [LoadReport]), or nil when the
+	// response carried none or a malformed one (which the transport
+	// counts). Like Metadata it is valid only during the Done call: the
+	// transport may reuse it afterwards, so a policy that keeps it copies
+	// it ([LoadReport.Clone]). Reading it allocates nothing.
+	Load *LoadReport
 }
 
 // ErrRequestNotSent is wrapped by the Err of the DoneInfo a channel gives a

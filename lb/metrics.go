@@ -15,14 +15,45 @@ const (
 	MetricCounter MetricKind = iota
 	// MetricGauge is a value that goes up and down: [Gauge.Set].
 	MetricGauge
+	// MetricHistogram is a distribution of float values:
+	// [Histogram.Record], made by [HistogramOf].
+	MetricHistogram
 )
 
-// String returns "counter" or "gauge".
+// String returns "counter", "gauge" or "histogram".
 func (k MetricKind) String() string {
-	if k == MetricGauge {
+	switch k {
+	case MetricGauge:
 		return "gauge"
+	case MetricHistogram:
+		return "histogram"
 	}
 	return "counter"
+}
+
+// Histogram is a distribution bound to one metric and one set of label
+// values. Record is safe for concurrent use and must neither block nor
+// allocate.
+type Histogram interface {
+	// Record adds v to the distribution.
+	Record(v float64)
+}
+
+// HistogramRecorder is implemented by a [MetricsRecorder] that records
+// histograms (adapters/otel's and lbtest's do). It is a separate interface
+// so that recorders written before histograms keep compiling.
+type HistogramRecorder interface {
+	// Histogram returns the handle of histogram desc for labelValues.
+	Histogram(desc *MetricDesc, labelValues ...string) Histogram
+}
+
+// HistogramOf returns r's handle of histogram desc for labelValues, or one
+// that records nothing when r does not implement [HistogramRecorder].
+func HistogramOf(r MetricsRecorder, desc *MetricDesc, labelValues ...string) Histogram {
+	if h, ok := r.(HistogramRecorder); ok {
+		return h.Histogram(desc, labelValues...)
+	}
+	return nopInstrument{}
 }
 
 // MetricDesc describes one metric: its name, unit, kind and the names of its
@@ -83,8 +114,9 @@ type nopRecorder struct{}
 
 type nopInstrument struct{}
 
-func (nopInstrument) Add(int64) {}
-func (nopInstrument) Set(int64) {}
+func (nopInstrument) Add(int64)      {}
+func (nopInstrument) Set(int64)      {}
+func (nopInstrument) Record(float64) {}
 
 func (nopRecorder) Counter(*MetricDesc, ...string) Counter { return nopInstrument{} }
 func (nopRecorder) Gauge(*MetricDesc, ...string) Gauge     { return nopInstrument{} }

@@ -81,6 +81,28 @@ func drawPolicy(t *rapid.T, depth int) (lb.PolicyConfig, string) {
 	case "wrr":
 		c := wrr.Config{RandomStart: rapid.Bool().Draw(t, "randomStart")}
 		fields = boolField(fields, "randomStart", c.RandomStart)
+		durations := []time.Duration{0, 50 * time.Millisecond, 10 * time.Second, -time.Second}
+		lr := wrr.LoadReportConfig{
+			BlackoutPeriod:          rapid.SampledFrom(append(durations, wrr.NoBlackout)).Draw(t, "blackout"),
+			WeightExpirationPeriod:  rapid.SampledFrom(durations).Draw(t, "expiration"),
+			WeightUpdatePeriod:      rapid.SampledFrom(durations).Draw(t, "update"),
+			ErrorUtilizationPenalty: rapid.SampledFrom([]float64{0, wrr.NoErrorPenalty, 1.5, -2}).Draw(t, "penalty"),
+		}
+		c.LoadReports = lr
+		blackout := namedDuration{"blackoutPeriod", lr.BlackoutPeriod}
+		if lr.BlackoutPeriod == wrr.NoBlackout {
+			fields = append(fields, `"blackoutPeriod":"0s"`)
+			blackout.d = 0
+		}
+		fields = durationFields(fields, blackout, namedDuration{"weightExpirationPeriod", lr.WeightExpirationPeriod},
+			namedDuration{"weightUpdatePeriod", lr.WeightUpdatePeriod})
+		switch p := lr.ErrorUtilizationPenalty; p {
+		case 0:
+		case wrr.NoErrorPenalty:
+			fields = append(fields, `"errorUtilizationPenalty":0`)
+		default:
+			fields = append(fields, `"errorUtilizationPenalty":`+strconv.FormatFloat(p, 'g', -1, 64))
+		}
 		typed = c
 	case "least_request":
 		c := leastrequest.Config{ChoiceCount: rapid.Uint32Range(0, 12).Draw(t, "choiceCount")}

@@ -34,6 +34,8 @@ type bridge struct {
 	scope  *lb.Scope
 	logger *slog.Logger
 	target string
+	// malformed counts the malformed load reports of the picks.
+	malformed loadCounter
 
 	// Touched only inside ser.
 	lbb   lb.Balancer
@@ -54,6 +56,7 @@ func newBridge(bb *Builder, cc balancer.ClientConn, bopts balancer.BuildOptions)
 		target: bopts.Target.String(),
 	}
 	b.scope = lb.NewScope(b.ser)
+	b.malformed.logger = b.logger
 	if o.observer != nil {
 		o.observer(b.ser)
 	}
@@ -182,7 +185,7 @@ func (c *lbConn) UpdateState(s lb.State) {
 	b := (*bridge)(c)
 	b.cc.UpdateState(balancer.State{
 		ConnectivityState: toGRPCState(s.ConnectivityState),
-		Picker:            newPicker(s.Picker),
+		Picker:            newPicker(s.Picker, &b.malformed),
 	})
 }
 

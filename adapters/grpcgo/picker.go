@@ -2,6 +2,7 @@ package grpcgo
 
 import (
 	"errors"
+	"unsafe"
 
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/codes"
@@ -16,11 +17,16 @@ import (
 // lbkit pick, and allocates nothing unless the lbkit result has a Done or
 // the call has outgoing metadata (which becomes [lb.PickInfo.Metadata]:
 // grpc-go copies it).
-type picker struct{ p lb.Picker }
+type picker struct {
+	p         lb.Picker
+	malformed *loadCounter // the channel's count of malformed load reports
+}
 
 var _ balancer.Picker = (*picker)(nil)
 
-func newPicker(p lb.Picker) *picker { return &picker{p: p} }
+func newPicker(p lb.Picker, malformed *loadCounter) *picker {
+	return &picker{p: p, malformed: malformed}
+}
 
 // errForeignSubConn is returned when an lbkit picker returns a SubConn this
 // bridge did not create, breaking lbkit's contract.
@@ -31,7 +37,7 @@ var errForeignSubConn = status.Error(codes.Internal, "grpcgo: lbkit picker retur
 //   - a SubConn: the grpc-go SubConn behind it, and a Done that passes
 //     [balancer.DoneInfo] to the lbkit Done (if the lbkit pick had one):
 //     Err as is, the status code of Err as Status, the trailer as
-//     Metadata;
+//     Metadata, the ORCA load report as Load (see doneWithLoad);
 //   - [lb.ErrNoSubConnAvailable]: [balancer.ErrNoSubConnAvailable], so
 //     grpc-go queues the RPC until the next picker;
 //   - an error matching [lb.ErrDropped]: a status error with code
@@ -56,8 +62,8 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		return balancer.PickResult{}, errForeignSubConn
 	}
 	res := balancer.PickResult{SubConn: sc.sc}
-	if done := r.Done; done != nil {
-		res.Done = func(di balancer.DoneInfo) { done(toDoneInfo(di)) }
+	if r.Done != nil {
+		res.Done = sc.grpcDone(r.Done, p.malformed)
 	}
 	return res, nil
 }
@@ -117,3 +123,28 @@ func isStatusError(err error) bool {
 type plainError struct{ msg string }
 
 func (e plainError) Error() string { return e.msg }
+
+// doneAdapter is the grpc-go Done made for one lbkit Done.
+type doneAdapter struct {
+	lbDone unsafe.Pointer // the lbkit Done's closure, its identity
+	grpc   func(balancer.DoneInfo)
+}
+
+// grpcDone returns the grpc-go form of done: the one cached on sc when
+// done is the same closure as last time (policies such as
+// weighted_round_robin give one Done per endpoint), else a new one, which
+// it caches. Comparing closures by their address is what makes a pick of
+// such a policy allocate nothing.
+func (sc *subConn) grpcDone(done func(lb.DoneInfo), malformed *loadCounter) func(balancer.DoneInfo) {
+	id := closureID(done)
+	if a := sc.done.Load(); a != nil && a.lbDone == id {
+		return a.grpc
+	}
+	a := &doneAdapter{lbDone: id, grpc: func(di balancer.DoneInfo) { doneWithLoad(done, di, malformed) }}
+	sc.done.Store(a)
+	return a.grpc
+}
+
+// closureID returns the address of f's closure: two funcs with the same
+// one are the same function value.
+func closureID(f func(lb.DoneInfo)) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&f)) }

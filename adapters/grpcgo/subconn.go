@@ -2,6 +2,7 @@ package grpcgo
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/connectivity"
@@ -19,6 +20,10 @@ type subConn struct {
 	sc       balancer.SubConn
 	listener func(lb.SubConnState)
 	shutdown bool // touched only inside the serializer
+	// done caches the grpc-go Done made for the last lbkit Done picked
+	// with this SubConn (see picker.Pick), so that a policy whose Done is
+	// one function per endpoint costs no allocation per pick.
+	done atomic.Pointer[doneAdapter]
 }
 
 var _ lb.SubConn = (*subConn)(nil)

@@ -41,32 +41,37 @@ func startFlaky(t *testing.T, name string) *flakyBackend {
 	return b
 }
 
-// capturingOD is outlier_detection_experimental under another name, which
-// hands the test the tree's serializer so the test can advance the
-// channel's mock clock one timer at a time and wait for the consequences.
-type capturingOD struct {
-	name string
-	mu   sync.Mutex
-	ser  *lb.Serializer
+// capturing is a policy (outlier_detection_experimental,
+// weighted_round_robin) under another name, which hands the test the
+// tree's serializer so the test can advance the channel's mock clock one
+// timer at a time and wait for the consequences.
+type capturing struct {
+	name  string
+	inner interface {
+		lb.Builder
+		lb.ConfigParser
+	}
+	mu  sync.Mutex
+	ser *lb.Serializer
 }
 
-func (b *capturingOD) Name() string { return b.name }
-func (b *capturingOD) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
-	return outlierdetection.Builder{}.ParseConfig(raw)
+func (b *capturing) Name() string { return b.name }
+func (b *capturing) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
+	return b.inner.ParseConfig(raw)
 }
-func (b *capturingOD) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
+func (b *capturing) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	b.mu.Lock()
 	b.ser = lb.SerializerOf(opts.Scheduler)
 	b.mu.Unlock()
-	return outlierdetection.Builder{}.Build(cc, opts)
+	return b.inner.Build(cc, opts)
 }
 
-func (b *capturingOD) serializer(t *testing.T) *lb.Serializer {
+func (b *capturing) serializer(t *testing.T) *lb.Serializer {
 	t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.ser == nil {
-		t.Fatal("the outlier detection policy was not built on a *lb.Serializer")
+		t.Fatalf("policy %s was not built on a *lb.Serializer", b.name)
 	}
 	return b.ser
 }
@@ -77,12 +82,12 @@ type odFixture struct {
 	t        *testing.T
 	backends []*flakyBackend
 	mock     *clock.Mock
-	od       *capturingOD
+	od       *capturing
 	client   *http.Client
 }
 
 func newODFixture(t *testing.T, name string, maxEjectionPercent int) *odFixture {
-	f := &odFixture{t: t, mock: clock.NewMock(), od: &capturingOD{name: name}}
+	f := &odFixture{t: t, mock: clock.NewMock(), od: &capturing{name: name, inner: outlierdetection.Builder{}}}
 	var addrs []string
 	for i := range 5 {
 		b := startFlaky(t, fmt.Sprintf("b%d", i))

@@ -346,7 +346,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			resp.Body = withDone(resp.Body, func(err error) {
 				b.users.release()
-				picked.Finish(lb.DoneInfo{Err: t.classify(resp, err), Status: resp.StatusCode, Metadata: resp.Header})
+				t.doneWithLoad(picked.Finish, lb.DoneInfo{Err: t.classify(resp, err), Status: resp.StatusCode, Metadata: resp.Header})
 			})
 			return resp, nil
 		}

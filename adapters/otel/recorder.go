@@ -25,9 +25,13 @@ type Recorder struct {
 	mu       sync.Mutex
 	counters map[*lb.MetricDesc]metric.Int64Counter
 	gauges   map[*lb.MetricDesc]metric.Int64Gauge
+	hists    map[*lb.MetricDesc]metric.Float64Histogram
 }
 
-var _ lb.MetricsRecorder = (*Recorder)(nil)
+var (
+	_ lb.MetricsRecorder   = (*Recorder)(nil)
+	_ lb.HistogramRecorder = (*Recorder)(nil)
+)
 
 // NewRecorder returns a recorder on a meter of mp named [ScopeName]. It
 // creates every instrument of [lb.MetricDescs] at once, and fails if
@@ -37,6 +41,7 @@ func NewRecorder(mp metric.MeterProvider) (*Recorder, error) {
 		meter:    mp.Meter(ScopeName),
 		counters: make(map[*lb.MetricDesc]metric.Int64Counter),
 		gauges:   make(map[*lb.MetricDesc]metric.Int64Gauge),
+		hists:    make(map[*lb.MetricDesc]metric.Float64Histogram),
 	}
 	for _, d := range lb.MetricDescs() {
 		if err := r.create(d); err != nil {
@@ -52,6 +57,8 @@ func (r *Recorder) create(d *lb.MetricDesc) error {
 	switch d.Kind {
 	case lb.MetricGauge:
 		r.gauges[d], err = r.meter.Int64Gauge(d.Name, metric.WithUnit(d.Unit), metric.WithDescription(d.Description))
+	case lb.MetricHistogram:
+		r.hists[d], err = r.meter.Float64Histogram(d.Name, metric.WithUnit(d.Unit), metric.WithDescription(d.Description))
 	default:
 		r.counters[d], err = r.meter.Int64Counter(d.Name, metric.WithUnit(d.Unit), metric.WithDescription(d.Description))
 	}
@@ -74,6 +81,37 @@ func attributes(d *lb.MetricDesc, labelValues []string) attribute.Set {
 	}
 	return attribute.NewSet(kvs...)
 }
+
+// histogram returns d's histogram, creating it as instrument does.
+func (r *Recorder) histogram(d *lb.MetricDesc) metric.Float64Histogram {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, ok := r.hists[d]
+	if !ok && d.Kind == lb.MetricHistogram {
+		if err := r.create(d); err != nil {
+			otelapi.Handle(err)
+		}
+		h = r.hists[d]
+	}
+	return h
+}
+
+// Histogram returns the handle of histogram d for labelValues
+// ([lb.HistogramRecorder]).
+func (r *Recorder) Histogram(d *lb.MetricDesc, labelValues ...string) lb.Histogram {
+	h := r.histogram(d)
+	if h == nil {
+		return lb.HistogramOf(lb.NopMetrics(), d)
+	}
+	return histogram{h: h, opts: []metric.RecordOption{metric.WithAttributeSet(attributes(d, labelValues))}}
+}
+
+type histogram struct {
+	h    metric.Float64Histogram
+	opts []metric.RecordOption
+}
+
+func (h histogram) Record(v float64) { h.h.Record(context.Background(), v, h.opts...) }
 
 // instrument returns d's counter or gauge, creating it for a descriptor
 // that is not one of lb.MetricDescs. An instrument OpenTelemetry refuses is

@@ -89,13 +89,34 @@ func TestGaugeThroughManualReader(t *testing.T) {
 	}
 }
 
+// A histogram handle records each value.
+func TestHistogramThroughManualReader(t *testing.T) {
+	reader, rec := newReader(t)
+	desc := &lb.MetricDesc{Name: "test.hist", Unit: "{x}", Kind: lb.MetricHistogram, Labels: []string{lb.LabelTarget}}
+	h := rec.Histogram(desc, "t")
+	h.Record(2)
+	h.Record(4)
+	m := collect(t, reader)["test.hist"]
+	hist, ok := m.Data.(metricdata.Histogram[float64])
+	if !ok || len(hist.DataPoints) != 1 || hist.DataPoints[0].Count != 2 || hist.DataPoints[0].Sum != 6 {
+		t.Fatalf("data %+v, want one histogram point of 2 values summing to 6", m.Data)
+	}
+}
+
 // Every lbkit metric is an instrument from the start, so a reader sees the
 // whole list once each is recorded.
 func TestEveryMetricHasAnInstrument(t *testing.T) {
 	reader, rec := newReader(t)
 	for _, d := range lb.MetricDescs() {
 		vals := make([]string, len(d.Labels))
-		rec.Counter(d, vals...).Add(1)
+		switch d.Kind {
+		case lb.MetricHistogram:
+			rec.Histogram(d, vals...).Record(1)
+		case lb.MetricGauge:
+			rec.Gauge(d, vals...).Set(1)
+		default:
+			rec.Counter(d, vals...).Add(1)
+		}
 	}
 	got := collect(t, reader)
 	for _, d := range lb.MetricDescs() {

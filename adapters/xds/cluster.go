@@ -87,8 +87,7 @@ const (
 // When load_balancing_policy is set it is used, and lb_policy and
 // lb_config are ignored (listed in ClusterConfig.Ignored), as gRFC A52
 // says. Its policies are tried in order and the first of a type lbkit
-// supports is chosen; entries of other types (ClientSideWeightedRoundRobin,
-// Random, ...) are skipped and listed in Ignored. The types lbkit
+// supports is chosen; entries of other types (Random, ...) are skipped and listed in Ignored. The types lbkit
 // supports, by the message name in typed_config's type_url:
 //
 //   - WrrLocality: the locality-weighted tree (weighted_target_experimental
@@ -116,6 +115,14 @@ const (
 //   - Maglev: [{"maglev_experimental":{"tableSize":N}}], N from table_size
 //     (65,537 when unset; a prime up to 5,000,011), with the same
 //     consistent_hashing_lb_config rules.
+//   - ClientSideWeightedRoundRobin: [{"weighted_round_robin":{...}}] with
+//     gRFC A58's fields that are set (enableOobLoadReport,
+//     oobReportingPeriod, blackoutPeriod, weightExpirationPeriod,
+//     weightUpdatePeriod, errorUtilizationPenalty): lbkit's
+//     weighted_round_robin then weighs endpoints by their backends' load
+//     reports. enable_oob_load_report true is NACKed (lbkit has no
+//     out-of-band reporting); metric_names_for_computing_utilization,
+//     slow_start_config and oob_reporting_config are ignored.
 //   - xds.type.v3.TypedStruct and udpa.type.v1.TypedStruct: the policy
 //     named by the TypedStruct's type_url after its last '/', with its
 //     value as the config object, when that name is registered in lbkit's

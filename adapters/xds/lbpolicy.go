@@ -9,6 +9,7 @@ import (
 	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
 	least_requestv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
 	maglevv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/maglev/v3"
 	pick_firstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/pick_first/v3"
@@ -89,7 +90,7 @@ func loadBalancingPolicy(lbp *clusterv3.LoadBalancingPolicy, field string, depth
 }
 
 // supportedTypes names what loadBalancingPolicy converts, for errors.
-var supportedTypes = strings.Join([]string{wrrLocalityType, roundRobinType, leastRequestType, ringHashType, maglevType, pickFirstType}, ", ") +
+var supportedTypes = strings.Join([]string{wrrLocalityType, roundRobinType, leastRequestType, ringHashType, maglevType, pickFirstType, clientSideWRRType}, ", ") +
 	", and " + typedStructType + " or " + udpaStructType + " naming a registered policy"
 
 // describeType names typed's type for a message: its type_url, a
@@ -146,6 +147,11 @@ func convertPolicy(typed *anypb.Any, at string, depth int) (c chosenPolicy, ok b
 		var m maglevv3.Maglev
 		if err = decode(typed, &m, at); err == nil {
 			c, err = maglevPolicy(&m, at)
+		}
+	case n == clientSideWRRType:
+		var m cswrrv3.ClientSideWeightedRoundRobin
+		if err = decode(typed, &m, at); err == nil {
+			c = clientSideWRRPolicy(&m, at)
 		}
 	case n == pickFirstType:
 		var m pick_firstv3.PickFirst

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
 	xdstypev3 "github.com/cncf/xds/go/xds/type/v3"
@@ -20,6 +21,7 @@ import (
 	wrr_localityv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -120,10 +122,20 @@ var validLBPolicies = []struct {
 		`[{"least_request_experimental":{"choiceCount":10}}]`, true, nil},
 	{"LeastRequest, choice_count 2^32-1 is capped at 10", edsCluster(withLBPolicy(&least_requestv3.LeastRequest{ChoiceCount: u32(1<<32 - 1)})),
 		`[{"least_request_experimental":{"choiceCount":10}}]`, true, nil},
-	{"ClientSideWeightedRoundRobin skipped for PickFirst", edsCluster(withLBPolicy(csw, pf)),
+	{"Random skipped for PickFirst", edsCluster(withLBPolicy(&randomv3.Random{}, pf)),
 		`[{"pick_first":{"shuffleAddressList":false}}]`, true,
-		[]string{typedConfig(0) + `: skipped (gRFC A52): "type.googleapis.com/envoy.extensions.load_balancing_policies.client_side_weighted_round_robin.v3.ClientSideWeightedRoundRobin" is not a policy lbkit supports`}},
-	{"Random and an unregistered TypedStruct skipped, then a WrrLocality skipping inside", edsCluster(withLBPolicy(&randomv3.Random{}, typedStruct("type.googleapis.com/myorg.Lb", nil), wrrLocality(csw, rr))),
+		[]string{typedConfig(0) + `: skipped (gRFC A52): "type.googleapis.com/envoy.extensions.load_balancing_policies.random.v3.Random" is not a policy lbkit supports`}},
+	{"ClientSideWeightedRoundRobin: A58's weighted_round_robin, unset fields left to their defaults", edsCluster(withLBPolicy(wrrLocality(csw))),
+		`[{"weighted_round_robin":{}}]`, false, nil},
+	{"ClientSideWeightedRoundRobin with every A58 field", edsCluster(withLBPolicy(&cswrrv3.ClientSideWeightedRoundRobin{
+		EnableOobLoadReport: wrapperspb.Bool(false), OobReportingPeriod: durationpb.New(5 * time.Second),
+		BlackoutPeriod: durationpb.New(0), WeightExpirationPeriod: durationpb.New(time.Minute),
+		WeightUpdatePeriod: durationpb.New(1500 * time.Millisecond), ErrorUtilizationPenalty: wrapperspb.Float(0.5),
+		MetricNamesForComputingUtilization: []string{"named_metrics.gpu"}})),
+		`[{"weighted_round_robin":{"enableOobLoadReport":false,"oobReportingPeriod":"5s","blackoutPeriod":"0s",` +
+			`"weightExpirationPeriod":"60s","weightUpdatePeriod":"1.500s","errorUtilizationPenalty":0.5}}]`, true,
+		[]string{typedConfig(0) + ".metric_names_for_computing_utilization: ignored"}},
+	{"Random and an unregistered TypedStruct skipped, then a WrrLocality skipping inside", edsCluster(withLBPolicy(&randomv3.Random{}, typedStruct("type.googleapis.com/myorg.Lb", nil), wrrLocality(&randomv3.Random{}, rr))),
 		`[{"round_robin":{}}]`, false,
 		[]string{typedConfig(0) + ": skipped", typedConfig(1) + ": skipped",
 			typedConfig(2) + ".endpoint_picking_policy.policies[0].typed_extension_config.typed_config: skipped"}},
@@ -215,19 +227,20 @@ func depthPath(n int) string {
 var lbPolicyErrors = []clusterError{
 	{"no policies", edsCluster(withLBPolicy()), "load_balancing_policy.policies",
 		"load_balancing_policy.policies: empty: no policy to choose (gRFC A52)"},
-	{"no supported policy", edsCluster(withLBPolicy(csw, &randomv3.Random{}, typedStruct("type.googleapis.com/myorg.Lb", nil))), "load_balancing_policy.policies",
+	{"no supported policy", edsCluster(withLBPolicy(&randomv3.Random{}, typedStruct("type.googleapis.com/myorg.Lb", nil))), "load_balancing_policy.policies",
 		`load_balancing_policy.policies: no policy lbkit supports (gRFC A52): skipped ` +
-			`"type.googleapis.com/envoy.extensions.load_balancing_policies.client_side_weighted_round_robin.v3.ClientSideWeightedRoundRobin", ` +
 			`"type.googleapis.com/envoy.extensions.load_balancing_policies.random.v3.Random", ` +
 			`xds.type.v3.TypedStruct of "type.googleapis.com/myorg.Lb" (no such policy is registered); lbkit supports envoy.extensions.load_balancing_policies.wrr_locality.v3.WrrLocality`},
 	{"WrrLocality without endpoint_picking_policy", edsCluster(withLBPolicy(&wrr_localityv3.WrrLocality{})),
 		typedConfig(0) + ".endpoint_picking_policy.policies", typedConfig(0) + ".endpoint_picking_policy.policies: empty"},
-	{"WrrLocality with no supported endpoint policy", edsCluster(withLBPolicy(wrrLocality(csw), rr)),
+	{"WrrLocality with no supported endpoint policy", edsCluster(withLBPolicy(wrrLocality(&randomv3.Random{}), rr)),
 		typedConfig(0) + ".endpoint_picking_policy.policies", typedConfig(0) + ".endpoint_picking_policy.policies: no policy lbkit supports (gRFC A52): skipped"},
-	{"LeastRequest choice_count 1 after a skipped entry", edsCluster(withLBPolicy(csw, &least_requestv3.LeastRequest{ChoiceCount: u32(1)})),
+	{"LeastRequest choice_count 1 after a skipped entry", edsCluster(withLBPolicy(&randomv3.Random{}, &least_requestv3.LeastRequest{ChoiceCount: u32(1)})),
 		typedConfig(1) + ".choice_count", typedConfig(1) + ".choice_count: 1 is below 2 (gRFC A48)"},
 	{"an invalid chosen entry is not passed over for the next", edsCluster(withLBPolicy(&least_requestv3.LeastRequest{ChoiceCount: u32(0)}, rr)),
 		typedConfig(0) + ".choice_count", typedConfig(0) + ".choice_count: 0 is below 2 (gRFC A48)"},
+	{"ClientSideWeightedRoundRobin asking for out-of-band reports", edsCluster(withLBPolicy(&cswrrv3.ClientSideWeightedRoundRobin{EnableOobLoadReport: wrapperspb.Bool(true)})),
+		typedConfig(0), typedConfig(0) + `: lbkit refuses the converted config [{"weighted_round_robin":{"enableOobLoadReport":true}}]`},
 	{"a RoundRobin that does not decode", edsCluster(withLBPolicy(&anypb.Any{TypeUrl: "type.googleapis.com/" + string(rr.ProtoReflect().Descriptor().FullName()), Value: []byte{0xff}})),
 		typedConfig(0), typedConfig(0) + ": cannot decode envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin"},
 	{"a TypedStruct that does not decode", edsCluster(withLBPolicy(&anypb.Any{TypeUrl: "type.googleapis.com/xds.type.v3.TypedStruct", Value: []byte{0xff}})),

@@ -16,8 +16,8 @@ import (
 	"github.com/benbjohnson/clock"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	cswrrv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
 	pick_firstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/pick_first/v3"
+	randomv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/random/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
@@ -576,14 +576,14 @@ func TestClusterPoliciesReachTheTree(t *testing.T) {
 }
 
 // TestLoadBalancingPolicyReachesTheTree: a cluster whose
-// load_balancing_policy lists ClientSideWeightedRoundRobin, which lbkit
+// load_balancing_policy lists Random, which lbkit
 // skips (gRFC A52), then PickFirst gives each priority a pick_first over
 // all its endpoints, with no locality layer, and the skipped entry is
 // logged; a list with nothing lbkit supports is NACKed naming the types.
 func TestLoadBalancingPolicyReachesTheTree(t *testing.T) {
 	cp := startControlPlane(t)
 	c := clusterNamed("c1")
-	c.LoadBalancingPolicy = lbPolicy(&cswrrv3.ClientSideWeightedRoundRobin{}, &pick_firstv3.PickFirst{ShuffleAddressList: true})
+	c.LoadBalancingPolicy = lbPolicy(&randomv3.Random{}, &pick_firstv3.PickFirst{ShuffleAddressList: true})
 	cp.set("1", []*clusterv3.Cluster{c}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	logs := &lbtest.Logs{}
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), logs)
@@ -607,13 +607,13 @@ func TestLoadBalancingPolicyReachesTheTree(t *testing.T) {
 
 	// Nothing supported left: a NACK naming the types; the tree stays.
 	c = clusterNamed("c1")
-	c.LoadBalancingPolicy = lbPolicy(&cswrrv3.ClientSideWeightedRoundRobin{})
+	c.LoadBalancingPolicy = lbPolicy(&randomv3.Random{})
 	cp.set("2", []*clusterv3.Cluster{c}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	nack := cp.waitRequest(ctxFor(t), func(r *discoveryv3.DiscoveryRequest) bool {
 		return r.GetTypeUrl() == xds.ClusterType && r.GetErrorDetail() != nil
 	})
 	if msg := nack.GetErrorDetail().GetMessage(); !strings.Contains(msg, "load_balancing_policy.policies: no policy lbkit supports (gRFC A52): skipped") ||
-		!strings.Contains(msg, "ClientSideWeightedRoundRobin") {
+		!strings.Contains(msg, "Random") {
 		t.Errorf("NACK detail %q", msg)
 	}
 	cp.waitRequest(ctxFor(t), acked(xds.EndpointType, "2"))

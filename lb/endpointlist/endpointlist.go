@@ -60,6 +60,11 @@ type Policy[T any] struct {
 	// TRANSIENT_FAILURE or loses its READY connection (READY to IDLE), as
 	// gRPC's round_robin does. Default: false.
 	ResolveOnDisconnect bool
+	// BecameReady, when not nil, is called (inside the tree's serializer)
+	// each time an endpoint's SubConn reports READY after any other
+	// state, before the list publishes the change. weighted_round_robin
+	// restarts an endpoint's load-report blackout there (gRFC A58).
+	BecameReady func(ep *Endpoint[T])
 }
 
 // List is the endpoint list of one leaf policy. Create it with [New]. It
@@ -252,6 +257,9 @@ func (l *List[T]) updateSubConnState(ep *Endpoint[T], s lb.SubConnState) {
 		}
 	}
 	ep.counted = countedState(old, st)
+	if ep.counted == lb.Ready && old != lb.Ready && l.policy.BecameReady != nil {
+		l.policy.BecameReady(ep)
+	}
 	if ep.counted != old {
 		l.counter.Remove(old)
 		l.counter.Add(ep.counted)
@@ -324,6 +332,16 @@ func (l *List[T]) regenerate() {
 		l.publish(lb.TransientFailure, lb.NewErrPicker(lb.TransientFailureError(l.failure())))
 	default:
 		l.publish(agg, lb.NewQueuePicker())
+	}
+}
+
+// Rebuild publishes a new READY picker over the current READY set, for a
+// policy whose pickers depend on more than that set (weights that change
+// with time or load reports); it does nothing unless the list is READY.
+// It must be called inside the tree's serializer. O(n) plus BuildPicker.
+func (l *List[T]) Rebuild() {
+	if l.state == lb.Ready {
+		l.regenerate()
 	}
 }
 

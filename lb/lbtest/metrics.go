@@ -15,6 +15,52 @@ import (
 type Metrics struct {
 	mu     sync.Mutex
 	values map[string]*atomic.Int64 // by metricKey
+	hists  map[string]*histValues   // by metricKey
+}
+
+// histValues is a histogram's recorded values.
+type histValues struct {
+	mu sync.Mutex
+	v  []float64
+}
+
+// Record appends v.
+func (h *histValues) Record(v float64) {
+	h.mu.Lock()
+	h.v = append(h.v, v)
+	h.mu.Unlock()
+}
+
+// Histogram returns the histogram of desc for labelValues
+// ([lb.HistogramRecorder]). It panics like Counter.
+func (m *Metrics) Histogram(desc *lb.MetricDesc, labelValues ...string) lb.Histogram {
+	m.handle(desc, labelValues) // checks the labels
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := metricKey(desc.Name, labelValues)
+	if m.hists == nil {
+		m.hists = make(map[string]*histValues)
+	}
+	h := m.hists[k]
+	if h == nil {
+		h = new(histValues)
+		m.hists[k] = h
+	}
+	return h
+}
+
+// Recorded returns a copy of the values recorded by the histogram named
+// name with labelValues, in order.
+func (m *Metrics) Recorded(name string, labelValues ...string) []float64 {
+	m.mu.Lock()
+	h := m.hists[metricKey(name, labelValues)]
+	m.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]float64(nil), h.v...)
 }
 
 // NewMetrics returns an empty recorder.

@@ -2,6 +2,7 @@ package wrr
 
 import (
 	"log/slog"
+	"math"
 	"math/rand/v2"
 
 	"github.com/lbkit/lbkit/lb"
@@ -24,6 +25,13 @@ type endpointData struct {
 	unweighted bool
 	// zeroLogged is set once a weight of 0 has been logged for it.
 	zeroLogged bool
+	// load is the weight from the endpoint's load reports, shared with
+	// the Done of its picks (made at the endpoint's creation).
+	load *loadWeight
+	// done is the Done of every pick of the endpoint: it records the
+	// request's load report in load. Made once, so picks allocate
+	// nothing.
+	done func(lb.DoneInfo)
 }
 
 // balancer is one weighted_round_robin policy instance: an
@@ -50,6 +58,8 @@ type balancer struct {
 	// rrFallback and notYetUsable are gRFC A78's metrics, resolved at
 	// Build.
 	rrFallback, notYetUsable lb.Counter
+	// The load report state: see orca.go.
+	loadState
 }
 
 // UpdateClientConnState takes a new address list (and config) from the
@@ -63,6 +73,7 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 		return err
 	}
 	b.cfg = cfg
+	b.penalty.Store(math.Float64bits(cfg.LoadReports.withDefaults().ErrorUtilizationPenalty))
 	if len(s.ResolverState.Addresses) == 0 {
 		b.ready = nil
 	}
@@ -83,21 +94,10 @@ func (b *balancer) setWeight(a resolver.Address, ep *endpoint) {
 		}
 	}
 	ep.Data.weight, ep.Data.unweighted = w, !ok
-}
-
-// recordMetrics counts, for a picker over ready, the endpoints without a
-// weight and whether the schedule is plain round robin (every weight equal).
-func (b *balancer) recordMetrics(ready []*endpoint) {
-	unweighted, equal := 0, true
-	for _, ep := range ready {
-		if ep.Data.unweighted {
-			unweighted++
-		}
-		equal = equal && ep.Data.weight == ready[0].Data.weight
-	}
-	b.notYetUsable.Add(int64(unweighted))
-	if equal {
-		b.rrFallback.Add(1)
+	if ep.Data.load == nil {
+		l := new(loadWeight)
+		ep.Data.load = l
+		ep.Data.done = func(di lb.DoneInfo) { b.onLoad(l, di) }
 	}
 }
 
@@ -108,11 +108,14 @@ func (b *balancer) recordMetrics(ready []*endpoint) {
 // one endpoint has no position to keep. Otherwise it starts a new schedule,
 // at a random point if the config asks for it.
 func (b *balancer) buildReadyPicker(ready []*endpoint) (lb.Picker, error) {
-	b.recordMetrics(ready)
+	weights, raw := make([]uint32, len(ready)), make([]float64, len(ready))
+	counts := b.scheduleWeights(ready, b.clock.Now(), weights, raw)
+	b.recordMetrics(weights, raw, counts)
 	entries := make([]edf.Entry[*endpoint], len(ready))
 	for i, ep := range ready {
-		entries[i] = edf.Entry[*endpoint]{Item: ep, Weight: ep.Data.weight}
+		entries[i] = edf.Entry[*endpoint]{Item: ep, Weight: weights[i]}
 	}
+	b.readyEndpoints, b.readyWeights = append(b.readyEndpoints[:0], ready...), weights
 	var prev *edf.Scheduler[*endpoint]
 	if p := b.ready; p != nil {
 		prev = p.base

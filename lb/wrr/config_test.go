@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
@@ -28,7 +29,24 @@ func TestParseConfig(t *testing.T) {
 		{in: `{"random_start": true}`, want: randomStart},
 		// Unknown fields are ignored; names are case-sensitive, so
 		// "RandomStart" is an unknown field.
-		{in: `{"enableOobLoadReport": true, "randomStart": true}`, want: randomStart},
+		// gRFC A58's fields.
+		{in: `{"enableOobLoadReport": false, "randomStart": true}`, want: randomStart},
+		{in: `{"enableOobLoadReport": true, "randomStart": true}`, errPath: "enableOobLoadReport"},
+		{in: `{"enable_oob_load_report": true}`, errPath: "enable_oob_load_report"},
+		{in: `{"blackoutPeriod": "1s", "weightExpirationPeriod": "60s", "weightUpdatePeriod": "0.5s", "errorUtilizationPenalty": 2.5, "oobReportingPeriod": "5s"}`,
+			want: wrr.Config{LoadReports: wrr.LoadReportConfig{BlackoutPeriod: time.Second, WeightExpirationPeriod: time.Minute,
+				WeightUpdatePeriod: 500 * time.Millisecond, ErrorUtilizationPenalty: 2.5, OOBReportingPeriod: 5 * time.Second}}},
+		{in: `{"blackout_period": "0s", "error_utilization_penalty": "0"}`,
+			want: wrr.Config{LoadReports: wrr.LoadReportConfig{BlackoutPeriod: wrr.NoBlackout, ErrorUtilizationPenalty: wrr.NoErrorPenalty}}},
+		{in: `{"weightUpdatePeriod": "0s"}`, want: wrr.Config{LoadReports: wrr.LoadReportConfig{WeightUpdatePeriod: wrr.MinWeightUpdatePeriod}}},
+		{in: `{"blackoutPeriod": "-1s"}`, errPath: "blackoutPeriod"},
+		{in: `{"blackoutPeriod": 10}`, errPath: "blackoutPeriod"},
+		{in: `{"weightExpirationPeriod": "0s"}`, errPath: "weightExpirationPeriod"},
+		{in: `{"weightUpdatePeriod": "-0.1s"}`, errPath: "weightUpdatePeriod"},
+		{in: `{"errorUtilizationPenalty": -1}`, errPath: "errorUtilizationPenalty"},
+		{in: `{"errorUtilizationPenalty": "NaN"}`, errPath: "errorUtilizationPenalty"},
+		{in: `{"errorUtilizationPenalty": "x"}`, errPath: "errorUtilizationPenalty"},
+		{in: `{"errorUtilizationPenalty": null}`},
 		{in: `{"RandomStart": true}`},
 		{in: `{"randomStart": "true"}`, errPath: "randomStart"},
 		{in: `{"randomStart": 1}`, errPath: "randomStart"},
@@ -112,6 +130,6 @@ func ExampleBuilder_ParseConfig() {
 	_, _, err = wrr.Builder{}.ParseConfig([]byte(`{"randomStart": "yes"}`))
 	fmt.Println(err)
 	// Output:
-	// {RandomStart:true} <nil>
+	// {RandomStart:true LoadReports:{BlackoutPeriod:0s WeightExpirationPeriod:0s WeightUpdatePeriod:0s ErrorUtilizationPenalty:0 OOBReportingPeriod:0s}} <nil>
 	// randomStart: want bool, got string
 }

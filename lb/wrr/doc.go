@@ -8,24 +8,46 @@
 // through the registry ([lb.Get]) or directly with [Builder]; its config is
 // a [Config].
 //
-// # The name weighted_round_robin in grpc-go
+// # Weights from load reports (gRFC A58)
 //
-// grpc-go registers a different policy under the same name: gRFC A58's
-// client-side weighted round robin, whose weights come from the backends'
-// ORCA load reports (qps, utilization), not from the addresses. Its config
-// fields (enableOobLoadReport, oobReportingPeriod, blackoutPeriod,
-// weightExpirationPeriod, weightUpdatePeriod, errorUtilizationPenalty) mean
-// nothing to this policy, which has no load reports: a service config
-// written for grpc-go's policy parses here, its A58 fields are reported as
-// unknown (logged at WARN by the channel, to slog.Default() when it was
-// given no logger; refused with
-// conn.WithStrictConfig), and requests are spread by the endpoints'
-// configured weights, as equal shares when no address carries one. The two
-// coincide when every backend reports the same load. Inside grpc-go, the
+// grpc-go registers gRFC A58's client-side weighted round robin under the
+// same name, whose weights come from the backends' ORCA load reports. This
+// policy is both: it spreads requests by the endpoints' configured weights
+// until load reports arrive, and by A58's weights when they do, so a
+// service config written for grpc-go's policy does here what A58 says.
+//
+// Every pick carries a Done that reads the request's load report
+// ([lb.DoneInfo].Load, filled in by the transport: adapters/nethttp from
+// the endpoint-load-metrics header, adapters/grpcgo from gRPC's
+// endpoint-load-metrics-bin trailer). A report gives the endpoint the
+// weight qps / (utilization + eps/qps × errorUtilizationPenalty), where
+// utilization is the application utilization if positive, else the CPU
+// utilization; a report without positive qps and utilization changes
+// nothing. A weight is usable once the endpoint has reported for
+// blackoutPeriod (counted from its first report, and again after its
+// SubConn becomes READY anew or its weight expires) and until its last
+// report is weightExpirationPeriod old.
+//
+// Every weightUpdatePeriod (at least 100 ms), on the tree's serializer,
+// the policy computes the READY endpoints' weights and publishes a new
+// picker if they changed; the same weights are used by every picker it
+// builds for other reasons. When two or more READY endpoints have a usable
+// weight, the schedule uses those, the others getting their mean (A58);
+// otherwise it uses the configured weights (A58 says round robin, which is
+// what configured weights give when no address carries one). Reported
+// weights are scaled to integers, the heaviest to 65,536, and scheduled by
+// the same exact EDF (package edf), carried over from picker to picker.
+// The timer runs only while some endpoint's last report is fresh: a policy
+// whose backends never report keeps no timer and behaves as before.
+//
+// The config's A58 fields ([LoadReportConfig]) are parsed with A58's
+// defaults and bounds. enableOobLoadReport: true is refused with an error
+// saying that lbkit does not implement out-of-band reporting;
+// oobReportingPeriod is parsed and unused. Inside grpc-go, the
 // adapters/grpcgo module registers this policy as
 // lbkit_weighted_round_robin, so the two never collide there; an xDS
-// ClientSideWeightedRoundRobin cluster policy is not mapped to it
-// (docs/choices.md, "xDS clusters").
+// ClientSideWeightedRoundRobin cluster policy maps to this policy with its
+// A58 fields (adapters/xds).
 //
 // # Endpoints and weights
 //
@@ -66,7 +88,8 @@
 // Hence the policy is never IDLE, and [lb.Balancer.ExitIdle] does nothing.
 // It publishes:
 //
-//   - READY: a picker over the READY SubConns; Pick never allocates and
+//   - READY: a picker over the READY SubConns, whose picks carry the
+//     endpoint's Done (made once per endpoint); Pick never allocates and
 //     is lock-free, unless the schedule's period (the sum of the weights
 //     divided by their gcd) exceeds max(2^17, 64n) for n READY
 //     endpoints, where it takes a short mutex around an O(log n) heap
@@ -118,9 +141,11 @@
 // # Concurrency contract
 //
 // The balancer follows the contract of package lb: its methods and the
-// state listeners of its SubConns run serially on the tree's
-// [lb.Scheduler]; nothing in it locks, and the random source is used only
-// there. Pickers are snapshots, safe for concurrent use. The READY picker
+// state listeners of its SubConns and its weight update timer run
+// serially on the tree's [lb.Scheduler], and the random source is used
+// only there. The one lock is each endpoint's load report record's, taken
+// for a few instructions by Done (on request goroutines) and by the
+// weight updates; pickers never take it. Pickers are snapshots, safe for concurrent use. The READY picker
 // shares with the balancer only its schedule (safe for concurrent use), the
 // SubConns it returns (never changed once published) and an atomic flag its
 // first Pick sets, which the balancer reads to choose the schedule to

@@ -27,5 +27,6 @@ func (p *readyPicker) Pick(lb.PickInfo) (lb.PickResult, error) {
 	if !p.picked.Load() {
 		p.picked.Store(true)
 	}
-	return lb.PickResult{SubConn: p.sched.Pick().SubConn}, nil
+	ep := p.sched.Pick()
+	return lb.PickResult{SubConn: ep.SubConn, Done: ep.Data.done}, nil
 }

@@ -24,7 +24,11 @@ type Config struct {
 	// always to the heaviest endpoint. A schedule that continues an
 	// earlier one is not affected. The JSON field is "randomStart" (or its
 	// proto twin "random_start"). Default: false.
-	RandomStart bool `json:"randomStart,omitempty"`
+	RandomStart bool
+	// LoadReports holds gRFC A58's fields: how backends' load reports
+	// weigh endpoints (see the package doc). The zero value is A58's
+	// defaults.
+	LoadReports LoadReportConfig
 }
 
 // Builder builds weighted_round_robin balancers and parses their config. The
@@ -45,7 +49,10 @@ func (Builder) Name() string { return Name }
 func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
 	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (Config, error) {
 		var c Config
-		err := obj.Decode(&c.RandomStart, "randomStart", "random_start")
+		if err := obj.Decode(&c.RandomStart, "randomStart", "random_start"); err != nil {
+			return c, err
+		}
+		err := parseLoadReportConfig(obj, &c.LoadReports)
 		return c, err
 	})
 }
@@ -59,10 +66,13 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 		rand: opts.Rand, logger: opts.PolicyLogger(Name),
 		rrFallback:   opts.Metrics.Counter(MetricRRFallback, cc.Target(), ""),
 		notYetUsable: opts.Metrics.Counter(MetricEndpointWeightNotYetUsable, cc.Target(), ""),
+		loadState:    loadState{clock: opts.Clock, sched: opts.Scheduler},
 	}
+	b.buildLoadMetrics(opts.Metrics, cc.Target())
 	b.List = endpointlist.New(cc, opts.Scheduler, b.logger, endpointlist.Policy[endpointData]{
 		Name:        "wrr",
 		BuildPicker: b.buildReadyPicker,
+		BecameReady: func(ep *endpoint) { ep.Data.load.becameReady() },
 	})
 	return b
 }

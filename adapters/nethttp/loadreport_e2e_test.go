@@ -1,0 +1,93 @@
+package nethttp_test
+
+import (
+	"context"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/lbkit/lbkit/adapters/nethttp"
+	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/wrr"
+)
+
+// startReporting starts a real HTTP server on loopback that answers with
+// its name and the endpoint-load-metrics header value report.
+func startReporting(t *testing.T, name, report string) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set(nethttp.LoadReportHeader, report)
+		io.WriteString(w, name)
+	}))
+	t.Cleanup(srv.Close)
+	return hostOf(srv)
+}
+
+// Real HTTP backends that send endpoint-load-metrics (one in the TEXT
+// form, one in JSON) weigh weighted_round_robin by gRFC A58: the backend
+// at a quarter of the other's utilization gets four times its requests
+// once the weights are updated. A third backend's malformed reports are
+// ignored (it gets the mean weight) and counted on the channel.
+func TestLoadReportsShiftTrafficToTheLessLoadedBackend(t *testing.T) {
+	addrs := []string{
+		startReporting(t, "light", "TEXT cpu_utilization=0.2, rps_fractional=100"),         // weight 500
+		startReporting(t, "heavy", `JSON {"cpu_utilization": 0.8, "rps_fractional": 100}`), // weight 125
+		startReporting(t, "broken", "TEXT cpu_utilization=NaN, rps_fractional=100"),
+	}
+	mock, metrics := clock.NewMock(), lbtest.NewMetrics()
+	pol := &capturing{name: "wrr_on_mock_clock", inner: wrr.Builder{}}
+	ch, err := conn.New("fixed:///svc", conn.WithResolver(staticBuilder{addrs: addrs}),
+		conn.WithClock(mock), conn.WithRegistry(lb.NewRegistry(pol)), conn.WithMetricsRecorder(metrics),
+		conn.WithDefaultServiceConfig(`{"loadBalancingConfig": [{"wrr_on_mock_clock": {"blackoutPeriod": "0s"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch.Close() })
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr}
+	count := func(n int) map[string]int {
+		got := map[string]int{}
+		for range n {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // hang guard only
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc/", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				cancel()
+				t.Fatalf("GET: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			cancel()
+			got[string(body)]++
+		}
+		return got
+	}
+	// The channel's picker changes as the backends become READY; once
+	// each has answered, the shares are even.
+	for got := count(3); len(got) < 3; got = count(3) {
+	}
+	before := count(300)
+	for _, name := range []string{"light", "heavy", "broken"} {
+		if before[name] < 98 || before[name] > 102 {
+			t.Fatalf("before the weight update: %v, want even shares", before)
+		}
+	}
+	lbtest.AdvanceSerializers(t, mock, wrr.DefaultWeightUpdatePeriod, pol.serializer(t))
+	got := count(900)
+	// light 500, heavy 125, broken the mean 312.5: of 900, 480, 120, 300.
+	for name, want := range map[string]float64{"light": 480, "heavy": 120, "broken": 300} {
+		if math.Abs(float64(got[name])-want) > 3 {
+			t.Fatalf("after the weight update: %v, want light 480, heavy 120, broken 300 (± 3)", got)
+		}
+	}
+	if n := metrics.Value(conn.MetricMalformedLoadReports.Name, ch.Target()); n < 100 {
+		t.Errorf("%s = %d, want one per answer of the broken backend", conn.MetricMalformedLoadReports.Name, n)
+	}
+}

@@ -72,14 +72,12 @@ type addrConn struct {
 	stats       endpointStats
 
 	// Health checking (health.go), owned by the serializer.
-	wantHealth    int // handles that asked for health checks
-	verdict       healthVerdict
-	verdictErr    error
-	passes, fails int // checks in a row that passed, failed
-	checks        int // check results applied
-	checkGen      int // identifies the check in flight
-	checkCancel   context.CancelFunc
-	checkTimer    lb.Timer // the check's timeout, or the next check
+	wantHealth  int // handles that asked for health checks
+	verdict     healthVerdict
+	verdictErr  error
+	health      *connstate.Health // checks, thresholds, timers: ac is its HealthOwner
+	checks      int               // check results applied
+	checkCancel context.CancelFunc
 }
 
 func (c *Channel) newSubConn(w *balancerWrapper, addrs []resolver.Address, opts lb.NewSubConnOptions) *SubConn {
@@ -89,6 +87,7 @@ func (c *Channel) newSubConn(w *balancerWrapper, addrs []resolver.Address, opts 
 		ac = &addrConn{c: c, addrs: append([]resolver.Address(nil), addrs...), handles: make(map[*SubConn]struct{})}
 		ac.m = connstate.New(connstate.Config{Scheduler: c.ser, Backoff: c.cfg.backoff,
 			MinConnectTimeout: c.cfg.minConnectTimeout, Rand: c.rand}, (*acOwner)(ac))
+		ac.health = connstate.NewHealth(c.ser, c.rand, (*acHealth)(ac))
 		if len(addrs) > 1 {
 			key.multi = ac
 		}

@@ -16,6 +16,12 @@ func runInternal(t *testing.T, scenario string) *run {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runParsed(t, s)
+}
+
+// runParsed runs s's first policy and returns the run.
+func runParsed(t *testing.T, s *Scenario) *run {
+	t.Helper()
 	r := &run{sc: s, policy: &s.policies[0], byName: make(map[string]*backend), stopAt: forever}
 	r.build()
 	r.loop()

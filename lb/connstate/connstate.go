@@ -1,14 +1,17 @@
-// Package connstate is the connectivity state machine of one connection:
-// IDLE → CONNECTING → READY, or TRANSIENT_FAILURE for a backoff delay and
-// then IDLE; a lost READY connection goes IDLE (gRPC's connection backoff
-// document and gRFC A62's SubConn states). It starts no goroutine and reads
-// no clock: the owner tells it what its I/O found (a dial's result, a lost
-// connection), and its one timer, the backoff, runs on an lb.Scheduler.
+// Package connstate is the connectivity state machine of one connection
+// ([Machine]): IDLE → CONNECTING → READY, or TRANSIENT_FAILURE for a
+// backoff delay and then IDLE; a lost READY connection goes IDLE (gRPC's
+// connection backoff document and gRFC A62's SubConn states); and its
+// health checking ([Health], gRFC A17 with thresholds). Neither starts a
+// goroutine or reads a clock: the owner tells them what its I/O found (a
+// dial's result, a lost connection, a check's answer), and their timers
+// (the backoff, a check's timeout, the next check) run on an lb.Scheduler.
 //
-// The channel (conn) drives it with real dials on goroutines of its own;
-// the simulator (sim) drives the same code with virtual dials in virtual
-// time. What the machine decides (when to dial, with which timeout, how
-// long to back off) is thus the same code in both.
+// The channel (conn) drives them with real dials and checks on goroutines
+// of its own; the simulator (sim) drives the same code with virtual dials
+// and checks in virtual time. What they decide (when to dial, with which
+// timeout, how long to back off, when a backend is healthy) is thus the
+// same code in both.
 package connstate
 
 import (

@@ -7,7 +7,7 @@ import (
 )
 
 // shortS3 is S3 (sim/scenarios/s3-rolling-restart.json) cut to its first
-// wave: 45 s, and 20 clients of 100 req/s instead of 100 of 20 (the same
+// wave: 40 s, and 20 clients of 100 req/s instead of 100 of 20 (the same
 // load on the fleet).
 func shortS3(t *testing.T) *Scenario {
 	t.Helper()
@@ -19,7 +19,7 @@ func shortS3(t *testing.T) *Scenario {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.duration = 45 * time.Second
+	s.duration = 40 * time.Second
 	s.clients = s.clients[:20]
 	for i := range s.clients {
 		s.clients[i].rates = []rateStep{{rate: 100}}
@@ -74,7 +74,7 @@ func TestS3RollingRestartShort(t *testing.T) {
 // dialled once per client.
 func TestS3NewEndpointsAreRedialled(t *testing.T) {
 	s := shortS3(t)
-	s.duration = 40 * time.Second
+	s.duration = 34 * time.Second // the redials end by 33 s
 	r := runParsed(t, s)
 	clients := len(s.clients)
 	if d := r.byName["old9"].dials; d != clients {

@@ -169,8 +169,9 @@ func (ac *addrConn) onHealthResult(gen uint64, err error) {
 		return
 	}
 	if errors.Is(err, ErrHealthCheckUnimplemented) {
-		if ac.health.Unimplemented(gen) {
+		if ac.health.Awaits(gen) {
 			ac.c.logger.Error("the backend does not implement health checking; treating it as healthy and not checking again", "addr", ac.addr.Load().Addr, "error", err)
+			ac.health.Unimplemented(gen)
 		}
 	} else {
 		ac.health.Result(gen, err)

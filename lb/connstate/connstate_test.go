@@ -22,11 +22,22 @@ type manualTimer struct {
 
 func (t *manualTimer) Stop() bool { was := !t.stopped; t.stopped = true; return was }
 
-func (s *manualSched) Schedule(f func()) bool { f(); return true }
+func (s *manualSched) Schedule(f func()) bool { s.AfterFunc(0, f); return true }
 func (s *manualSched) AfterFunc(d time.Duration, f func()) lb.Timer {
 	t := &manualTimer{d: d, f: f}
 	s.timers = append(s.timers, t)
 	return t
+}
+
+// pending counts the timers neither fired nor stopped.
+func (s *manualSched) pending() int {
+	n := 0
+	for _, t := range s.timers {
+		if !t.stopped {
+			n++
+		}
+	}
+	return n
 }
 
 // fire runs the pending timers.

@@ -129,9 +129,13 @@ func (h *Health) runCheck() {
 	h.owner.StartCheck(gen)
 }
 
+// Awaits reports whether check id is the one in flight: its answer would
+// be applied, not ignored as stale.
+func (h *Health) Awaits(id uint64) bool { return h.on && id == h.gen && h.inFlight }
+
 // answered ends check id if it is the one in flight.
 func (h *Health) answered(id uint64) bool {
-	if !h.on || id != h.gen || !h.inFlight {
+	if !h.Awaits(id) {
 		return false // stale: the check was stopped, timed out or answered
 	}
 	h.gen++ // a later answer to this check is stale

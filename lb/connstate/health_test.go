@@ -28,8 +28,9 @@ func (r *healthRec) SetVerdict(v Verdict, _ error) { r.verdicts = append(r.verdi
 // a model of gRFC A17 with thresholds: the first answer decides; then
 // UnhealthyThreshold failures in a row make a passing backend failing, and
 // HealthyThreshold passes in a row a failing one passing; one check at a
-// time; stale answers change nothing; the owner hears every change of
-// verdict and only those.
+// time; stale answers change nothing; UNIMPLEMENTED makes it passing with
+// no further check; the owner hears every change of verdict and only
+// those.
 func TestHealthFollowsA17(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		sched := &manualSched{}
@@ -40,9 +41,10 @@ func TestHealthFollowsA17(t *testing.T) {
 			HealthyThreshold:   rapid.IntRange(1, 4).Draw(t, "healthy")}
 		h.Start(set)
 		model, passes, fails, on := Unknown, 0, 0, true
+		settled := false // the backend does not implement checks: no more checks
 		for range rapid.IntRange(1, 80).Draw(t, "steps") {
 			heard := len(rec.verdicts)
-			switch rapid.IntRange(0, 4).Draw(t, "event") {
+			switch rapid.IntRange(0, 5).Draw(t, "event") {
 			case 0, 1: // an answer to the check in flight, or a stale one
 				pass := rapid.Bool().Draw(t, "pass")
 				var err error
@@ -55,6 +57,9 @@ func TestHealthFollowsA17(t *testing.T) {
 					id--
 				}
 				live := on && rec.inFlight && !stale
+				if h.Awaits(id) != live {
+					t.Fatalf("Awaits(%d) = %v, want %v", id, !live, live)
+				}
 				if got := h.Result(id, err); got != live {
 					t.Fatalf("Result applied %v, want %v", got, live)
 				}
@@ -83,10 +88,18 @@ func TestHealthFollowsA17(t *testing.T) {
 				}
 			case 3:
 				h.Stop()
-				model, passes, fails, on = Unknown, 0, 0, false
+				model, passes, fails, on, settled = Unknown, 0, 0, false, false
 			case 4:
 				h.Start(set)
-				model, passes, fails, on = Unknown, 0, 0, true
+				model, passes, fails, on, settled = Unknown, 0, 0, true, false
+			case 5: // UNIMPLEMENTED: passing, and no further check (A17)
+				live := h.Awaits(rec.lastStart)
+				if got := h.Unimplemented(rec.lastStart); got != live {
+					t.Fatalf("Unimplemented applied %v, want %v", got, live)
+				}
+				if live {
+					model, settled = Passing, true
+				}
 			}
 			if v, _ := h.Verdict(); v != model {
 				t.Fatalf("verdict %v, model %v", v, model)
@@ -94,8 +107,11 @@ func TestHealthFollowsA17(t *testing.T) {
 			if len(rec.verdicts) > heard+1 || (len(rec.verdicts) == heard+1 && rec.verdicts[heard] != model) {
 				t.Fatalf("owner heard %v, model %v", rec.verdicts[heard:], model)
 			}
-			if on && !rec.inFlight && len(sched.timers) == 0 {
+			if on && !settled && !rec.inFlight && sched.pending() == 0 {
 				t.Fatal("checking, but no check in flight and none scheduled")
+			}
+			if settled && (rec.inFlight || sched.pending() > 0) {
+				t.Fatal("a check after the backend said it does not implement them")
 			}
 		}
 	})

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -58,5 +59,22 @@ func TestBadScenariosNameTheirPath(t *testing.T) {
 		if ce.Path != tc.path || !strings.Contains(ce.Err.Error(), tc.reason) {
 			t.Errorf("%.80s...: error %q, want path %q and a reason containing %q", in, err, tc.path, tc.reason)
 		}
+	}
+}
+
+// The example scenario of docs/simulation.md ("A scenario file") parses.
+func TestDocsExampleScenarioParses(t *testing.T) {
+	doc, err := os.ReadFile("../docs/simulation.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), "## A scenario file")
+	_, block, ok2 := strings.Cut(after, "```json\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal(`docs/simulation.md has no JSON block under "## A scenario file"`)
+	}
+	if _, err := ParseScenario([]byte(block)); err != nil {
+		t.Errorf("docs/simulation.md's example scenario: %v", err)
 	}
 }

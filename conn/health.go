@@ -171,13 +171,20 @@ func (ac *addrConn) onHealthResult(gen uint64, err error) {
 	if errors.Is(err, ErrHealthCheckUnimplemented) {
 		if ac.health.Awaits(gen) {
 			ac.c.logger.Error("the backend does not implement health checking; treating it as healthy and not checking again", "addr", ac.addr.Load().Addr, "error", err)
-			ac.health.Unimplemented(gen)
+			ac.health.Unimplemented(gen, err)
 		}
 	} else {
 		ac.health.Result(gen, err)
 	}
+}
+
+// Checked records an answer applied (a timeout's included): the count, the
+// last check for the snapshot, and the error of a backend still failing.
+func (o *acHealth) Checked(err error) {
+	ac := (*addrConn)(o)
+	ac.checks++
+	ac.noteCheck(err)
 	_, ac.verdictErr = ac.health.Verdict()
-	ac.checks = ac.health.Checks()
 }
 
 // viewFor returns the state handle sc sees: the connection's own state,

@@ -81,6 +81,9 @@ func (o *scOwner) StartCheck(id uint64) {
 // CancelCheck does nothing: a simulated check costs nothing once stale.
 func (o *scOwner) CancelCheck() {}
 
+// Checked does nothing: the report counts requests, not checks.
+func (o *scOwner) Checked(error) {}
+
 // SetVerdict tells the policy the state it now sees.
 func (o *scOwner) SetVerdict(connstate.Verdict, error) { (*subConn)(o).publish() }
 

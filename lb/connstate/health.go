@@ -50,6 +50,10 @@ type HealthOwner interface {
 	// SetVerdict is told each change of verdict, with the failing check's
 	// error.
 	SetVerdict(v Verdict, err error)
+	// Checked is told every answer applied (nil: passed; a timeout's
+	// error included), after the verdict it led to: SetVerdict, when the
+	// verdict changed, comes first.
+	Checked(err error)
 }
 
 // ErrHealthTimeout is the error of a check that outlasted its timeout.
@@ -73,7 +77,6 @@ type Health struct {
 	verdict       Verdict
 	err           error
 	passes, fails int
-	checks        int
 	gen           uint64 // identifies the check in flight
 	inFlight      bool
 	timer         lb.Timer // the check's timeout, or the next check
@@ -87,9 +90,6 @@ func NewHealth(sched lb.Scheduler, r *rand.Rand, owner HealthOwner) *Health {
 
 // Verdict returns the verdict and the error of the failing check.
 func (h *Health) Verdict() (Verdict, error) { return h.verdict, h.err }
-
-// Checks returns how many check results were applied.
-func (h *Health) Checks() int { return h.checks }
 
 // Start starts checking with s at once.
 func (h *Health) Start(s HealthSettings) {
@@ -139,7 +139,6 @@ func (h *Health) answered(id uint64) bool {
 		return false // stale: the check was stopped, timed out or answered
 	}
 	h.gen++ // a later answer to this check is stale
-	h.checks++
 	h.cancel()
 	h.timer.Stop()
 	h.timer = nil
@@ -166,6 +165,7 @@ func (h *Health) Result(id uint64, err error) bool {
 			h.err = err
 		}
 	}
+	h.owner.Checked(err)
 	h.timer = h.sched.AfterFunc(h.jittered(), func() {
 		h.timer = nil
 		if h.on {
@@ -175,13 +175,15 @@ func (h *Health) Result(id uint64, err error) bool {
 	return true
 }
 
-// Unimplemented applies check id's finding that the backend does not
-// implement health checking: it is passing, and not checked again (A17).
-func (h *Health) Unimplemented(id uint64) bool {
+// Unimplemented applies check id's finding, err, that the backend does
+// not implement health checking: it is passing, and not checked again
+// (A17).
+func (h *Health) Unimplemented(id uint64, err error) bool {
 	if !h.answered(id) {
 		return false
 	}
 	h.setVerdict(Passing, nil)
+	h.owner.Checked(err)
 	return true
 }
 

@@ -15,6 +15,7 @@ type healthRec struct {
 	verdicts  []Verdict
 	inFlight  bool
 	lastStart uint64
+	checked   int // answers applied
 }
 
 func (r *healthRec) StartCheck(id uint64) {
@@ -22,6 +23,7 @@ func (r *healthRec) StartCheck(id uint64) {
 	r.inFlight, r.lastStart = true, id
 }
 func (r *healthRec) CancelCheck()                  { r.cancels++; r.inFlight = false }
+func (r *healthRec) Checked(error)                 { r.checked++ }
 func (r *healthRec) SetVerdict(v Verdict, _ error) { r.verdicts = append(r.verdicts, v) }
 
 // TestHealthFollowsA17 runs random answers, timeouts and restarts against
@@ -30,7 +32,7 @@ func (r *healthRec) SetVerdict(v Verdict, _ error) { r.verdicts = append(r.verdi
 // HealthyThreshold passes in a row a failing one passing; one check at a
 // time; stale answers change nothing; UNIMPLEMENTED makes it passing with
 // no further check; the owner hears every change of verdict and only
-// those.
+// those, and every answer applied (timeouts included).
 func TestHealthFollowsA17(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		sched := &manualSched{}
@@ -41,6 +43,7 @@ func TestHealthFollowsA17(t *testing.T) {
 			HealthyThreshold:   rapid.IntRange(1, 4).Draw(t, "healthy")}
 		h.Start(set)
 		model, passes, fails, on := Unknown, 0, 0, true
+		applied := 0     // answers the model applied
 		settled := false // the backend does not implement checks: no more checks
 		for range rapid.IntRange(1, 80).Draw(t, "steps") {
 			heard := len(rec.verdicts)
@@ -66,6 +69,7 @@ func TestHealthFollowsA17(t *testing.T) {
 				if !live {
 					break
 				}
+				applied++
 				if pass {
 					passes, fails = passes+1, 0
 					if model == Unknown || (model == Failing && passes >= set.HealthyThreshold) {
@@ -81,6 +85,7 @@ func TestHealthFollowsA17(t *testing.T) {
 				wasInFlight := rec.inFlight
 				sched.fire()
 				if on && wasInFlight { // the timeout fails the check
+					applied++
 					passes, fails = 0, fails+1
 					if model == Unknown || (model == Passing && fails >= set.UnhealthyThreshold) {
 						model = Failing
@@ -94,12 +99,16 @@ func TestHealthFollowsA17(t *testing.T) {
 				model, passes, fails, on, settled = Unknown, 0, 0, true, false
 			case 5: // UNIMPLEMENTED: passing, and no further check (A17)
 				live := h.Awaits(rec.lastStart)
-				if got := h.Unimplemented(rec.lastStart); got != live {
+				if got := h.Unimplemented(rec.lastStart, errors.New("unimplemented")); got != live {
 					t.Fatalf("Unimplemented applied %v, want %v", got, live)
 				}
 				if live {
 					model, settled = Passing, true
+					applied++
 				}
+			}
+			if rec.checked != applied {
+				t.Fatalf("owner told of %d answers, %d applied", rec.checked, applied)
 			}
 			if v, _ := h.Verdict(); v != model {
 				t.Fatalf("verdict %v, model %v", v, model)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/connstate"
 )
 
 // healthSettings is the health checking in force: the channel's
@@ -17,13 +17,14 @@ type healthSettings struct {
 	service string
 }
 
-// healthVerdict is what the checks have found of a connected backend.
-type healthVerdict int8
+// healthVerdict is what the checks have found of a connected backend: a
+// connstate.Verdict, with the same values.
+type healthVerdict connstate.Verdict
 
 const (
-	healthUnknown healthVerdict = iota // no check has answered yet
-	healthPassing
-	healthFailing
+	healthUnknown = healthVerdict(connstate.Unknown) // no check has answered yet
+	healthPassing = healthVerdict(connstate.Passing)
+	healthFailing = healthVerdict(connstate.Failing)
 )
 
 // effectiveHealth returns the health checking the channel's options and
@@ -99,39 +100,30 @@ func (ac *addrConn) startHealth() {
 	if ac.closed || ac.state != lb.Ready || !ac.gated.Load() {
 		return
 	}
-	ac.runCheck()
+	hc := ac.c.health.hc
+	ac.health.Start(connstate.HealthSettings{Interval: hc.Interval, Timeout: hc.Timeout,
+		UnhealthyThreshold: hc.UnhealthyThreshold, HealthyThreshold: hc.HealthyThreshold, Jitter: hc.Jitter})
 }
 
 // stopHealth cancels the check in flight and the next one, and forgets the
 // verdict.
 func (ac *addrConn) stopHealth() {
-	ac.checkGen++ // a result still on its way is stale
-	if ac.checkCancel != nil {
-		ac.checkCancel()
-		ac.checkCancel = nil
-	}
-	if ac.checkTimer != nil {
-		ac.checkTimer.Stop()
-		ac.checkTimer = nil
-	}
-	ac.verdict, ac.verdictErr, ac.passes, ac.fails = healthUnknown, nil, 0, 0
+	ac.health.Stop()
+	ac.verdict, ac.verdictErr = healthUnknown, nil
 	ac.healthy.Store(false)
 }
 
-var errHealthTimeout = errors.New("health check timed out")
+// acHealth is an addrConn as the I/O side of its connstate.Health.
+type acHealth addrConn
 
-// runCheck starts one check on a goroutine of its own; its result, or its
-// timeout on the channel's clock, comes back through onHealthResult.
-func (ac *addrConn) runCheck() {
+// StartCheck runs one check on a goroutine of its own; its result comes
+// back through onHealthResult, serialized.
+func (o *acHealth) StartCheck(gen uint64) {
+	ac := (*addrConn)(o)
 	c := ac.c
 	h := c.health
-	ac.checkGen++
-	gen := ac.checkGen
 	ctx, cancel := context.WithCancel(c.ctx)
 	ac.checkCancel = cancel
-	ac.checkTimer = c.ser.AfterFunc(h.hc.Timeout, func() {
-		ac.onHealthResult(gen, fmt.Errorf("%w after %v", errHealthTimeout, h.hc.Timeout))
-	})
 	addr := *ac.addr.Load()
 	c.goDetached(func() {
 		err := h.hc.Checker.Check(ctx, addr, h.service)
@@ -139,64 +131,27 @@ func (ac *addrConn) runCheck() {
 	})
 }
 
-// onHealthResult applies one check's result (gRFC A17 with thresholds): the
-// first answer decides at once; after that, UnhealthyThreshold failures in
-// a row make a passing backend failing, and HealthyThreshold passes in a
-// row make a failing one passing. Then the next check is scheduled.
-func (ac *addrConn) onHealthResult(gen int, err error) {
-	if ac.closed || gen != ac.checkGen {
-		return // stale: the check was stopped, timed out or answered
+// CancelCheck cancels the check in flight.
+func (o *acHealth) CancelCheck() {
+	if o.checkCancel != nil {
+		o.checkCancel()
+		o.checkCancel = nil
 	}
-	c := ac.c
-	h := c.health
-	ac.checkGen++ // a later answer to this check is stale
-	ac.checks++
-	ac.checkCancel()
-	ac.checkCancel = nil
-	ac.checkTimer.Stop()
-	ac.checkTimer = nil
-	addr := ac.addr.Load().Addr
-	ac.noteCheck(err)
-	if errors.Is(err, ErrHealthCheckUnimplemented) {
-		c.logger.Error("the backend does not implement health checking; treating it as healthy and not checking again", "addr", addr, "error", err)
-		ac.setVerdict(healthPassing, nil)
-		return
-	}
-	if err == nil {
-		ac.passes, ac.fails = ac.passes+1, 0
-		if ac.verdict == healthUnknown || (ac.verdict == healthFailing && ac.passes >= h.hc.HealthyThreshold) {
-			ac.setVerdict(healthPassing, nil)
-		}
-	} else {
-		ac.passes, ac.fails = 0, ac.fails+1
-		switch {
-		case ac.verdict == healthUnknown || (ac.verdict == healthPassing && ac.fails >= h.hc.UnhealthyThreshold):
-			ac.setVerdict(healthFailing, err)
-		case ac.verdict == healthFailing:
-			ac.verdictErr = err
-		}
-	}
-	ac.checkTimer = c.ser.AfterFunc(ac.jittered(h.hc), func() {
-		ac.checkTimer = nil
-		ac.startHealth()
-	})
 }
 
-// setVerdict records a change of verdict and tells the handles.
-func (ac *addrConn) setVerdict(v healthVerdict, err error) {
-	if v == ac.verdict {
-		return
-	}
+// SetVerdict records a change of verdict and tells the handles.
+func (o *acHealth) SetVerdict(v connstate.Verdict, err error) {
+	ac := (*addrConn)(o)
 	prev := ac.verdict
-	ac.verdict, ac.verdictErr = v, err
-	ac.healthy.Store(v == healthPassing)
-	if v == healthFailing {
+	ac.verdict, ac.verdictErr = healthVerdict(v), err
+	ac.healthy.Store(v == connstate.Passing)
+	if v == connstate.Failing {
 		ac.c.metrics.healthFailing.Add(1)
 	} else {
 		ac.c.metrics.healthPassing.Add(1)
 	}
 	switch {
-	case v == healthFailing:
+	case v == connstate.Failing:
 		ac.c.logger.Warn("backend unhealthy", "addr", ac.addr.Load().Addr, "error", err)
 	case prev == healthFailing:
 		ac.c.logger.Info("backend healthy again", "addr", ac.addr.Load().Addr)
@@ -206,13 +161,30 @@ func (ac *addrConn) setVerdict(v healthVerdict, err error) {
 	ac.notify()
 }
 
-// jittered returns the interval to the next check, spread by the jitter
-// with the channel's seeded randomness.
-func (ac *addrConn) jittered(hc HealthCheck) time.Duration {
-	if hc.Jitter == 0 {
-		return hc.Interval
+// onHealthResult applies one check's result (connstate.Health.Result: gRFC
+// A17 with thresholds). A backend that does not implement health checking
+// is healthy and not checked again.
+func (ac *addrConn) onHealthResult(gen uint64, err error) {
+	if ac.closed {
+		return
 	}
-	return time.Duration(float64(hc.Interval) * (1 + hc.Jitter*(2*ac.c.rand.Float64()-1)))
+	if errors.Is(err, ErrHealthCheckUnimplemented) {
+		if ac.health.Awaits(gen) {
+			ac.c.logger.Error("the backend does not implement health checking; treating it as healthy and not checking again", "addr", ac.addr.Load().Addr, "error", err)
+			ac.health.Unimplemented(gen, err)
+		}
+	} else {
+		ac.health.Result(gen, err)
+	}
+}
+
+// Checked records an answer applied (a timeout's included): the count, the
+// last check for the snapshot, and the error of a backend still failing.
+func (o *acHealth) Checked(err error) {
+	ac := (*addrConn)(o)
+	ac.checks++
+	ac.noteCheck(err)
+	_, ac.verdictErr = ac.health.Verdict()
 }
 
 // viewFor returns the state handle sc sees: the connection's own state,
@@ -223,13 +195,11 @@ func (ac *addrConn) viewFor(sc *SubConn) (lb.ConnectivityState, error) {
 	if ac.state != lb.Ready || !sc.wantsHealth || !ac.gated.Load() {
 		return ac.state, ac.err
 	}
-	switch ac.verdict {
-	case healthPassing:
-		return lb.Ready, nil
-	case healthFailing:
-		return lb.TransientFailure, fmt.Errorf("conn: health check of %s: %w", ac.addr.Load().Addr, ac.verdictErr)
+	s := connstate.View(ac.state, connstate.Verdict(ac.verdict))
+	if s == lb.TransientFailure {
+		return s, fmt.Errorf("conn: health check of %s: %w", ac.addr.Load().Addr, ac.verdictErr)
 	}
-	return lb.Connecting, nil
+	return s, nil
 }
 
 // notify delivers to every handle the state it sees.

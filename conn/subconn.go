@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/connstate"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
@@ -55,14 +56,12 @@ type addrConn struct {
 	healthy    atomic.Bool                      // the last health verdict passed
 
 	// Owned by the serializer.
-	state   lb.ConnectivityState
+	m       *connstate.Machine   // connecting, backoff: ac is its Owner
+	state   lb.ConnectivityState // the state m last entered, or SHUTDOWN
 	err     error
 	handles map[*SubConn]struct{}
-	attempt int // identifies the current dial or connection
 	cancel  context.CancelFunc
 	conn    *ownedConn
-	retries int
-	backoff lb.Timer
 	closed  bool
 
 	// For the snapshot (observe.go): when state began, the last failed
@@ -73,14 +72,12 @@ type addrConn struct {
 	stats       endpointStats
 
 	// Health checking (health.go), owned by the serializer.
-	wantHealth    int // handles that asked for health checks
-	verdict       healthVerdict
-	verdictErr    error
-	passes, fails int // checks in a row that passed, failed
-	checks        int // check results applied
-	checkGen      int // identifies the check in flight
-	checkCancel   context.CancelFunc
-	checkTimer    lb.Timer // the check's timeout, or the next check
+	wantHealth  int // handles that asked for health checks
+	verdict     healthVerdict
+	verdictErr  error
+	health      *connstate.Health // checks, thresholds, timers: ac is its HealthOwner
+	checks      int               // check results applied
+	checkCancel context.CancelFunc
 }
 
 func (c *Channel) newSubConn(w *balancerWrapper, addrs []resolver.Address, opts lb.NewSubConnOptions) *SubConn {
@@ -88,6 +85,9 @@ func (c *Channel) newSubConn(w *balancerWrapper, addrs []resolver.Address, opts 
 	ac := c.addrConns[key]
 	if len(addrs) > 1 || ac == nil {
 		ac = &addrConn{c: c, addrs: append([]resolver.Address(nil), addrs...), handles: make(map[*SubConn]struct{})}
+		ac.m = connstate.New(connstate.Config{Scheduler: c.ser, Backoff: c.cfg.backoff,
+			MinConnectTimeout: c.cfg.minConnectTimeout, Rand: c.rand}, (*acOwner)(ac))
+		ac.health = connstate.NewHealth(c.ser, c.rand, (*acHealth)(ac))
 		if len(addrs) > 1 {
 			key.multi = ac
 		}
@@ -115,7 +115,7 @@ func (sc *SubConn) Connect() {
 	}
 	sc.connected = true
 	if sc.ac.state == lb.Idle {
-		sc.ac.connect()
+		sc.ac.m.Connect()
 		return
 	}
 	sc.setState(sc.ac.viewFor(sc))
@@ -172,7 +172,7 @@ func (sc *SubConn) ReportError(err error) {
 			return
 		}
 		sc.c.logger.Info("request failed on a READY connection; reconnecting", "addr", ac.addr.Load().Addr, "error", err)
-		ac.onLost(ac.attempt)
+		ac.onLost(ac.m.Attempt())
 	})
 }
 
@@ -224,15 +224,19 @@ func (ac *addrConn) setState(s lb.ConnectivityState, err error) {
 	ac.notify()
 }
 
-// connect dials the addresses in order on a new goroutine.
-func (ac *addrConn) connect() {
+// acOwner is an addrConn as the I/O side of its connstate.Machine.
+type acOwner addrConn
+
+// SetState records the state the machine entered (see addrConn.setState).
+func (o *acOwner) SetState(s lb.ConnectivityState, err error) { (*addrConn)(o).setState(s, err) }
+
+// Dial dials the addresses in order on a new goroutine; the result comes
+// back to the machine through onConnected or onFailed, serialized.
+func (o *acOwner) Dial(attempt uint64, timeout time.Duration) {
+	ac := (*addrConn)(o)
 	c := ac.c
-	ac.attempt++
-	attempt := ac.attempt
 	ctx, cancel := context.WithCancel(c.ctx)
 	ac.cancel = cancel
-	timeout := max(c.cfg.minConnectTimeout, c.cfg.backoff.Delay(ac.retries, nil))
-	ac.setState(lb.Connecting, nil)
 	addrs := ac.addrs
 	c.wg.Add(1)
 	go func() {
@@ -267,17 +271,16 @@ func (ac *addrConn) connect() {
 	}()
 }
 
-func (ac *addrConn) onConnected(attempt int, a resolver.Address, conn *ownedConn, ctx context.Context) {
+func (ac *addrConn) onConnected(attempt uint64, a resolver.Address, conn *ownedConn, ctx context.Context) {
 	c := ac.c
-	if ac.closed || attempt != ac.attempt {
+	if ac.closed || attempt != ac.m.Attempt() {
 		c.conns.release(conn)
 		return
 	}
 	ac.conn = conn
-	ac.retries = 0
 	ac.addr.Store(&a)
 	c.logger.Debug("connected", "addr", a.Addr)
-	ac.setState(lb.Ready, nil)
+	ac.m.Connected(attempt)
 	if conn.Lost() == nil {
 		return // nothing to watch: requests and health checks judge it
 	}
@@ -293,41 +296,34 @@ func (ac *addrConn) onConnected(attempt int, a resolver.Address, conn *ownedConn
 }
 
 // onLost handles a lost READY connection: close it and go IDLE.
-func (ac *addrConn) onLost(attempt int) {
-	if ac.closed || attempt != ac.attempt || ac.conn == nil {
+func (ac *addrConn) onLost(attempt uint64) {
+	if ac.closed || attempt != ac.m.Attempt() || ac.conn == nil {
 		return
 	}
 	ac.c.logger.Info("connection lost", "addr", ac.addr.Load().Addr)
 	ac.dropConn()
-	ac.setState(lb.Idle, nil)
+	ac.m.Lost(attempt)
 }
 
 // onFailed handles a failed attempt: TRANSIENT_FAILURE for the backoff
-// delay, then IDLE.
-func (ac *addrConn) onFailed(attempt int, err error) {
+// delay, then IDLE (connstate.Machine.Failed).
+func (ac *addrConn) onFailed(attempt uint64, err error) {
 	c := ac.c
-	if ac.closed || attempt != ac.attempt {
+	if ac.closed || attempt != ac.m.Attempt() || ac.m.State() != lb.Connecting {
 		return
 	}
 	if err == nil {
 		err = errors.New("conn: no address to dial")
 	}
-	delay := c.cfg.backoff.Delay(ac.retries, c.rand)
-	ac.retries++
-	c.logger.Debug("connection attempt failed", "addr", ac.addrs[0].Addr, "error", err, "backoff", delay)
 	ac.lastConnErr = lb.NewTimedError(err, c.clock.Now())
-	ac.setState(lb.TransientFailure, err)
-	ac.backoff = c.ser.AfterFunc(delay, func() {
-		ac.backoff = nil
-		if !ac.closed && ac.state == lb.TransientFailure {
-			ac.setState(lb.Idle, nil)
-		}
-	})
+	if delay, ok := ac.m.Failed(attempt, err); ok {
+		c.logger.Debug("connection attempt failed", "addr", ac.addrs[0].Addr, "error", err, "backoff", delay)
+	}
 }
 
-// dropConn closes the connection and ends its watcher.
+// dropConn closes the connection and ends its watcher (the machine makes
+// their results stale).
 func (ac *addrConn) dropConn() {
-	ac.attempt++ // the watcher's and any dial's results are now stale
 	if ac.cancel != nil {
 		ac.cancel()
 		ac.cancel = nil
@@ -345,11 +341,8 @@ func (ac *addrConn) close() {
 	}
 	ac.closed = true
 	ac.stopHealth()
+	ac.m.Close()
 	ac.dropConn()
-	if ac.backoff != nil {
-		ac.backoff.Stop()
-		ac.backoff = nil
-	}
 	ac.c.metrics.stateChanged(lb.Shutdown)
 	ac.state = lb.Shutdown
 	ac.readyState.Store(int32(lb.Shutdown))

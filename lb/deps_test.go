@@ -59,9 +59,10 @@ var layers = []struct {
 	{"lb/childmanager", 4},
 	{"lb/endpointlist", 4},
 	{"lb/lbtest", 4},
-	{"lb/", 5}, // the policies
+	{"lb/connstate", 4}, // one connection's states and backoff, shared by conn and sim
+	{"lb/", 5},          // the policies
 	{"conn", 6},
-	{"sim", 6},   // the fleet simulator: runs the policies, never the channel
+	{"sim", 6},   // the fleet simulator: runs the policies and lb/connstate, never conn
 	{"conn/", 7}, // conn/debugpage
 	{"adapters/", 8},
 	{"internal/demo", 9}, // the demos' runner, under cmd/lbdemo and adapters/xds/cmd/xdsdemo

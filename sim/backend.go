@@ -51,6 +51,7 @@ type backend struct {
 	conns []*subConn
 
 	requests uint64 // attempts that arrived, measured ones
+	dials    int    // connection attempts of every client (tests read it)
 	peak     int    // most attempts served or queued at once
 	sec      secondStats
 }
@@ -63,6 +64,31 @@ type secondStats struct {
 
 // inFlight returns the attempts served or queued.
 func (b *backend) inFlight() int { return len(b.serving) + b.queue.len() }
+
+// send sends a to the backend: it arrives after half the backend's rtt.
+func (b *backend) send(a *attempt, measured bool) {
+	if b.spec.rtt == 0 {
+		b.arrive(a, measured)
+		return
+	}
+	var m uint64
+	if measured {
+		m = 1
+	}
+	e := &b.run.e
+	e.at(e.now+b.spec.rtt/2, evSend, m, a)
+}
+
+// reach is a's arrival after its trip: a backend that stopped meanwhile
+// fails it.
+func (b *backend) reach(a *attempt, measured bool) {
+	if b.down {
+		b.run.attemptDone(a, ErrConnectionLost)
+		b.run.freeAttempt(a)
+		return
+	}
+	b.arrive(a, measured)
+}
 
 // arrive takes a new attempt: served at once when below the concurrency
 // limit, else queued.
@@ -91,6 +117,9 @@ func (b *backend) start(a *attempt) {
 	a.slot = len(b.serving)
 	b.serving = append(b.serving, a)
 	d, fail := b.serviceTime(e.now)
+	if lf := b.spec.loadFactor; lf > 0 {
+		d = time.Duration(min(float64(d)*(1+lf*float64(len(b.serving)-1)), float64(maxServiceTime)))
+	}
 	a.fail = fail
 	e.at(e.now+d, evComplete, 0, a)
 }
@@ -142,8 +171,22 @@ func (b *backend) complete(a *attempt) {
 	if b.queue.len() > 0 {
 		b.start(b.queue.pop())
 	}
+	if rtt := b.spec.rtt; rtt > 0 {
+		var f uint64
+		if a.fail {
+			f = 1
+		}
+		e := &b.run.e
+		e.at(e.now+rtt-rtt/2, evReply, f, a)
+		return
+	}
+	b.reply(a, a.fail)
+}
+
+// reply gives a's outcome to its request and frees a.
+func (b *backend) reply(a *attempt, fail bool) {
 	var err error
-	if a.fail {
+	if fail {
 		err = ErrBackendError
 	}
 	b.run.attemptDone(a, err)
@@ -157,6 +200,20 @@ func (b *backend) refusing(now time.Duration) bool {
 	}
 	for _, f := range b.faults {
 		if f.kind == faultRefuse && f.active(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// unhealthy reports whether a health check fails now: the backend is
+// stopped, refusing, or under an unhealthy fault.
+func (b *backend) unhealthy(now time.Duration) bool {
+	if b.refusing(now) {
+		return true
+	}
+	for _, f := range b.faults {
+		if f.kind == faultUnhealthy && f.active(now) {
 			return true
 		}
 	}

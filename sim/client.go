@@ -113,13 +113,16 @@ var errForeign = fmt.Errorf("sim: the policy picked a SubConn this client did no
 // client is one client: its own policy tree on its own scheduler, its
 // traffic, and the requests waiting for a picker.
 type client struct {
-	run   *run
-	idx   int
-	spec  *clientSpec
-	bal   lb.Balancer
-	ctx   context.Context // PickInfo.Ctx: carries the oracle's view
-	rng   *rand.Rand      // arrivals
-	scope *lb.Scope       // the root balancer's scheduler
+	run  *run
+	idx  int
+	spec *clientSpec
+	bal  lb.Balancer
+	ctx  context.Context // PickInfo.Ctx: carries the oracle's view
+	rng  *rand.Rand      // arrivals
+	// connRand jitters the backoff and health-check intervals of the
+	// client's connections, as a channel's seeded randomness does.
+	connRand *rand.Rand
+	scope    *lb.Scope // the root balancer's scheduler
 
 	picker       lb.Picker
 	state        lb.ConnectivityState
@@ -193,7 +196,7 @@ func (c *client) pick(r *request) {
 		r.tries++
 		a := c.run.newAttempt(r, sc.b)
 		r.att = a
-		sc.b.arrive(a, r.measured)
+		sc.b.send(a, r.measured)
 	}
 }
 

@@ -13,7 +13,10 @@ import (
 
 // shortS1 is S1 cut to 8 s with the slow window from 2 s to 6 s, under
 // every policy kind the shipped scenarios use plus an outlier-detection
-// tree, whose timers run in virtual time.
+// tree, whose timers run in virtual time; with health checks, a network
+// round trip, a load factor, refused connections (jittered backoff), a
+// restart and a failing health check, so that lb/connstate's timers and
+// random draws are in it too.
 const shortS1 = `{
   "name": "s1-short", "seed": 3, "duration": "8s",
   "policies": [
@@ -26,11 +29,15 @@ const shortS1 = `{
       "failurePercentageEjection": {"threshold": 50, "minimumHosts": 3, "requestVolume": 20},
       "childPolicy": [{"round_robin": {}}]}}]}}
   ],
-  "clients": [{"rate": 1000, "timeout": "1s", "retries": 1}],
-  "backends": [{"name": "b", "count": 11, "service": {"normal": {"mean": "0.167s", "stddev": "0.005s"}}}],
+  "clients": [{"rate": 1000, "timeout": "1s", "retries": 1, "healthCheck": {"interval": "0.5s", "timeout": "0.1s"}}],
+  "backends": [{"name": "b", "count": 11, "rtt": "0.002s", "loadFactor": 0.01, "connectDelay": "0.001s",
+    "service": {"normal": {"mean": "0.167s", "stddev": "0.005s"}}}],
   "faults": [
     {"backend": "b0", "from": "2s", "until": "6s", "slower": {"latency": "2s"}},
-    {"backend": "b1", "from": "2s", "until": "6s", "errors": {"rate": 0.9}}
+    {"backend": "b1", "from": "2s", "until": "6s", "errors": {"rate": 0.9}},
+    {"backend": "b2", "from": "0s", "until": "3s", "refuse": {}},
+    {"backend": "b3", "from": "3s", "until": "5s", "stop": {"warmup": "1s", "warmupFactor": 3}},
+    {"backend": "b4", "from": "2s", "until": "5s", "unhealthy": {}}
   ]
 }`
 

@@ -11,10 +11,13 @@
 // service config's loadBalancingConfig, as a channel builds them; their
 // pickers choose every request's backend, their timers run as events of the
 // simulator, and each request's Done reports its outcome (outlier detection
-// counts it). The simulator is each tree's [lb.ClientConn], makes its
-// [lb.SubConn]s and is its [lb.Scheduler]; connections, backends, faults
-// and traffic are simulated. The channel runtime (package conn: backoff,
-// health checks) is not in the loop.
+// counts it). Each connection runs the channel's own state machine,
+// package lb/connstate, as package conn does: connecting, backoff, the
+// attempt's timeout and gRFC A17 health checks, on the simulator's
+// scheduler. The simulator is each tree's [lb.ClientConn], makes its
+// [lb.SubConn]s and is its [lb.Scheduler]; only I/O is simulated: what a
+// dial or a health check finds, the requests on the wire, the backends,
+// their faults and the resolver's addresses.
 //
 // # Determinism
 //

@@ -19,6 +19,8 @@ const (
 	evComplete             // ref is the *backend finishing attempt id of r
 	evTimeout              // ref is the *client whose earliest deadline is due
 	evConnect              // ref is the *subConn whose connection attempt ends
+	evSend                 // ref is the *attempt reaching its backend after half the rtt; id 1 if measured
+	evReply                // ref is the *attempt whose answer reaches its client after half the rtt; id 1 if it failed
 )
 
 // event is one entry of the engine's heap, ordered by (at, seq). key

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -34,7 +35,17 @@ func TestBadScenariosNameTheirPath(t *testing.T) {
 		{strings.Replace(base, `"duration": "10s",`, ``, 1), "duration", "required when"},
 		{strings.Replace(base, `"count": 2`, `"count": 0`, 1), "backends[0].count", "must be from 1"},
 		{strings.Replace(strings.Replace(base, `"10s"`, `"86400s"`, 1), `"count": 2`, `"count": 1000`, 1), "duration", "cells"},
-		{strings.Replace(base, `"rate": 10`, `"rate": 10, "reconnectDelay": "0s"`, 1), "clients[0].reconnectDelay", "must be from 1ms"},
+		{strings.Replace(base, `"rate": 10`, `"rate": 10, "backoff": {"baseDelay": "0s"}`, 1), "clients[0].backoff.baseDelay", "must be from 1ms"},
+		{strings.Replace(base, `"rate": 10`, `"rate": 10, "backoff": {"baseDelay": "2s", "maxDelay": "1s"}`, 1), "clients[0].backoff.maxDelay", "at least baseDelay"},
+		{strings.Replace(base, `"rate": 10`, `"rate": 10, "backoff": {"multiplier": 0.5}`, 1), "clients[0].backoff.multiplier", "must be from 1"},
+		{strings.Replace(base, `"rate": 10`, `"rate": 10, "minConnectTimeout": "0s"`, 1), "clients[0].minConnectTimeout", "must be from 1ms"},
+		{strings.Replace(base, `"rate": 10`, `"rate": 10, "healthCheck": {"interval": "1s", "every": 2}`, 1), "clients[0].healthCheck.every", "unknown field"},
+		{strings.Replace(base, `"rate": 10`, `"rate": 10, "healthCheck": {"unhealthyThreshold": 0}`, 1), "clients[0].healthCheck.unhealthyThreshold", "must be from 1"},
+		{strings.Replace(base, `"rate": 10`, `"rate": 10, "healthCheck": {"jitter": 2}`, 1), "clients[0].healthCheck.jitter", "must be from 0"},
+		{strings.Replace(base, `"count": 2`, `"count": 2, "rtt": "-0.001s"`, 1), "backends[0].rtt", "must be from 0s"},
+		{strings.Replace(base, `"count": 2`, `"count": 2, "loadFactor": -1`, 1), "backends[0].loadFactor", "must be from 0"},
+		{strings.Replace(base, `%s}`, `, "faults": [{"backend": "b1", "from": "1s", "unhealthy": {"why": 1}}]}`, 1), "faults[0].unhealthy.why", "unknown field"},
+		{strings.Replace(base, `%s}`, `, "faults": [{"backend": "b1", "from": "1s"}]}`, 1), "faults[0]", "unhealthy"},
 		{`[]`, "", "want a JSON object"},
 		{`{"name": "x", "name": "y"}`, "name", ""},
 	} {
@@ -48,5 +59,22 @@ func TestBadScenariosNameTheirPath(t *testing.T) {
 		if ce.Path != tc.path || !strings.Contains(ce.Err.Error(), tc.reason) {
 			t.Errorf("%.80s...: error %q, want path %q and a reason containing %q", in, err, tc.path, tc.reason)
 		}
+	}
+}
+
+// The example scenario of docs/simulation.md ("A scenario file") parses.
+func TestDocsExampleScenarioParses(t *testing.T) {
+	doc, err := os.ReadFile("../docs/simulation.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), "## A scenario file")
+	_, block, ok2 := strings.Cut(after, "```json\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal(`docs/simulation.md has no JSON block under "## A scenario file"`)
+	}
+	if _, err := ParseScenario([]byte(block)); err != nil {
+		t.Errorf("docs/simulation.md's example scenario: %v", err)
 	}
 }

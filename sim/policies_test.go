@@ -88,7 +88,7 @@ func TestPriorityFailoverAndReturn(t *testing.T) {
 		"policies": [{"serviceConfig": {"loadBalancingConfig": [{"priority_experimental": {
 			"priorities": ["p0", "p1"],
 			"children": {"p0": {"config": [{"round_robin": {}}]}, "p1": {"config": [{"round_robin": {}}]}}}}]}}],
-		"clients": [{"rate": 200, "timeout": "1s", "reconnectDelay": "0.5s"}],
+		"clients": [{"rate": 200, "timeout": "1s", "backoff": {"baseDelay": "0.5s", "multiplier": 1, "jitter": 0, "maxDelay": "0.5s"}}],
 		"backends": [
 			{"name": "a", "count": 3, "hierarchy": ["p0"], "service": {"constant": "0.01s"}},
 			{"name": "z", "count": 3, "hierarchy": ["p1"], "service": {"constant": "0.01s"}}],
@@ -213,7 +213,7 @@ func TestTimelineChangesTheResolverStateAndWarmsUp(t *testing.T) {
 	// of the 10 s warm-up left).
 	one := run1(t, `{"name": "warmup", "seed": 4, "duration": "25s",
 		"policies": [{"serviceConfig": {"loadBalancingConfig": [{"round_robin": {}}]}}],
-		"clients": [{"rate": 100, "timeout": "1s", "reconnectDelay": "0.1s"}],
+		"clients": [{"rate": 100, "timeout": "1s", "backoff": {"baseDelay": "0.1s", "multiplier": 1, "jitter": 0, "maxDelay": "0.1s"}}],
 		"backends": [{"name": "w", "service": {"constant": "0.01s"}}],
 		"faults": [{"backend": "w", "from": "5s", "until": "7s", "stop": {"warmup": "10s", "warmupFactor": 5}}]}`)
 	for _, c := range []struct {

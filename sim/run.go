@@ -20,6 +20,7 @@ const (
 	streamArrivals = 1 << 32
 	streamPolicy   = 2 << 32
 	streamService  = 3 << 32
+	streamConns    = 4 << 32
 )
 
 func stream(seed, id uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, id)) }
@@ -132,7 +133,7 @@ func (r *run) build() {
 	logger := slog.New(slog.DiscardHandler)
 	for i := range s.clients {
 		c := &client{run: r, idx: i, spec: &s.clients[i], issuing: true,
-			rng: stream(s.seed, streamArrivals|uint64(i))}
+			rng: stream(s.seed, streamArrivals|uint64(i)), connRand: stream(s.seed, streamConns|uint64(i))}
 		c.ctx = context.WithValue(context.Background(), oracleKey{}, Oracle(r))
 		c.repickFn, c.workerFn = c.repick, c.worker
 		// As a channel does: the root balancer runs on a scope of its own
@@ -252,6 +253,12 @@ func (r *run) loop() {
 			ev.ref.(*client).expire()
 		case evConnect:
 			ev.ref.(*subConn).connected(ev.id)
+		case evSend:
+			a := ev.ref.(*attempt)
+			a.b.reach(a, ev.id == 1)
+		case evReply:
+			a := ev.ref.(*attempt)
+			a.b.reply(a, ev.id == 1)
 		}
 		if r.issuing == 0 && r.alive == 0 {
 			break
@@ -353,7 +360,8 @@ type oracleKey struct{}
 // service-time distribution, under the faults active now (slower, the
 // warm-up after a restart), times the queueing delay its current load
 // implies: with c slots and n requests served or queued, a new request
-// waits for (n-c+1)/c service times when n >= c.
+// waits for (n-c+1)/c service times when n >= c; plus the network's
+// round trip.
 func (r *run) Estimate(addr string) (time.Duration, bool) {
 	b, ok := r.byName[addr]
 	if !ok || b.down {
@@ -365,5 +373,5 @@ func (r *run) Estimate(addr string) (time.Duration, bool) {
 			mean *= 1 + float64(n-c+1)/float64(c)
 		}
 	}
-	return time.Duration(mean), true
+	return time.Duration(mean) + b.spec.rtt, true
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/backoff"
+	"github.com/lbkit/lbkit/lb/connstate"
 )
 
 // Limits that keep a run's memory bounded; a scenario beyond one is an
@@ -51,13 +53,17 @@ type policySpec struct {
 
 // clientSpec is one client (one policy tree) and its traffic.
 type clientSpec struct {
-	name           string
-	rates          []rateStep // open loop: Poisson arrivals at these rates
-	concurrency    int        // closed loop: requests kept in flight
-	requests       int64      // the most requests it issues; 0: no limit
-	timeout        time.Duration
-	retries        int
-	reconnectDelay time.Duration
+	name        string
+	rates       []rateStep // open loop: Poisson arrivals at these rates
+	concurrency int        // closed loop: requests kept in flight
+	requests    int64      // the most requests it issues; 0: no limit
+	timeout     time.Duration
+	retries     int
+	// The connections' backoff, least connect timeout and health checks
+	// (Interval 0: none), as conn's options set them.
+	backoff           backoff.Config
+	minConnectTimeout time.Duration
+	health            connstate.HealthSettings
 }
 
 // rateStep is an open-loop rate in requests per second from at on.
@@ -72,7 +78,9 @@ type backendSpec struct {
 	service      dist
 	concurrency  int // requests served at once; 0: unlimited
 	connectDelay time.Duration
-	weight       uint32 // 0: no weight attribute
+	rtt          time.Duration // network round trip added to every request, half each way
+	loadFactor   float64       // service time × (1 + loadFactor × others in service)
+	weight       uint32        // 0: no weight attribute
 	hierarchy    []string
 }
 
@@ -180,11 +188,11 @@ func expand(name string, count int64) []string {
 }
 
 // parseBackends reads backends: [{"name", "count", "service",
-// "concurrency", "connectDelay", "weight", "hierarchy"}].
+// "concurrency", "connectDelay", "rtt", "loadFactor", "weight", "hierarchy"}].
 func (s *Scenario) parseBackends(o object) error {
 	seen := map[string]bool{}
 	return o.each("backends", "want at least one backend",
-		[]string{"name", "count", "service", "concurrency", "connectDelay", "weight", "hierarchy"},
+		[]string{"name", "count", "service", "concurrency", "connectDelay", "rtt", "loadFactor", "weight", "hierarchy"},
 		func(b object) error { return s.parseBackend(b, seen) })
 }
 
@@ -197,6 +205,8 @@ func (s *Scenario) parseBackend(b object, seen map[string]bool) error {
 		func() error { return b.integer("count", &count, 1, maxBackends) },
 		func() error { return b.integer("concurrency", &conc, 0, math.MaxInt32) },
 		func() error { return b.duration("connectDelay", &spec.connectDelay, 0, maxScenarioT) },
+		func() error { return b.duration("rtt", &spec.rtt, 0, maxServiceTime) },
+		func() error { return b.float("loadFactor", &spec.loadFactor, 0, 1e3) },
 		func() error { return b.integer("weight", &weight, 0, math.MaxUint32) },
 		func() error { return b.decode("hierarchy", &spec.hierarchy) },
 	)

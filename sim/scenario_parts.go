@@ -2,25 +2,29 @@ package sim
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/backoff"
+	"github.com/lbkit/lbkit/lb/connstate"
 )
 
 // maxRate is the highest open-loop rate a client may ask for, per second.
 const maxRate = 1e9
 
 // parseClients reads clients: [{"name", "count", "rate" | "rates" |
-// "concurrency", "requests", "timeout", "retries", "reconnectDelay"}].
+// "concurrency", "requests", "timeout", "retries", "backoff",
+// "minConnectTimeout", "healthCheck"}].
 func (s *Scenario) parseClients(o object) error {
 	return o.each("clients", "want at least one client",
-		[]string{"name", "count", "rate", "rates", "concurrency", "requests", "timeout", "retries", "reconnectDelay"},
+		[]string{"name", "count", "rate", "rates", "concurrency", "requests", "timeout", "retries", "backoff", "minConnectTimeout", "healthCheck"},
 		s.parseClient)
 }
 
 // parseClient reads one entry of clients.
 func (s *Scenario) parseClient(c object) error {
-	spec := clientSpec{name: "client", reconnectDelay: time.Second}
+	spec := clientSpec{name: "client", backoff: backoff.Default(), minConnectTimeout: defaultMinConnectTimeout}
 	var count, conc, retries int64 = 1, 0, 0
 	err := firstErr(
 		func() error { return c.str("name", &spec.name) },
@@ -29,9 +33,11 @@ func (s *Scenario) parseClient(c object) error {
 		func() error { return c.integer("requests", &spec.requests, 1, maxRequests) },
 		func() error { return c.duration("timeout", &spec.timeout, 0, maxScenarioT) },
 		func() error { return c.integer("retries", &retries, 0, 10) },
+		func() error { return parseBackoff(c, &spec.backoff) },
 		func() error {
-			return c.duration("reconnectDelay", &spec.reconnectDelay, time.Millisecond, maxScenarioT)
+			return c.duration("minConnectTimeout", &spec.minConnectTimeout, time.Millisecond, maxScenarioT)
 		},
+		func() error { return parseHealthCheck(c, &spec.health) },
 		func() error { return parseRates(c, &spec) },
 	)
 	if err != nil {
@@ -93,16 +99,17 @@ func parseRates(c object, spec *clientSpec) error {
 type faultKind uint8
 
 const (
-	faultSlower  faultKind = iota // service time × factor, or a fixed latency
-	faultErrors                   // a fraction of requests fail
-	faultRefuse                   // new connections are refused
-	faultStop                     // the backend is down, then restarts warming up
-	faultRemoved                  // the endpoint is out of the resolver's state
-	faultWeight                   // the endpoint's weight attribute changes
+	faultSlower    faultKind = iota // service time × factor, or a fixed latency
+	faultErrors                     // a fraction of requests fail
+	faultRefuse                     // new connections are refused
+	faultStop                       // the backend is down, then restarts warming up
+	faultRemoved                    // the endpoint is out of the resolver's state
+	faultWeight                     // the endpoint's weight attribute changes
+	faultUnhealthy                  // health checks fail (requests are still served)
 )
 
 // faultKinds are the keys that name a fault's kind, in faultKind order.
-var faultKinds = []string{"slower", "errors", "refuse", "stop", "removed", "weight"}
+var faultKinds = []string{"slower", "errors", "refuse", "stop", "removed", "weight", "unhealthy"}
 
 // forever is the end of a fault with no "until".
 const forever = time.Duration(math.MaxInt64)
@@ -124,7 +131,7 @@ type faultSpec struct {
 func (f *faultSpec) active(t time.Duration) bool { return f.from <= t && t < f.until }
 
 // parseFaults reads faults: [{"backend", "from", "until", and one of
-// slower, errors, refuse, stop, removed, weight}].
+// slower, errors, refuse, stop, removed, weight, unhealthy}].
 func (s *Scenario) parseFaults(o object) error {
 	return o.each("faults", "", append([]string{"backend", "from", "until"}, faultKinds...), s.parseFault)
 }
@@ -166,7 +173,7 @@ func parseFaultKind(f object, spec *faultSpec) error {
 		}
 	}
 	if found < 0 {
-		return lb.ConfigErrorf(f.path, "want one of slower, errors, refuse, stop, removed, weight")
+		return lb.ConfigErrorf(f.path, "want one of %s", strings.Join(faultKinds, ", "))
 	}
 	spec.kind = faultKind(found)
 	name := faultKinds[found]
@@ -200,7 +207,7 @@ func parseFaultKind(f object, spec *faultSpec) error {
 			return lb.ConfigErrorf(k.at("rate"), "required")
 		}
 		err = k.float("rate", &spec.rate, 0, 1)
-	case faultRefuse, faultRemoved:
+	case faultRefuse, faultRemoved, faultUnhealthy:
 		err = k.known()
 	case faultStop:
 		spec.factor = 1
@@ -210,5 +217,64 @@ func parseFaultKind(f object, spec *faultSpec) error {
 			func() error { return k.float("warmupFactor", &spec.factor, 1, 1e6) },
 		)
 	}
+	return err
+}
+
+// defaultMinConnectTimeout is a client's least connect timeout without
+// minConnectTimeout: conn's DefaultMinConnectTimeout, 20 s.
+const defaultMinConnectTimeout = 20 * time.Second
+
+// parseBackoff reads a client's "backoff": {"baseDelay", "multiplier",
+// "jitter", "maxDelay"}, each defaulting to gRPC's schedule
+// (lb/backoff.Default) as conn's WithBackoff does.
+func parseBackoff(c object, b *backoff.Config) error {
+	if !c.has("backoff") {
+		return nil
+	}
+	k, err := parseObject(c.raw("backoff"), c.at("backoff"))
+	if err != nil {
+		return err
+	}
+	err = firstErr(
+		func() error { return k.known("baseDelay", "multiplier", "jitter", "maxDelay") },
+		func() error { return k.duration("baseDelay", &b.BaseDelay, time.Millisecond, maxScenarioT) },
+		func() error { return k.float("multiplier", &b.Multiplier, 1, 1e3) },
+		func() error { return k.float("jitter", &b.Jitter, 0, 1) },
+		func() error { return k.duration("maxDelay", &b.MaxDelay, time.Millisecond, maxScenarioT) },
+	)
+	if err != nil {
+		return err
+	}
+	if b.MaxDelay < b.BaseDelay {
+		return lb.ConfigErrorf(k.at("maxDelay"), "must be at least baseDelay (%v)", b.BaseDelay)
+	}
+	return nil
+}
+
+// parseHealthCheck reads a client's "healthCheck": {"interval",
+// "timeout", "unhealthyThreshold", "healthyThreshold", "jitter"}, with
+// conn's defaults (10 s, 2 s, 3, 2, 0.1). Without it, no checks run.
+func parseHealthCheck(c object, h *connstate.HealthSettings) error {
+	if !c.has("healthCheck") {
+		return nil
+	}
+	k, err := parseObject(c.raw("healthCheck"), c.at("healthCheck"))
+	if err != nil {
+		return err
+	}
+	*h = connstate.HealthSettings{Interval: 10 * time.Second, Timeout: 2 * time.Second,
+		UnhealthyThreshold: 3, HealthyThreshold: 2, Jitter: 0.1}
+	var unhealthy, healthy = int64(h.UnhealthyThreshold), int64(h.HealthyThreshold)
+	err = firstErr(
+		func() error {
+			return k.known("interval", "timeout", "unhealthyThreshold", "healthyThreshold", "jitter")
+		},
+		func() error { return k.duration("interval", &h.Interval, time.Millisecond, maxScenarioT) },
+		func() error { return k.duration("timeout", &h.Timeout, time.Millisecond, maxScenarioT) },
+		func() error { return k.integer("unhealthyThreshold", &unhealthy, 1, 1000) },
+		func() error { return k.integer("healthyThreshold", &healthy, 1, 1000) },
+		func() error { return k.float("jitter", &h.Jitter, 0, 1) },
+	)
+	h.UnhealthyThreshold, h.HealthyThreshold = int(unhealthy), int(healthy)
 	return err
 }

@@ -3,32 +3,109 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/connstate"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
-// subConn is a simulated connection from one client to one backend. Its
-// connect succeeds after the backend's connectDelay unless the backend is
-// stopped or refusing then; a refused connect reports TRANSIENT_FAILURE and,
-// after the client's reconnectDelay, IDLE (a fixed delay standing in for the
-// channel's backoff, which this stage does not run). States reach the
-// policy's listener as events, in order, never re-entrantly.
+// subConn is one client's connection to one backend. Its states come
+// from lbkit's own connection state machine (lb/connstate, as in conn):
+// connecting, the attempt's timeout, exponential backoff after a failure,
+// and, when the client checks health and the policy asked for it, gRFC
+// A17 health checking with its thresholds. Only the I/O is simulated: a
+// dial ends after the backend's connectDelay (refused while the backend is
+// stopped or refusing), a check answers after it (failing while the backend
+// is stopped, refusing or unhealthy). The state the policy sees reaches its
+// listener as an event, in order, never re-entrantly.
 type subConn struct {
-	c        *client
-	b        *backend
-	listener func(lb.SubConnState)
-	state    lb.ConnectivityState
-	gen      uint64 // counts transitions: an event made before one is stale
-	idx      int    // index in b.conns
+	c         *client
+	b         *backend
+	listener  func(lb.SubConnState)
+	m         *connstate.Machine
+	health    *connstate.Health // nil: not health-checked
+	connState lb.ConnectivityState
+	connErr   error
+	state     lb.ConnectivityState // the state the policy sees
+	idx       int                  // index in b.conns
 }
 
 var _ lb.SubConn = (*subConn)(nil)
 
+// scOwner is a subConn as the I/O side of its machine and health checks.
+type scOwner subConn
+
+// SetState takes the connection's new state: health checks start on READY
+// and stop otherwise, and the policy hears the state it sees.
+func (o *scOwner) SetState(st lb.ConnectivityState, err error) {
+	sc := (*subConn)(o)
+	sc.connState, sc.connErr = st, err
+	if sc.health != nil {
+		sc.health.Stop()
+		if st == lb.Ready {
+			sc.health.Start(sc.c.spec.health)
+		}
+	}
+	sc.publish()
+}
+
+// Dial ends attempt id after the backend's connectDelay, or fails it at
+// the attempt's timeout if that comes first.
+func (o *scOwner) Dial(id uint64, timeout time.Duration) {
+	sc := (*subConn)(o)
+	e := &sc.c.run.e
+	sc.b.dials++
+	if d := sc.b.spec.connectDelay; d > timeout {
+		e.at(e.now+timeout, evFunc, 0, func() {
+			sc.m.Failed(id, fmt.Errorf("%s: %w after %v", sc.b.spec.name, errConnectTimeout, timeout))
+		})
+		return
+	}
+	e.at(e.now+sc.b.spec.connectDelay, evConnect, id, sc)
+}
+
+// StartCheck answers check id after the backend's connectDelay.
+func (o *scOwner) StartCheck(id uint64) {
+	sc := (*subConn)(o)
+	e := &sc.c.run.e
+	e.at(e.now+sc.b.spec.connectDelay, evFunc, 0, func() {
+		var err error
+		if sc.b.unhealthy(e.now) {
+			err = fmt.Errorf("%s: %w", sc.b.spec.name, ErrUnhealthy)
+		}
+		sc.health.Result(id, err)
+	})
+}
+
+// CancelCheck does nothing: a simulated check costs nothing once stale.
+func (o *scOwner) CancelCheck() {}
+
+// Checked does nothing: the report counts requests, not checks.
+func (o *scOwner) Checked(error) {}
+
+// SetVerdict tells the policy the state it now sees.
+func (o *scOwner) SetVerdict(connstate.Verdict, error) { (*subConn)(o).publish() }
+
+// publish queues the listener's call with the state the policy sees, when
+// it changed (a TRANSIENT_FAILURE is told again, with its new error).
+func (sc *subConn) publish() {
+	st, err := sc.connState, sc.connErr
+	if sc.health != nil {
+		v, verr := sc.health.Verdict()
+		if st = connstate.View(st, v); st == lb.TransientFailure && sc.connState == lb.Ready {
+			err = verr
+		}
+	}
+	if st == sc.state && st != lb.TransientFailure {
+		return
+	}
+	sc.setState(st, err)
+}
+
 // setState moves the SubConn to st and queues the listener's call.
 func (sc *subConn) setState(st lb.ConnectivityState, err error) {
 	sc.state = st
-	sc.gen++
 	s := lb.SubConnState{ConnectivityState: st, ConnectionError: err}
 	l := sc.listener
 	sc.c.run.e.at(sc.c.run.e.now, evFunc, 0, func() { l(s) })
@@ -36,44 +113,32 @@ func (sc *subConn) setState(st lb.ConnectivityState, err error) {
 
 // Connect starts a connection attempt when IDLE.
 func (sc *subConn) Connect() {
-	if sc.state != lb.Idle {
-		return
+	if sc.state != lb.Shutdown {
+		sc.m.Connect()
 	}
-	sc.setState(lb.Connecting, nil)
-	e := &sc.c.run.e
-	e.at(e.now+sc.b.spec.connectDelay, evConnect, sc.gen, sc)
 }
 
-// connected ends the attempt that gen started.
-func (sc *subConn) connected(gen uint64) {
-	if gen != sc.gen {
+// connected ends attempt id: READY, unless the backend is stopped or
+// refusing now.
+func (sc *subConn) connected(id uint64) {
+	if sc.b.refusing(sc.c.run.e.now) {
+		sc.m.Failed(id, fmt.Errorf("%s: %w", sc.b.spec.name, ErrRefused))
 		return
 	}
-	e := &sc.c.run.e
-	if !sc.b.refusing(e.now) {
-		sc.setState(lb.Ready, nil)
-		return
-	}
-	sc.setState(lb.TransientFailure, fmt.Errorf("%s: %w", sc.b.spec.name, ErrRefused))
-	failed := sc.gen
-	e.at(e.now+sc.c.spec.reconnectDelay, evFunc, 0, func() {
-		if sc.gen == failed {
-			sc.setState(lb.Idle, nil)
-		}
-	})
+	sc.m.Connected(id)
 }
 
 // lose breaks a READY connection: the backend stopped.
-func (sc *subConn) lose() {
-	if sc.state == lb.Ready {
-		sc.setState(lb.Idle, nil)
-	}
-}
+func (sc *subConn) lose() { sc.m.Lost(sc.m.Attempt()) }
 
 // Shutdown closes the SubConn for good.
 func (sc *subConn) Shutdown() {
 	if sc.state == lb.Shutdown {
 		return
+	}
+	sc.m.Close()
+	if sc.health != nil {
+		sc.health.Stop()
 	}
 	sc.setState(lb.Shutdown, nil)
 	conns := sc.b.conns
@@ -83,6 +148,12 @@ func (sc *subConn) Shutdown() {
 	conns[last] = nil
 	sc.b.conns = conns[:last]
 }
+
+// ErrUnhealthy is a health check's error while its backend is stopped,
+// refusing or under an unhealthy fault.
+var ErrUnhealthy = errors.New("sim: health check failed")
+
+var errConnectTimeout = errors.New("sim: connect timeout")
 
 // ErrRefused is a SubConn's connection error while its backend refuses
 // connections or is stopped.
@@ -102,7 +173,13 @@ func (c *client) NewSubConn(addrs []resolver.Address, opts lb.NewSubConnOptions)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", errUnknownAddress, addrs[0].Addr)
 	}
-	sc := &subConn{c: c, b: b, listener: opts.StateListener, state: lb.Idle, idx: len(b.conns)}
+	sc := &subConn{c: c, b: b, listener: opts.StateListener, state: lb.Idle, connState: lb.Idle, idx: len(b.conns)}
+	sched := scheduler{&c.run.e}
+	sc.m = connstate.New(connstate.Config{Scheduler: sched, Backoff: c.spec.backoff,
+		MinConnectTimeout: c.spec.minConnectTimeout, Rand: c.connRand}, (*scOwner)(sc))
+	if opts.HealthCheck && c.spec.health.Interval > 0 {
+		sc.health = connstate.NewHealth(sched, c.connRand, (*scOwner)(sc))
+	}
 	b.conns = append(b.conns, sc)
 	return sc, nil
 }

@@ -54,6 +54,7 @@ var layers = []struct {
 	{"lb/hierarchy", 2},
 	{"lb/weight", 2},
 	{"lb/hashkey", 2},
+	{"lb/draining", 2},
 	{"lb", 3},
 	{"lb/resolver/", 3}, // the resolvers: never lb or a policy
 	{"lb/childmanager", 4},

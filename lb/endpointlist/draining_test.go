@@ -2,7 +2,10 @@ package endpointlist_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/draining"
@@ -74,4 +77,118 @@ func TestDrainingEndpointGetsNoNewPicksWhileAnotherServes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// drainMachine drives round_robin, built on endpointlist, with random
+// updates that mark random endpoints draining and random SubConn reports,
+// against a model written from the rule's text: the picker serves the
+// READY endpoints that are not draining, or every READY endpoint when all
+// of them are draining; a SubConn lives as long as its endpoint stays
+// listed, marked or not.
+type drainMachine struct {
+	h        *lbtest.Harness
+	listed   []string
+	draining map[string]bool
+	reports  map[*lbtest.SubConn]lb.ConnectivityState
+	made     map[string]*lbtest.SubConn // each listed endpoint's SubConn
+}
+
+var drainPool = []string{"a", "b", "c", "d", "e"}
+
+// live returns the SubConn of the listed endpoint addr.
+func (m *drainMachine) live(t *rapid.T, addr string) *lbtest.SubConn {
+	for _, sc := range m.h.CC.SubConns() {
+		if !sc.IsShutdown() && sc.Addresses()[0].Addr == addr {
+			return sc
+		}
+	}
+	t.Fatalf("no live SubConn for %s", addr)
+	return nil
+}
+
+func (m *drainMachine) update(t *rapid.T) {
+	listed := rapid.SliceOfNDistinct(rapid.SampledFrom(drainPool), 1, len(drainPool), rapid.ID[string]).Draw(t, "listed")
+	var as []resolver.Address
+	drain := map[string]bool{}
+	for _, a := range listed {
+		addr := resolver.Address{Addr: a}
+		if rapid.Bool().Draw(t, "draining "+a) {
+			addr, drain[a] = draining.Set(addr), true
+		}
+		as = append(as, addr)
+	}
+	if err := m.h.UpdateAddresses(nil, as...); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	made := map[string]*lbtest.SubConn{}
+	for _, a := range listed {
+		sc := m.live(t, a)
+		if old, ok := m.made[a]; ok && old != sc {
+			t.Fatalf("%s got a new SubConn though it stayed listed (draining %v, was %v)", a, drain[a], m.draining[a])
+		}
+		made[a] = sc
+	}
+	m.listed, m.draining, m.made = listed, drain, made
+}
+
+func (m *drainMachine) report(t *rapid.T) {
+	a := rapid.SampledFrom(m.listed).Draw(t, "endpoint")
+	sc := m.made[a]
+	sc.UpdateState(rapid.SampledFrom([]lb.SubConnState{
+		{ConnectivityState: lb.Ready},
+		{ConnectivityState: lb.Idle},
+		{ConnectivityState: lb.TransientFailure, ConnectionError: errors.New("refused")},
+	}).Draw(t, "state"))
+	m.reports[sc] = sc.State()
+}
+
+func (m *drainMachine) check(t *rapid.T) {
+	m.h.Settle()
+	var ready, serving []string
+	for _, a := range m.listed {
+		if m.reports[m.made[a]] == lb.Ready {
+			ready = append(ready, a)
+			if !m.draining[a] {
+				serving = append(serving, a)
+			}
+		}
+	}
+	if len(serving) == 0 {
+		serving = ready
+	}
+	st := m.h.State()
+	if (st.ConnectivityState == lb.Ready) != (len(ready) > 0) {
+		t.Fatalf("state %v with READY endpoints %v", st.ConnectivityState, ready)
+	}
+	if len(ready) == 0 {
+		return
+	}
+	counts, err := lbtest.CountPicks(st.Picker, 2*len(serving))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var picked []string
+	for sc := range counts {
+		picked = append(picked, sc.(*lbtest.SubConn).Addresses()[0].Addr)
+	}
+	slices.Sort(picked)
+	want := slices.Sorted(slices.Values(serving))
+	if !slices.Equal(picked, want) {
+		t.Fatalf("picks went to %v, want %v (listed %v, draining %v, READY %v)", picked, want, m.listed, m.draining, ready)
+	}
+}
+
+// TestPropertyDrainingRule runs drainMachine.
+func TestPropertyDrainingRule(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		h := lbtest.New(t)
+		h.BuildPolicy("round_robin", `{}`)
+		m := &drainMachine{h: h, reports: map[*lbtest.SubConn]lb.ConnectivityState{}}
+		m.update(t)
+		t.Repeat(map[string]func(*rapid.T){
+			"update": m.update,
+			"report": m.report,
+			"":       m.check,
+		})
+	})
 }

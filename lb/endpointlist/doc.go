@@ -4,9 +4,9 @@
 // [List] does everything but choose the SubConn for a request:
 //
 //   - one SubConn per endpoint ([Key]: the address without its weight, hash
-//     key and draining mark), created and asked to connect when the endpoint first appears, shut
-//     down when it leaves the updates, and reconnected at once whenever it
-//     reports IDLE;
+//     key and draining mark), created and asked to connect when the
+//     endpoint first appears, shut down when it leaves the updates, and
+//     reconnected at once whenever it reports IDLE;
 //   - the policy's state: the aggregate ([lb.StateCounter]) of the
 //     SubConns' counted states, where IDLE counts as CONNECTING and
 //     TRANSIENT_FAILURE is sticky until READY, as gRFC A61 and A48 ask of

@@ -41,6 +41,7 @@ var layers = []struct {
 }{
 	{"lb/attributes", 0},
 	{"internal/httpbackend", 0}, // a test server, imports nothing of lbkit
+	{"internal/dnstest", 0},     // a DNS server for tests, imports nothing of lbkit
 	{"internal/testpki", 0},     // throwaway certificates for tests, imports nothing of lbkit
 	{"internal/regularfile", 0}, // bounded reads of regular files, imports nothing of lbkit
 	{"internal/option", 0},      // functional options checked for nil, imports nothing of lbkit
@@ -54,6 +55,7 @@ var layers = []struct {
 	{"lb/hierarchy", 2},
 	{"lb/weight", 2},
 	{"lb/hashkey", 2},
+	{"lb/draining", 2},
 	{"lb", 3},
 	{"lb/resolver/", 3}, // the resolvers: never lb or a policy
 	{"lb/childmanager", 4},

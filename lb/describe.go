@@ -86,6 +86,10 @@ type Endpoint struct {
 	// that will return the address (the first at or after its ejection
 	// time), on the tree's clock; nil when not ejected.
 	EjectedUntil *time.Time `json:"ejectedUntil,omitempty"`
+	// Draining is set while the resolver marks the endpoint draining
+	// (package draining): it gets no new picks while another READY
+	// endpoint is not draining.
+	Draining bool `json:"draining,omitempty"`
 
 	// Connection is the connection's own state, filled in by the channel
 	// (it differs from State while a health check gates the connection,

@@ -50,6 +50,21 @@ type nopResolver struct{}
 func (nopResolver) ResolveNow() {}
 func (nopResolver) Close()      {}
 
+// channelClient returns a channel for target with opts and an HTTP client
+// over it whose requests wait for a READY backend; both are closed when
+// the test ends (the client's idle connections first).
+func channelClient(t *testing.T, target string, opts ...conn.Option) (*conn.Channel, *http.Client) {
+	t.Helper()
+	ch, err := conn.New(target, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch.Close() })
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	return ch, &http.Client{Transport: tr}
+}
+
 func hostOf(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
 
 func get(t *testing.T, c *http.Client, url string) string {

@@ -3,10 +3,10 @@
 // (weighted_round_robin, round_robin, least_request_experimental). A
 // [List] does everything but choose the SubConn for a request:
 //
-//   - one SubConn per endpoint ([Key]: the address without its weight),
-//     created and asked to connect when the endpoint first appears, shut
-//     down when it leaves the updates, and reconnected at once whenever it
-//     reports IDLE;
+//   - one SubConn per endpoint ([Key]: the address without its weight, hash
+//     key and draining mark), created and asked to connect when the
+//     endpoint first appears, shut down when it leaves the updates, and
+//     reconnected at once whenever it reports IDLE;
 //   - the policy's state: the aggregate ([lb.StateCounter]) of the
 //     SubConns' counted states, where IDLE counts as CONNECTING and
 //     TRANSIENT_FAILURE is sticky until READY, as gRFC A61 and A48 ask of
@@ -15,6 +15,9 @@
 //     changes what a picker shows: the aggregate state, the READY set while
 //     READY (rebuilds queued in one burst coalesce into one), or the
 //     connection error while TRANSIENT_FAILURE;
+//   - draining endpoints (package draining) left out of the READY set the
+//     policy's picker is built over while another READY endpoint is not
+//     draining, so every policy built on a List drains the same way;
 //   - TRANSIENT_FAILURE pickers naming the last connection error and the
 //     resolver error, CONNECTING pickers that queue, and the empty-list and
 //     resolver-error rules.

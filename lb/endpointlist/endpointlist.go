@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/draining"
 	"github.com/lbkit/lbkit/lb/hashkey"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/weight"
@@ -37,21 +38,34 @@ type Endpoint[T any] struct {
 	// removed is set when the list shuts the SubConn down; its listener
 	// ignores everything after.
 	removed bool
+	// draining is set while the last update marked the endpoint draining
+	// (package draining).
+	draining bool
 }
 
-// Key returns what identifies addr's endpoint: addr with its weight and hash
-// key attributes cleared. Addresses that differ only in those are one
-// endpoint, so an update that changes only them keeps the endpoint's
-// SubConn and connection; addresses that differ in Addr, ServerName or any
+// Draining reports whether the last update marked the endpoint draining
+// ([draining.Is]): the list leaves it out of the READY set passed to
+// BuildPicker while another READY endpoint is not draining. Serializer
+// only.
+func (e *Endpoint[T]) Draining() bool { return e.draining }
+
+// Key returns what identifies addr's endpoint: addr with its weight, hash
+// key and draining attributes cleared. Addresses that differ only in those
+// are one endpoint, so an update that changes only them keeps the
+// endpoint's SubConn and connection (a draining endpoint's requests in
+// flight finish on it); addresses that differ in Addr, ServerName or any
 // other attribute are distinct.
-func Key(addr resolver.Address) resolver.Address { return hashkey.Clear(weight.Clear(addr)) }
+func Key(addr resolver.Address) resolver.Address {
+	return draining.Clear(hashkey.Clear(weight.Clear(addr)))
+}
 
 // Policy is what a leaf policy tells its [List].
 type Policy[T any] struct {
 	// Name prefixes the list's errors and log messages, such as "wrr".
 	Name string
 	// BuildPicker returns the READY picker over ready, the READY endpoints
-	// in update order (never empty). ready is only valid during the call:
+	// in update order (never empty), without the draining ones unless
+	// every READY endpoint is draining. ready is only valid during the call:
 	// the list reuses it. An error publishes TRANSIENT_FAILURE naming it.
 	// BuildPicker runs inside the tree's serializer.
 	BuildPicker func(ready []*Endpoint[T]) (lb.Picker, error)
@@ -156,6 +170,7 @@ func (l *List[T]) Update(s resolver.State, visit func(resolver.Address, *Endpoin
 			}
 		}
 		ep.gen = l.gen
+		ep.draining = draining.Is(a)
 		if visit != nil {
 			visit(a, ep)
 		}
@@ -316,8 +331,15 @@ func (l *List[T]) regenerate() {
 		}
 		l.ready = l.ready[:0]
 		for _, ep := range l.list {
-			if ep.counted == lb.Ready {
+			if ep.counted == lb.Ready && !ep.draining {
 				l.ready = append(l.ready, ep)
+			}
+		}
+		if len(l.ready) == 0 { // every READY endpoint is draining: they serve
+			for _, ep := range l.list {
+				if ep.counted == lb.Ready {
+					l.ready = append(l.ready, ep)
+				}
 			}
 		}
 		p, err := l.policy.BuildPicker(l.ready)
@@ -410,7 +432,7 @@ func (l *List[T]) Describe(policy string, fill func(*Endpoint[T], *lb.Endpoint))
 	}
 	for i, ep := range l.list {
 		e := &n.Endpoints[i]
-		e.Address, e.SubConn, e.State = ep.key.Addr, ep.SubConn, ep.counted
+		e.Address, e.SubConn, e.State, e.Draining = ep.key.Addr, ep.SubConn, ep.counted, ep.draining
 		if fill != nil {
 			fill(ep, e)
 		}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/draining"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
@@ -78,6 +79,7 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 	if cfg.ShuffleAddressList {
 		b.rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
 	}
+	addrs = draining.Last(addrs) // tried only when no other address connects
 	old := b.addrs
 	b.addrs = addrs
 	if len(addrs) == 0 {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbkit/lbkit/lb/draining"
+
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/pickfirst"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -454,4 +456,25 @@ func TestIdlePickerAfterCloseDoesNothing(t *testing.T) {
 	}
 	e.h.Settle()
 	e.want()
+}
+
+// TestDrainingAddressIsTriedLast: a draining address (package draining)
+// is tried after every other one, whatever its place in the list, and is
+// used when no other connects.
+func TestDrainingAddressIsTriedLast(t *testing.T) {
+	e := newEnv(t)
+	as := addrs("a", "b")
+	as[0] = draining.Set(as[0])
+	if err := e.h.UpdateAddresses(nil, as...); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.sc(0).Addresses()[0]; got.Addr != "b" {
+		t.Fatalf("first SubConn for %v, want b: the draining a goes last", got)
+	}
+	e.sc(0).Fail(errors.New("b refused"))
+	if got := e.sc(1).Addresses()[0]; got.Addr != "a" || !draining.Is(got) {
+		t.Fatalf("second SubConn for %v, want the draining a", got)
+	}
+	e.sc(1).Ready()
+	e.wantPick(e.sc(1))
 }

@@ -23,9 +23,16 @@ const Scheme = "dns"
 const (
 	// DefaultPort is the port of a target that names none.
 	DefaultPort = 443
-	// DefaultMinResolutionInterval is the least time between the starts of
-	// two resolutions triggered by ResolveNow.
+	// DefaultMinResolutionInterval is the floor: the least time between the
+	// starts of two resolutions, whether ResolveNow or the poll interval
+	// triggers the second.
 	DefaultMinResolutionInterval = 30 * time.Second
+	// DefaultPollInterval is the time from the start of one successful
+	// resolution to the start of the next when nothing asks sooner: the
+	// floor, so that a default resolver asks its DNS server at most once
+	// per 30 s whatever triggers the lookups, and a new backend published
+	// in DNS takes traffic within 30 s plus one connection attempt.
+	DefaultPollInterval = 30 * time.Second
 	// DefaultLookupTimeout bounds each lookup.
 	DefaultLookupTimeout = 30 * time.Second
 )
@@ -45,6 +52,7 @@ type LookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
 type config struct {
 	port          string
 	minInterval   time.Duration
+	pollInterval  time.Duration
 	lookupTimeout time.Duration
 	backoff       backoff.Config
 	lookup        LookupFunc
@@ -70,12 +78,24 @@ func WithDefaultPort(port uint16) Option {
 	})
 }
 
-// WithMinResolutionInterval sets the least time between the starts of two
-// resolutions when the second is triggered by ResolveNow. The default is
+// WithMinResolutionInterval sets the floor: the least time between the
+// starts of two resolutions after a success, whether ResolveNow (a READY
+// connection lost) or the poll interval triggers the second. The default is
 // [DefaultMinResolutionInterval], 30 s; 0 means no rate limit. d must not be
-// negative.
+// negative, nor above the poll interval.
 func WithMinResolutionInterval(d time.Duration) Option {
 	return nonNegative("WithMinResolutionInterval", d, func(c *config) { c.minInterval = d })
+}
+
+// WithPollInterval sets how long after the start of a successful
+// resolution the next one starts when nothing asks sooner, so that
+// addresses added to or removed from DNS are seen without a lost
+// connection. The default is [DefaultPollInterval], 30 s. d must be
+// positive and at least the floor ([WithMinResolutionInterval]); whichever
+// order the two options come in, [NewBuilder] refuses a poll interval
+// below the floor, naming both.
+func WithPollInterval(d time.Duration) Option {
+	return durationOption("WithPollInterval", d, d > 0, "not positive", func(c *config) { c.pollInterval = d })
 }
 
 // WithLookupTimeout bounds each lookup, on the resolver's clock. The
@@ -88,9 +108,15 @@ func WithLookupTimeout(d time.Duration) Option {
 // nonNegative is the option named name that refuses a negative d and
 // otherwise calls set.
 func nonNegative(name string, d time.Duration, set func(*config)) Option {
+	return durationOption(name, d, d >= 0, "negative", set)
+}
+
+// durationOption is the option named name that calls set when ok, and
+// otherwise refuses d for reason.
+func durationOption(name string, d time.Duration, ok bool, reason string, set func(*config)) Option {
 	return optionFunc(func(c *config) error {
-		if d < 0 {
-			return fmt.Errorf("%s(%v): negative", name, d)
+		if !ok {
+			return fmt.Errorf("%s(%v): %s", name, d, reason)
 		}
 		set(c)
 		return nil
@@ -142,6 +168,7 @@ func defaultConfig() config {
 	return config{
 		port:          strconv.Itoa(DefaultPort),
 		minInterval:   DefaultMinResolutionInterval,
+		pollInterval:  DefaultPollInterval,
 		lookupTimeout: DefaultLookupTimeout,
 		backoff:       backoff.Default(),
 	}
@@ -156,6 +183,10 @@ func NewBuilder(opts ...Option) (*Builder, error) {
 	cfg := defaultConfig()
 	if err := option.Apply(&cfg, opts, Option.apply); err != nil {
 		return nil, fmt.Errorf("dns: NewBuilder: %w", err)
+	}
+	if cfg.pollInterval < cfg.minInterval {
+		return nil, fmt.Errorf("dns: NewBuilder: WithPollInterval(%v): below the floor WithMinResolutionInterval(%v); lower the floor or poll less often",
+			cfg.pollInterval, cfg.minInterval)
 	}
 	return &Builder{cfg: cfg}, nil
 }
@@ -267,6 +298,7 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts res
 	return start(resolverConfig{
 		host:   host,
 		port:   port,
+		server: server,
 		cfg:    cfg,
 		lookup: lookup,
 		cc:     cc,
@@ -277,13 +309,22 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts res
 }
 
 // serverResolver returns a pure-Go resolver that sends every query to
-// server, whatever its configuration names.
+// server, whatever its configuration names. Each connection is closed when
+// the context of its exchange ends, so the lookup timeout (on the
+// resolver's clock) and Close end a lookup at once, even against a server
+// that never answers: Go's resolver itself only reads until its own
+// deadline, on the real clock.
 func serverResolver(server string) *net.Resolver {
 	return &net.Resolver{
 		PreferGo: true,
 		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, network, server)
+			c, err := d.DialContext(ctx, network, server)
+			if err != nil {
+				return nil, err
+			}
+			context.AfterFunc(ctx, func() { c.Close() })
+			return c, nil
 		},
 	}
 }

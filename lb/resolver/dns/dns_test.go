@@ -178,7 +178,7 @@ func TestResolveNowIsCoalescedAndRateLimited(t *testing.T) {
 			clk := clock.NewMock()
 			stub := &stubLookup{clock: clk, respond: answer("10.0.0.1")}
 			cc := &fakeCC{}
-			r := build(t, mustBuilder(t, append(tc.opts, dns.WithLookup(stub.lookup))...), "a.test", cc, clk)
+			r := build(t, mustBuilder(t, append(tc.opts, dns.WithLookup(stub.lookup), noPoll)...), "a.test", cc, clk)
 			cc.NextState(t) // the first resolution, at 0
 
 			r.ResolveNow()
@@ -236,7 +236,7 @@ func TestFailuresAreReportedAndRetriedWithBackoff(t *testing.T) {
 		return []netip.Addr{netip.MustParseAddr("10.0.0.1")}, nil
 	}}
 	cc := &fakeCC{}
-	b := mustBuilder(t, dns.WithLookup(stub.lookup), dns.WithBackoff(backoff.Config{
+	b := mustBuilder(t, dns.WithLookup(stub.lookup), noPoll, dns.WithBackoff(backoff.Config{
 		BaseDelay: time.Second, Multiplier: 2, MaxDelay: 5 * time.Second,
 	}))
 	r := build(t, b, "a.test", cc, clk)
@@ -432,6 +432,9 @@ func TestNewBuilderPanicsOnBadOptions(t *testing.T) {
 	for _, o := range []dns.Option{
 		dns.WithDefaultPort(0),
 		dns.WithMinResolutionInterval(-1),
+		dns.WithPollInterval(0),
+		dns.WithPollInterval(-time.Second),
+		dns.WithPollInterval(time.Second), // below the default floor, 30 s
 		dns.WithLookupTimeout(-1),
 		dns.WithBackoff(backoff.Config{}),
 		dns.WithBackoff(backoff.Config{BaseDelay: time.Second, Multiplier: 0.5, MaxDelay: time.Second}),
@@ -454,6 +457,10 @@ func TestZeroBuilderUsesDefaults(t *testing.T) {
 		t.Errorf("zero Builder published %v, want 10.0.0.1:443", got)
 	}
 }
+
+// noPoll sets a poll interval longer than any test runs, for the tests of
+// ResolveNow and backoff.
+var noPoll = dns.WithPollInterval(24 * time.Hour)
 
 // mustBuilder returns dns.NewBuilder(opts...) or fails the test.
 func mustBuilder(t testing.TB, opts ...dns.Option) *dns.Builder {

@@ -24,12 +24,18 @@
 // All timers run on [resolver.BuildOptions].Clock.
 //
 //   - The first resolution starts as soon as Build returns.
-//   - After a successful resolution the resolver waits for ResolveNow; it
-//     does not poll. A resolution starts at least the minimum interval
-//     ([DefaultMinResolutionInterval], 30 s, see [WithMinResolutionInterval])
-//     after the start of the previous one. ResolveNow calls made while a
-//     resolution is pending or waiting for that interval coalesce into the
-//     one resolution that follows; ResolveNow never blocks.
+//   - After a successful resolution the resolver resolves again when the
+//     poll interval ([DefaultPollInterval], 30 s, see [WithPollInterval])
+//     has passed since that resolution started, or sooner on ResolveNow
+//     (the channel's policies call it when a READY connection is lost),
+//     but never sooner than the floor, the minimum interval
+//     ([DefaultMinResolutionInterval], 30 s, see
+//     [WithMinResolutionInterval]), after the start of the previous one.
+//     A poll interval below the floor is refused by [NewBuilder]. ResolveNow
+//     calls made while a resolution is pending or waiting for the floor
+//     coalesce into the one resolution that follows; ResolveNow never
+//     blocks.
+//   - Every resolution that succeeds is published, changed or not.
 //   - A failed resolution (a lookup error, a timeout, no addresses, or the
 //     channel rejecting the update) is retried with exponential backoff
 //     ([backoff.Default]: 1 s, ×1.6 per failure, at most 120 s, ±20 %
@@ -37,14 +43,21 @@
 //     after a failure are not held to the minimum interval. A success
 //     resets the backoff.
 //   - Each lookup is cancelled after [DefaultLookupTimeout] (30 s, see
-//     [WithLookupTimeout]).
+//     [WithLookupTimeout]). Against a DNS server named by the authority
+//     the cancellation closes the lookup's sockets, so it ends the lookup
+//     at once; the system's resolver may finish its own retries first.
 //
 // # Errors
 //
-// A lookup failure or an empty answer (an error wrapping
-// [resolver.ErrNoAddresses]) is reported with
-// the ClientConn's ReportError, never as an empty update; the channel keeps
-// the last good addresses. The target itself is checked by
+// A lookup failure (an error, a timeout, a reply that cannot be read) or an
+// empty answer (an error wrapping [resolver.ErrNoAddresses], or the
+// resolver's "no such host") is reported with the ClientConn's
+// ReportError, never as an empty update; the channel keeps the last good
+// addresses. The resolver is a [resolver.Describer]: its Description,
+// shown in the channel's snapshot and debug page, names the host, the DNS
+// server, the poll interval and the floor, counts the addresses published
+// last, and, while a failure stands, says why in LastError, with "keeping
+// the last good addresses". The target itself is checked by
 // [Builder.ValidateTarget], which [resolver.ParseTarget] calls.
 //
 // # Lifecycle and concurrency
@@ -61,9 +74,11 @@
 //
 // # Not supported
 //
-// Service config from TXT records (gRPC's "grpc_config"), SRV records for
-// grpclb, and honouring record TTLs are out of scope: published states
-// carry addresses only, with a nil ServiceConfig.
+// Service config from TXT records (gRPC's "grpc_config") and SRV records
+// for grpclb are out of scope: published states carry addresses only, with
+// a nil ServiceConfig. Record TTLs are not honoured: Go's [net.Resolver],
+// which does the lookups, does not return them, so the poll interval
+// stands in for them; set it to the TTL your DNS records carry.
 //
 // # Registration
 //

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"strconv"
+	"sync/atomic"
 
 	"github.com/benbjohnson/clock"
 
@@ -22,6 +24,7 @@ var errLookupTimeout = errors.New("lookup timed out")
 // resolverConfig is what Build hands to a new dnsResolver.
 type resolverConfig struct {
 	host, port string
+	server     string // the DNS server the authority names; "" for the system's
 	cfg        config
 	lookup     LookupFunc
 	cc         resolver.ClientConn
@@ -31,17 +34,51 @@ type resolverConfig struct {
 }
 
 // dnsResolver resolves one host name from the goroutine of its
-// [runloop.Loop]. Every field is set by start and read-only afterwards; the
-// loop's goroutine is the only one that calls the ClientConn.
+// [runloop.Loop]. The fields of resolverConfig are set by start and
+// read-only afterwards; the loop's goroutine is the only one that calls the
+// ClientConn and the only writer of desc.
 type dnsResolver struct {
 	resolverConfig
 	loop *runloop.Loop
+	// desc is what Describe returns, replaced by run after each resolution.
+	desc atomic.Pointer[resolver.Description]
 }
 
 func start(rc resolverConfig) *dnsResolver {
 	r := &dnsResolver{resolverConfig: rc}
+	r.describe(nil, -1)
 	r.loop = runloop.Start(rc.clock, r.run)
 	return r
+}
+
+// Describe says which host the resolver looks up and where, how often,
+// how many addresses it published last, and the problem that stands, if
+// any: a lookup that failed (an error, a timeout, garbage, an empty
+// answer) or an update the channel refused, while the last good addresses
+// stay in force. It is safe for concurrent use.
+func (r *dnsResolver) Describe() resolver.Description { return *r.desc.Load() }
+
+// describe records what Describe returns: published is the number of
+// addresses published last (-1 before any), problem the one that stands
+// (nil for none). Start and run only.
+func (r *dnsResolver) describe(problem error, published int) {
+	server := r.server
+	if server == "" {
+		server = "the system's"
+	}
+	d := resolver.Description{Facts: []resolver.Fact{
+		{Name: "host", Value: net.JoinHostPort(r.host, r.port)},
+		{Name: "DNS server", Value: server},
+		{Name: "poll interval", Value: r.cfg.pollInterval.String()},
+		{Name: "min resolution interval", Value: r.cfg.minInterval.String()},
+	}}
+	if published >= 0 {
+		d.Facts = append(d.Facts, resolver.Fact{Name: "addresses published", Value: strconv.Itoa(published)})
+	}
+	if problem != nil {
+		d.LastError = problem.Error()
+	}
+	r.desc.Store(&d)
 }
 
 // ResolveNow asks for a resolution, subject to the minimum interval. It
@@ -57,30 +94,45 @@ func (r *dnsResolver) Close() { r.loop.Close() }
 //
 // Each timer is made in one clock operation before the ClientConn is
 // called, so an observer of that call (a test advancing a mock clock) sees
-// a deadline that no longer moves: the minimum interval runs from the start
-// of a resolution, the backoff from its end.
+// a deadline that no longer moves: the floor and the poll interval run from
+// the start of a resolution, the backoff from its end.
 func (r *dnsResolver) run(l *runloop.Loop) {
 	failures := 0
+	published := -1 // addresses in the last accepted update
 	for {
 		// This resolution answers every ResolveNow made before it starts.
 		l.ForgetResolveNow()
 		earliestNext := l.Timer(r.cfg.minInterval)
+		nextPoll := l.Timer(r.cfg.pollInterval)
 		addrs, ok, err := r.resolve(l)
 		if !ok {
 			earliestNext.Stop()
+			nextPoll.Stop()
 			return // closed: report nothing
 		}
 		backoff := r.cfg.backoff.Delay(failures, r.rand)
 		retry := l.Timer(backoff)
 		if err == nil {
+			r.describe(nil, len(addrs))
 			if err = r.cc.UpdateState(resolver.State{Addresses: addrs}); err != nil {
 				err = fmt.Errorf("dns: channel rejected the addresses of %q: %w", r.host, err)
+				r.describe(err, published)
+			} else {
+				published = len(addrs)
 			}
 		} else {
+			// The last good addresses stay in force; the snapshot says why
+			// they are not fresh.
+			keep := "keeping the last good addresses"
+			if published < 0 {
+				keep = "no address published yet"
+			}
+			r.describe(fmt.Errorf("%w; %s", err, keep), published)
 			r.cc.ReportError(err)
 		}
 		if err != nil {
 			earliestNext.Stop()
+			nextPoll.Stop()
 			failures++
 			r.logger.Warn("dns: resolution failed; retrying after backoff", "host", r.host, "error", err, "failures", failures, "backoff", backoff)
 			if !l.Sleep(retry) {
@@ -91,7 +143,7 @@ func (r *dnsResolver) run(l *runloop.Loop) {
 		retry.Stop()
 		failures = 0
 		r.logger.Debug("dns: resolved", "host", r.host, "addresses", len(addrs))
-		if !l.WaitResolveNow() || !l.Sleep(earliestNext) {
+		if l.Wait(nextPoll) == runloop.Closed || !l.Sleep(earliestNext) {
 			return
 		}
 	}

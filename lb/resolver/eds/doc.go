@@ -103,9 +103,15 @@
 // # The tree
 //
 // An endpoint is used when its health_status is UNKNOWN (the default) or
-// HEALTHY; UNHEALTHY, DRAINING, TIMEOUT and DEGRADED endpoints are left out
-// (gRFC A27). A locality without a load_balancing_weight, or left without
-// usable endpoints, is left out. A priority left without localities is
+// HEALTHY; UNHEALTHY, TIMEOUT and DEGRADED endpoints are left out (gRFC
+// A27). A DRAINING endpoint stays beside the used endpoints of its
+// locality, marked with package draining: the leaf policies give it no new
+// request while another endpoint of the locality is READY, and its
+// connection, with its requests in flight, is kept until it leaves the
+// assignment (Envoy excludes draining hosts from load balancing of new
+// requests in the same way). A locality without a load_balancing_weight,
+// or left without UNKNOWN or HEALTHY endpoints (DRAINING ones do not
+// count), is left out. A priority left without localities is
 // dropped and the priorities after it move up, so the generated priorities
 // stay contiguous and no child sits in TRANSIENT_FAILURE only for want of
 // addresses; an assignment with nothing usable gives an empty address list
@@ -122,7 +128,9 @@
 // order, carrying:
 //
 //   - its hierarchy path (package hierarchy) [child name, locality name];
-//   - its weight (package weight): load_balancing_weight, or 1 when unset.
+//   - its weight (package weight): load_balancing_weight, or 1 when unset;
+//   - the draining mark (package draining) when its health_status is
+//     DRAINING.
 //
 // The locality name is [Locality.Name]: "region/zone/sub_zone" with '%' and
 // '/' inside a component percent-encoded, unique per locality and stable.

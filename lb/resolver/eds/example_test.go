@@ -3,13 +3,16 @@ package eds_test
 import (
 	"fmt"
 
+	"github.com/lbkit/lbkit/lb/draining"
 	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/resolver/eds"
 	"github.com/lbkit/lbkit/lb/weight"
 )
 
 // Two data centres: the primary with two weighted localities, the backup
-// with one. The draining endpoint is left out.
+// with one. The draining endpoint stays, marked (package draining): the
+// policies give it no new requests while its locality has another
+// endpoint, and its requests in flight finish on its connection.
 func Example() {
 	cla, err := eds.Parse([]byte(`{
 	  "clusterName": "payments",
@@ -36,13 +39,14 @@ func Example() {
 	for _, a := range state.Addresses {
 		path, _ := hierarchy.Get(a)
 		w, _ := weight.Get(a)
-		fmt.Println(a.Addr, path, w)
+		fmt.Println(a.Addr, path, w, draining.Is(a))
 	}
 	fmt.Println(string(state.ServiceConfig))
 	// Output:
-	// 10.0.0.1:443 [priority-0-0 dc1/a/] 2
-	// 10.0.1.1:443 [priority-0-0 dc1/b/] 1
-	// 10.1.0.1:443 [priority-1-0 dc2/a/] 1
+	// 10.0.0.1:443 [priority-0-0 dc1/a/] 2 false
+	// 10.0.0.2:443 [priority-0-0 dc1/a/] 1 true
+	// 10.0.1.1:443 [priority-0-0 dc1/b/] 1 false
+	// 10.1.0.1:443 [priority-1-0 dc2/a/] 1 false
 	// {"loadBalancingConfig":[{"priority_experimental":{"children":{"priority-0-0":{"config":[{"weighted_target_experimental":{"targets":{"dc1/a/":{"weight":3,"childPolicy":[{"weighted_round_robin":{}}]},"dc1/b/":{"weight":1,"childPolicy":[{"weighted_round_robin":{}}]}}}}]},"priority-1-0":{"config":[{"weighted_target_experimental":{"targets":{"dc2/a/":{"weight":1,"childPolicy":[{"weighted_round_robin":{}}]}}}}]}},"priorities":["priority-0-0","priority-1-0"]}}]}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lbkit/lbkit/lb/draining"
 	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/eds"
@@ -35,7 +36,11 @@ func render(cla *eds.ClusterLoadAssignment, st resolver.State) (string, error) {
 		if ok {
 			ws = strconv.FormatUint(uint64(w), 10)
 		}
-		fmt.Fprintf(&b, "  %s path=[%s] weight=%s\n", a.Addr, strings.Join(quoted, ", "), ws)
+		drain := ""
+		if draining.Is(a) {
+			drain = " draining"
+		}
+		fmt.Fprintf(&b, "  %s path=[%s] weight=%s%s\n", a.Addr, strings.Join(quoted, ", "), ws, drain)
 	}
 	var ind bytes.Buffer
 	if err := json.Indent(&ind, st.ServiceConfig, "", "  "); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/lbkit/lbkit/lb/draining"
 	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/eds"
@@ -144,6 +145,7 @@ type wantLeaf struct {
 	prio     int // index into the generated priorities
 	locality string
 	weight   uint32
+	draining bool // marked with package draining
 }
 
 // expect computes, independently of the package, the used endpoints and the
@@ -176,9 +178,13 @@ func expect(cla *eds.ClusterLoadAssignment) (map[string]wantLeaf, []map[string]u
 		if le.LoadBalancingWeight == 0 {
 			continue
 		}
+		// DRAINING endpoints stay, marked, beside a usable one of their
+		// locality; a locality with none is left out whole.
+		hasUsable := slices.ContainsFunc(le.LbEndpoints, func(ep eds.LbEndpoint) bool { return ep.HealthStatus.Usable() })
 		for _, ep := range le.LbEndpoints {
-			if ep.HealthStatus.Usable() {
-				leaves[net.JoinHostPort(ep.Address, strconv.FormatUint(uint64(ep.Port), 10))] = wantLeaf{index[le.Priority], le.Locality.Name(), max(ep.LoadBalancingWeight, 1)}
+			drain := ep.HealthStatus == eds.HealthDraining
+			if ep.HealthStatus.Usable() || (drain && hasUsable) {
+				leaves[net.JoinHostPort(ep.Address, strconv.FormatUint(uint64(ep.Port), 10))] = wantLeaf{index[le.Priority], le.Locality.Name(), max(ep.LoadBalancingWeight, 1), drain}
 			}
 		}
 	}
@@ -261,6 +267,9 @@ func checkState(t *rapid.T, cla *eds.ClusterLoadAssignment, st resolver.State) {
 		}
 		if w, ok := weight.Get(a); !ok || w != want.weight {
 			t.Fatalf("address %s weight %d (set %v), want %d", a.Addr, w, ok, want.weight)
+		}
+		if draining.Is(a) != want.draining {
+			t.Fatalf("address %s marked draining: %v, want %v", a.Addr, draining.Is(a), want.draining)
 		}
 	}
 	if len(got) != len(leaves) {

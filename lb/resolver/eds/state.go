@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lbkit/lbkit/lb/draining"
 	"github.com/lbkit/lbkit/lb/hashkey"
 	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -269,13 +270,24 @@ func buildTree(cla *ClusterLoadAssignment) ([][]localityGroup, drops) {
 	for i, le := range cla.Endpoints {
 		last = max(last, int(le.Priority))
 		var addrs []resolver.Address
+		usable := 0
 		for _, ep := range le.LbEndpoints {
-			if ep.HealthStatus.Usable() {
-				a := weight.Set(resolver.Address{Addr: ep.hostPort()}, max(ep.LoadBalancingWeight, 1))
-				addrs = append(addrs, hashkey.Set(a, ep.HashKey))
-			} else {
+			addr := hashkey.Set(weight.Set(resolver.Address{Addr: ep.hostPort()}, max(ep.LoadBalancingWeight, 1)), ep.HashKey)
+			switch {
+			case ep.HealthStatus.Usable():
+				addrs = append(addrs, addr)
+				usable++
+			case ep.HealthStatus == HealthDraining:
+				addrs = append(addrs, draining.Set(addr))
+			default:
 				d.unusable++
 			}
+		}
+		if usable == 0 {
+			// Only draining endpoints: the locality is left out, so that
+			// its share goes to localities that can take new requests.
+			d.unusable += len(addrs)
+			addrs = nil
 		}
 		where := fmt.Sprintf("endpoints[%d] (locality %q, priority %d)", i, le.Locality.Name(), le.Priority)
 		switch {

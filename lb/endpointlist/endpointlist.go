@@ -60,6 +60,12 @@ type Policy[T any] struct {
 	// TRANSIENT_FAILURE or loses its READY connection (READY to IDLE), as
 	// gRPC's round_robin does. Default: false.
 	ResolveOnDisconnect bool
+	// OnReady, when not nil, is called with an endpoint each time the
+	// list starts counting it as READY (a new endpoint's first READY, and
+	// every return to READY after it left), before the picker that
+	// includes it is built. It runs inside the tree's serializer. Slow
+	// start (package slowstart) starts an endpoint's ramp there.
+	OnReady func(ep *Endpoint[T])
 }
 
 // List is the endpoint list of one leaf policy. Create it with [New]. It
@@ -256,6 +262,9 @@ func (l *List[T]) updateSubConnState(ep *Endpoint[T], s lb.SubConnState) {
 		l.counter.Remove(old)
 		l.counter.Add(ep.counted)
 	}
+	if ep.counted == lb.Ready && old != lb.Ready && l.policy.OnReady != nil {
+		l.policy.OnReady(ep)
+	}
 	agg := l.counter.Aggregate()
 	readyChanged := (old == lb.Ready) != (ep.counted == lb.Ready)
 	switch {
@@ -295,6 +304,16 @@ func (l *List[T]) markReadySetChanged() {
 	})
 	if !l.rebuildScheduled {
 		l.regenerate() // the scheduler is closed: publish now rather than never
+	}
+}
+
+// Refresh publishes a new READY picker over the same endpoints when the
+// list is READY, and does nothing otherwise: a policy calls it when what its
+// pickers show changed without an update, such as slow start's factors.
+// It must be called inside the tree's serializer.
+func (l *List[T]) Refresh() {
+	if l.state == lb.Ready {
+		l.regenerate()
 	}
 }
 

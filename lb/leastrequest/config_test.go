@@ -31,9 +31,13 @@ func TestParseConfig(t *testing.T) {
 		{in: `{"choiceCount": 11}`, want: 10},
 		{in: `{"choiceCount": 4294967295}`, want: 10},
 		{in: `{"unknown": 1, "choiceCount": 5}`, want: 5},
-		// A48 ignores Envoy's weighted-least-request fields.
-		{in: `{"activeRequestBias": {"defaultValue": 2}, "slowStartConfig": {}, "choiceCount": 3}`, want: 3},
-		{in: `{"active_request_bias": "x", "slow_start_config": 1}`, want: 2},
+		// A48 ignores Envoy's activeRequestBias; slow start is lbkit's
+		// (package slowstart), so its errors are the config's.
+		{in: `{"activeRequestBias": {"defaultValue": 2}, "choiceCount": 3}`, want: 3},
+		{in: `{"active_request_bias": "x"}`, want: 2},
+		{in: `{"slowStartConfig": {}}`, errPath: "slowStartConfig.slowStartWindow"},
+		{in: `{"slow_start_config": 1}`, errPath: "slow_start_config"},
+		{in: `{"slowStartConfig": {"slowStartWindow": "10s", "aggression": 0}}`, errPath: "slowStartConfig.aggression"},
 		{in: `{"ChoiceCount": 1}`, want: 2}, // names are case-sensitive: unknown field
 		{in: `{"choiceCount": 1}`, errPath: "choiceCount"},
 		{in: `{"choiceCount": 0}`, errPath: "choiceCount"},
@@ -126,6 +130,6 @@ func ExampleBuilder_ParseConfig() {
 	_, _, err = leastrequest.Builder{}.ParseConfig([]byte(`{"choiceCount": 1}`))
 	fmt.Println(err)
 	// Output:
-	// {ChoiceCount:10} <nil>
+	// {ChoiceCount:10 SlowStart:<nil>} <nil>
 	// choiceCount: must be >= 2, got 1
 }

@@ -1,6 +1,7 @@
 package wrr
 
 import (
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/lbkit/lbkit/lb/edf"
 	"github.com/lbkit/lbkit/lb/endpointlist"
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/slowstart"
 	"github.com/lbkit/lbkit/lb/weight"
 )
 
@@ -47,6 +49,9 @@ type balancer struct {
 	// the next one. It is reset by an empty update.
 	ready *readyPicker
 
+	// slow ramps the weights of endpoints that just became READY.
+	slow *slowstart.Tracker[*endpoint]
+
 	// rrFallback and notYetUsable are gRFC A78's metrics, resolved at
 	// Build.
 	rrFallback, notYetUsable lb.Counter
@@ -59,6 +64,11 @@ type balancer struct {
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 	cfg, err := lb.ConfigOf[Config]("wrr", s.BalancerConfig)
 	if err != nil {
+		b.logger.Error("wrr: update ignored", "error", err)
+		return err
+	}
+	if err := b.slow.SetConfig(cfg.SlowStart); err != nil {
+		err = fmt.Errorf("wrr: %w: %w", err, lb.ErrBadResolverState)
 		b.logger.Error("wrr: update ignored", "error", err)
 		return err
 	}
@@ -110,8 +120,15 @@ func (b *balancer) recordMetrics(ready []*endpoint) {
 func (b *balancer) buildReadyPicker(ready []*endpoint) (lb.Picker, error) {
 	b.recordMetrics(ready)
 	entries := make([]edf.Entry[*endpoint], len(ready))
+	maxW := uint32(0)
+	for _, ep := range ready {
+		maxW = max(maxW, ep.Data.weight)
+	}
+	res := b.slow.Resolution(maxW)
 	for i, ep := range ready {
-		entries[i] = edf.Entry[*endpoint]{Item: ep, Weight: ep.Data.weight}
+		// The effective weight: the base weight times the slow start
+		// factor (exactly the base weight when nothing ramps).
+		entries[i] = edf.Entry[*endpoint]{Item: ep, Weight: b.slow.Weight(ep, ep.Data.weight, res)}
 	}
 	var prev *edf.Scheduler[*endpoint]
 	if p := b.ready; p != nil {

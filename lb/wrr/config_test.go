@@ -112,6 +112,6 @@ func ExampleBuilder_ParseConfig() {
 	_, _, err = wrr.Builder{}.ParseConfig([]byte(`{"randomStart": "yes"}`))
 	fmt.Println(err)
 	// Output:
-	// {RandomStart:true} <nil>
+	// {RandomStart:true SlowStart:<nil>} <nil>
 	// randomStart: want bool, got string
 }

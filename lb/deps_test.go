@@ -59,7 +59,7 @@ var layers = []struct {
 	{"lb/endpointlist", 4},
 	{"lb/lbtest", 4},
 	{"lb/slowstart", 4}, // slow start's ramp and tracker, shared by the weighted leaf policies
-	{"lb/", 5}, // the policies
+	{"lb/", 5},          // the policies
 	{"conn", 6},
 	{"sim", 6},   // the fleet simulator: runs the policies, never the channel
 	{"conn/", 7}, // conn/debugpage

@@ -109,7 +109,8 @@ func TestConfigTypes(t *testing.T) {
 // is a *lb.ConfigError, that parsing is deterministic, and that an accepted
 // choice count is within A48's bounds.
 func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{``, `{}`, `{"choiceCount":3}`, `{"choiceCount":1}`, `{"choice_count":"11"}`, `[`} {
+	for _, s := range []string{``, `{}`, `{"choiceCount":3}`, `{"choiceCount":1}`, `{"choice_count":"11"}`, `[`,
+		`{"slowStartConfig":{"slowStartWindow":"30s","aggression":2,"minWeightPercent":5}}`, `{"slow_start_config":{"slow_start_window":"0s"}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {

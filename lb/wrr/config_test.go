@@ -95,7 +95,8 @@ func TestConfigTypes(t *testing.T) {
 // FuzzParseConfig checks that no input panics, that a rejected input's error
 // is a *lb.ConfigError, and that parsing is deterministic.
 func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{``, `{}`, `{"randomStart":true}`, `{"randomStart":"x"}`, `[`} {
+	for _, s := range []string{``, `{}`, `{"randomStart":true}`, `{"randomStart":"x"}`, `[`,
+		`{"slowStartConfig":{"slowStartWindow":"30s","aggression":2,"minWeightPercent":5}}`, `{"slow_start_config":{"slow_start_window":"0s"}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {

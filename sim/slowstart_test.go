@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -94,15 +95,10 @@ func figures(p PolicyResult) joinFigures {
 	return f
 }
 
+// median returns the median of v (the upper one of an even count).
 func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
+	s := slices.Clone(v)
+	slices.Sort(s)
 	return s[len(s)/2]
 }
 
@@ -116,14 +112,7 @@ func median(v []float64) float64 {
 // slow period, for round_robin. The figures are logged (and
 // written in docs/simulation.md).
 func TestSlowStartNewBackendJoinsWarmFleet(t *testing.T) {
-	s, err := ParseScenario([]byte(joinScenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := run1(t, joinScenario)
 	figs := map[string]joinFigures{}
 	for _, p := range rep.Policies {
 		f := figures(p)

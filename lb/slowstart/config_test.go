@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,5 +168,45 @@ func FuzzParseField(f *testing.F) {
 		if prev != 1 {
 			t.Fatalf("%+v.Factor past the window = %v, want 1", c, prev)
 		}
+		// MarshalJSON writes what ParseField reads back.
+		out, err := json.Marshal(c)
+		if err != nil {
+			t.Fatalf("json.Marshal(%+v): %v", c, err)
+		}
+		again, _, err := parse(`{"slowStartConfig":` + string(out) + `}`)
+		if err != nil || *again != *c {
+			t.Fatalf("%+v marshalled to %s, parsed back as %+v, %v", c, out, again, err)
+		}
 	})
+}
+
+// TestMarshalJSON: a Config encodes as the object the parser reads.
+func TestMarshalJSON(t *testing.T) {
+	for _, tc := range []struct {
+		c    slowstart.Config
+		want string
+	}{
+		{slowstart.Config{SlowStartWindow: 30 * time.Second, Aggression: 1, MinWeightPercent: 10}, `{"slowStartWindow":"30s","aggression":1,"minWeightPercent":10}`},
+		{slowstart.Config{SlowStartWindow: 1500 * time.Millisecond, Aggression: 0.25, MinWeightPercent: 0}, `{"slowStartWindow":"1.5s","aggression":0.25,"minWeightPercent":0}`},
+		{slowstart.Config{SlowStartWindow: time.Nanosecond, Aggression: 2, MinWeightPercent: 100}, `{"slowStartWindow":"0.000000001s","aggression":2,"minWeightPercent":100}`},
+	} {
+		out, err := json.Marshal(tc.c)
+		if err != nil || string(out) != tc.want {
+			t.Errorf("json.Marshal(%+v) = %s, %v; want %s", tc.c, out, err, tc.want)
+		}
+	}
+	if _, err := json.Marshal(slowstart.Config{Aggression: math.NaN()}); err == nil {
+		t.Error("json.Marshal of a NaN aggression succeeded")
+	}
+}
+
+// TestMarshalNegativeWindow: an invalid negative window still encodes as
+// the duration it is (the parser then refuses it).
+func TestMarshalNegativeWindow(t *testing.T) {
+	for d, want := range map[time.Duration]string{-1500 * time.Millisecond: `"-1.5s"`, math.MinInt64: `"-9223372036.854775808s"`} {
+		out, err := json.Marshal(slowstart.Config{SlowStartWindow: d, Aggression: 1})
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("json.Marshal(window %v) = %s, %v; want the window %s", d, out, err, want)
+		}
+	}
 }

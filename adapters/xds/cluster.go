@@ -96,13 +96,14 @@ const (
 //     WrrLocality inside another adds nothing (in gRPC the inner one sees
 //     one locality at a time).
 //   - RoundRobin: [{"round_robin":{}}], which ignores endpoint weights as
-//     gRPC's round_robin does. A52 gives it no configuration:
-//     slow_start_config and locality_lb_config are ignored.
+//     gRPC's round_robin does. A52 gives it no configuration;
+//     slow_start_config maps to lbkit's slow start (below) and
+//     locality_lb_config is ignored.
 //   - LeastRequest: [{"least_request_experimental":{"choiceCount":N}}] with
-//     A48's choice_count rules below. active_request_bias and
-//     slow_start_config are ignored as A48 says; locality_lb_config,
-//     enable_full_scan and selection_method are ignored, as A52 converts
-//     only choice_count.
+//     A48's choice_count rules below. active_request_bias is ignored as A48
+//     says; slow_start_config maps to lbkit's slow start (below);
+//     locality_lb_config, enable_full_scan and selection_method are
+//     ignored, as A52 converts only choice_count.
 //   - PickFirst: [{"pick_first":{"shuffleAddressList":B}}] with B from
 //     shuffle_address_list (gRFC A62).
 //   - RingHash: [{"ring_hash_experimental":{"minRingSize":N,"maxRingSize":M}}]
@@ -144,13 +145,14 @@ const (
 //     ROUND_ROBIN honours each endpoint's load_balancing_weight, and so does
 //     lbkit's weighted_round_robin, the eds file resolver's leaf; with
 //     equal weights it is round robin. round_robin_lb_config.slow_start_config
-//     is refused (lbkit has no slow start).
+//     maps to its slow start (below).
 //   - LEAST_REQUEST gives [{"least_request_experimental":{"choiceCount":N}}]
 //     with N from least_request_lb_config.choice_count: 2 when unset, below
 //     2 refused, above 10 lowered to 10 (gRFC A48). Endpoint weights are
 //     ignored, as A48's "all weights equal" algorithm does.
-//     active_request_bias and slow_start_config are ignored, as A48 says,
-//     and listed in ClusterConfig.Ignored, which the resolver logs.
+//     active_request_bias is ignored, as A48 says, and listed in
+//     ClusterConfig.Ignored, which the resolver logs; slow_start_config
+//     maps to slow start (below).
 //   - RING_HASH gives ring_hash_experimental from ring_hash_lb_config, and
 //     MAGLEV maglev_experimental from maglev_lb_config, by the RingHash and
 //     Maglev rules above, hash_balance_factor and use_hostname_for_hashing
@@ -162,6 +164,14 @@ const (
 //     MAGLEV)".
 //
 // ROUND_ROBIN and LEAST_REQUEST give the locality-weighted tree.
+//
+// A slow_start_config (of either lb_config, RoundRobin or LeastRequest)
+// becomes the policy's "slowStartConfig" (package slowstart, gRFC A100's
+// names): slow_start_window, aggression.default_value (unset: 1) and
+// min_weight_percent.value (unset: 10). Without a window, or with a zero
+// one, there is no slow start, as in Envoy, and the field is listed in
+// Ignored, as is aggression's runtime_key. A negative window, an
+// aggression not above zero or a percent above 100 NACKs the Cluster.
 // The generated leaf is parsed by lbkit's own registry, so a config lbkit
 // would refuse is refused here.
 //
@@ -303,21 +313,20 @@ func endpointPolicy(c *clusterv3.Cluster) (chosenPolicy, *ResourceError) {
 	var chosen chosenPolicy
 	switch p := c.GetLbPolicy(); p {
 	case clusterv3.Cluster_ROUND_ROBIN:
-		if c.GetRoundRobinLbConfig().GetSlowStartConfig() != nil {
-			return chosenPolicy{}, fieldErrorf("round_robin_lb_config.slow_start_config", "slow start is not supported")
-		}
 		chosen.leaf = weightedRoundRobinLeaf
+		if ssc := c.GetRoundRobinLbConfig().GetSlowStartConfig(); ssc != nil {
+			ss, ignored, err := slowStart(ssc, "round_robin_lb_config.slow_start_config")
+			if err != nil {
+				return chosenPolicy{}, err
+			}
+			chosen.leaf = policyList(wrr.Name, withSlowStart("{}", ss))
+			chosen.ignored = append(chosen.ignored, ignored...)
+		}
 	case clusterv3.Cluster_LEAST_REQUEST:
 		lr := c.GetLeastRequestLbConfig()
 		var err *ResourceError
-		if chosen.leaf, err = leastRequest(lr.GetChoiceCount(), "least_request_lb_config.choice_count"); err != nil {
+		if chosen, err = leastRequestChosen(lr, "least_request_lb_config"); err != nil {
 			return chosenPolicy{}, err
-		}
-		if lr.GetActiveRequestBias() != nil {
-			chosen.ignored = append(chosen.ignored, "least_request_lb_config.active_request_bias: "+ignoredActiveRequestBias)
-		}
-		if lr.GetSlowStartConfig() != nil {
-			chosen.ignored = append(chosen.ignored, "least_request_lb_config.slow_start_config: "+ignoredSlowStart)
 		}
 	case clusterv3.Cluster_RING_HASH, clusterv3.Cluster_MAGLEV:
 		var err *ResourceError
@@ -339,24 +348,50 @@ func endpointPolicy(c *clusterv3.Cluster) (chosenPolicy, *ResourceError) {
 }
 
 // What gRFC A48 says to ignore of least request's configuration.
-const (
-	ignoredActiveRequestBias = "ignored (gRFC A48): it tunes weighted least request, and least_request_experimental ignores endpoint weights"
-	ignoredSlowStart         = "ignored (gRFC A48): slow start needs weighted least request"
-)
+const ignoredActiveRequestBias = "ignored (gRFC A48): it tunes weighted least request, and least_request_experimental ignores endpoint weights"
 
-// leastRequest maps choice_count, found at field, to a
-// least_request_experimental policy list (gRFC A48): 2 when unset, below 2
-// refused, above 10 lowered to 10.
-func leastRequest(cc *wrapperspb.UInt32Value, field string) (json.RawMessage, *ResourceError) {
+// leastRequestSource is either of Envoy's least request messages: the
+// Cluster's least_request_lb_config and the LeastRequest policy.
+type leastRequestSource[S slowStartSource] interface {
+	GetChoiceCount() *wrapperspb.UInt32Value
+	GetActiveRequestBias() *corev3.RuntimeDouble
+	GetSlowStartConfig() S
+}
+
+// leastRequestChosen maps a least request config found at field to a
+// least_request_experimental policy list: choice_count with gRFC A48's
+// rules (2 when unset, below 2 refused, above 10 lowered to 10),
+// slow_start_config to lbkit's slow start (where A48 ignores it;
+// docs/choices.md), active_request_bias ignored and listed.
+func leastRequestChosen[S interface {
+	slowStartSource
+	comparable
+}](m leastRequestSource[S], field string) (chosenPolicy, *ResourceError) {
+	cc := m.GetChoiceCount()
 	n := uint32(leastrequest.DefaultChoiceCount)
 	if cc != nil {
 		n = cc.GetValue()
 	}
 	if n < minChoiceCount {
-		return nil, fieldErrorf(field, "%d is below %d (gRFC A48)", n, minChoiceCount)
+		return chosenPolicy{}, fieldErrorf(field+".choice_count", "%d is below %d (gRFC A48)", n, minChoiceCount)
 	}
 	n = min(n, maxChoiceCount)
-	return policyList(leastrequest.Name, `{"choiceCount":`+strconv.FormatUint(uint64(n), 10)+`}`), nil
+	config := `{"choiceCount":` + strconv.FormatUint(uint64(n), 10) + `}`
+	var c chosenPolicy
+	if m.GetActiveRequestBias() != nil {
+		c.ignored = append(c.ignored, field+".active_request_bias: "+ignoredActiveRequestBias)
+	}
+	var zero S
+	if ssc := m.GetSlowStartConfig(); ssc != zero {
+		ss, ignored, err := slowStart(ssc, field+".slow_start_config")
+		if err != nil {
+			return chosenPolicy{}, err
+		}
+		config = withSlowStart(config, ss)
+		c.ignored = append(c.ignored, ignored...)
+	}
+	c.leaf = policyList(leastrequest.Name, config)
+	return c, nil
 }
 
 // The outlier_detection_experimental config ParseCluster generates, in

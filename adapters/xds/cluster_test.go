@@ -164,9 +164,11 @@ var validClusters = []struct {
 	}), "c", `[{"weighted_round_robin":{}}]`, ``},
 }
 
-// TestParseClusterIgnoresWhatA48Ignores: active_request_bias and
-// slow_start_config of LEAST_REQUEST are ignored, as gRFC A48 says, and
-// listed for the resolver to log.
+// TestParseClusterIgnoresWhatA48Ignores: active_request_bias of
+// LEAST_REQUEST is ignored, as gRFC A48 says, and listed for the resolver to
+// log; a slow_start_config without a window is no slow start, as in Envoy,
+// and listed too (with a window it maps to lbkit's slow start:
+// TestParseClusterSlowStart).
 func TestParseClusterIgnoresWhatA48Ignores(t *testing.T) {
 	c := edsCluster(withLeastRequest(&clusterv3.Cluster_LeastRequestLbConfig{
 		ActiveRequestBias: &corev3.RuntimeDouble{DefaultValue: 1, RuntimeKey: "k"},
@@ -180,7 +182,7 @@ func TestParseClusterIgnoresWhatA48Ignores(t *testing.T) {
 		t.Errorf("endpoint policy %s", got.Policies.Endpoint)
 	}
 	if len(got.Ignored) != 2 || !strings.HasPrefix(got.Ignored[0], "least_request_lb_config.active_request_bias: ignored (gRFC A48)") ||
-		!strings.HasPrefix(got.Ignored[1], "least_request_lb_config.slow_start_config: ignored (gRFC A48)") {
+		!strings.HasPrefix(got.Ignored[1], "least_request_lb_config.slow_start_config: ignored: no slow_start_window") {
 		t.Errorf("Ignored = %q", got.Ignored)
 	}
 	if plain, _ := xds.ParseCluster(edsCluster()); len(plain.Ignored) != 0 {
@@ -448,9 +450,6 @@ func TestParseClusterErrors(t *testing.T) {
 		}), "common_lb_config.consistent_hashing_lb_config.hash_balance_factor", "common_lb_config.consistent_hashing_lb_config.hash_balance_factor: must be >= 100, got 50"},
 		{"CLUSTER_PROVIDED", edsCluster(withPolicy(clusterv3.Cluster_CLUSTER_PROVIDED)), "lb_policy", "lb_policy: CLUSTER_PROVIDED is not supported"},
 		{"unknown lb_policy value", edsCluster(withPolicy(42)), "lb_policy", "lb_policy: 42 is not supported"},
-		{"round robin slow start", edsCluster(func(c *clusterv3.Cluster) {
-			c.LbConfig = &clusterv3.Cluster_RoundRobinLbConfig_{RoundRobinLbConfig: &clusterv3.Cluster_RoundRobinLbConfig{SlowStartConfig: &clusterv3.Cluster_SlowStartConfig{}}}
-		}), "round_robin_lb_config.slow_start_config", "round_robin_lb_config.slow_start_config: slow start is not supported"},
 		{"choice count 0", edsCluster(withLeastRequest(&clusterv3.Cluster_LeastRequestLbConfig{ChoiceCount: u32(0)})), "least_request_lb_config.choice_count",
 			"least_request_lb_config.choice_count: 0 is below 2 (gRFC A48)"},
 		{"choice count 1", edsCluster(withLeastRequest(&clusterv3.Cluster_LeastRequestLbConfig{ChoiceCount: u32(1)})), "least_request_lb_config.choice_count",

@@ -131,7 +131,7 @@ func convertPolicy(typed *anypb.Any, at string, depth int) (c chosenPolicy, ok b
 	case n == roundRobinType:
 		var m round_robinv3.RoundRobin
 		if err = decode(typed, &m, at); err == nil {
-			c = roundRobinPolicy(&m, at)
+			c, err = roundRobinPolicy(&m, at)
 		}
 	case n == leastRequestType:
 		var m least_requestv3.LeastRequest
@@ -212,31 +212,30 @@ func wrrLocality(m *wrr_localityv3.WrrLocality, at string, depth int) (chosenPol
 
 // roundRobinPolicy converts a RoundRobin to lbkit's round_robin, which,
 // as gRPC's, ignores endpoint weights. gRFC A52 gives RoundRobin no
-// configuration: slow_start_config and locality_lb_config are ignored.
-func roundRobinPolicy(m *round_robinv3.RoundRobin, at string) chosenPolicy {
+// configuration; lbkit maps slow_start_config to its slow start
+// (docs/choices.md), and ignores locality_lb_config.
+func roundRobinPolicy(m *round_robinv3.RoundRobin, at string) (chosenPolicy, *ResourceError) {
 	c := chosenPolicy{leaf: policyList(roundrobin.Name, `{}`)}
-	if m.GetSlowStartConfig() != nil {
-		c.ignored = append(c.ignored, at+".slow_start_config: ignored (gRFC A52: RoundRobin has no configuration in gRPC; lbkit has no slow start)")
+	if ssc := m.GetSlowStartConfig(); ssc != nil {
+		ss, ignored, err := slowStart(ssc, at+".slow_start_config")
+		if err != nil {
+			return chosenPolicy{}, err
+		}
+		c.leaf = policyList(roundrobin.Name, withSlowStart("{}", ss))
+		c.ignored = append(c.ignored, ignored...)
 	}
 	if m.GetLocalityLbConfig() != nil {
 		c.ignored = append(c.ignored, at+".locality_lb_config: ignored (gRFC A52: RoundRobin has no configuration in gRPC; locality weights count only under WrrLocality)")
 	}
-	return c
+	return c, nil
 }
 
 // leastRequestPolicy converts a LeastRequest (gRFC A52, with A48's
 // choice_count rules).
 func leastRequestPolicy(m *least_requestv3.LeastRequest, at string) (chosenPolicy, *ResourceError) {
-	leaf, err := leastRequest(m.GetChoiceCount(), at+".choice_count")
+	c, err := leastRequestChosen(m, at)
 	if err != nil {
 		return chosenPolicy{}, err
-	}
-	c := chosenPolicy{leaf: leaf}
-	if m.GetActiveRequestBias() != nil {
-		c.ignored = append(c.ignored, at+".active_request_bias: "+ignoredActiveRequestBias)
-	}
-	if m.GetSlowStartConfig() != nil {
-		c.ignored = append(c.ignored, at+".slow_start_config: "+ignoredSlowStart)
 	}
 	const onlyChoiceCount = "ignored (gRFC A52: only choice_count is converted"
 	if m.GetLocalityLbConfig() != nil {

@@ -177,14 +177,14 @@ var validLBPolicies = []struct {
 		`[{"pick_first":{"shuffleAddressList":false}}]`, false, nil},
 	{"RoundRobin fields A52 leaves out", edsCluster(withLBPolicy(&round_robinv3.RoundRobin{
 		SlowStartConfig: &commonv3.SlowStartConfig{}, LocalityLbConfig: &commonv3.LocalityLbConfig{},
-	})), `[{"round_robin":{}}]`, true, []string{typedConfig(0) + ".slow_start_config: ignored (gRFC A52", typedConfig(0) + ".locality_lb_config: ignored (gRFC A52"}},
+	})), `[{"round_robin":{}}]`, true, []string{typedConfig(0) + ".slow_start_config: ignored: no slow_start_window", typedConfig(0) + ".locality_lb_config: ignored (gRFC A52"}},
 	{"LeastRequest fields A48 and A52 leave out", edsCluster(withLBPolicy(&least_requestv3.LeastRequest{
 		ActiveRequestBias: &corev3.RuntimeDouble{DefaultValue: 1, RuntimeKey: "k"}, SlowStartConfig: &commonv3.SlowStartConfig{},
 		LocalityLbConfig: &commonv3.LocalityLbConfig{},
 		//lint:ignore SA1019 a control plane may still send the deprecated enable_full_scan
 		EnableFullScan: wrapperspb.Bool(true), SelectionMethod: least_requestv3.LeastRequest_FULL_SCAN,
 	})), `[{"least_request_experimental":{"choiceCount":2}}]`, true, []string{
-		typedConfig(0) + ".active_request_bias: ignored (gRFC A48)", typedConfig(0) + ".slow_start_config: ignored (gRFC A48)",
+		typedConfig(0) + ".active_request_bias: ignored (gRFC A48)", typedConfig(0) + ".slow_start_config: ignored: no slow_start_window",
 		typedConfig(0) + ".locality_lb_config: ignored (gRFC A52", typedConfig(0) + ".enable_full_scan: ignored (gRFC A52",
 		typedConfig(0) + ".selection_method: ignored (gRFC A52"}},
 	{"PickFirst with outlier detection", edsCluster(withLBPolicy(pf), withOutlierDetection(&clusterv3.OutlierDetection{Interval: dur(5e9)})),

@@ -74,11 +74,13 @@ type Policy[T any] struct {
 	// TRANSIENT_FAILURE or loses its READY connection (READY to IDLE), as
 	// gRPC's round_robin does. Default: false.
 	ResolveOnDisconnect bool
-	// BecameReady, when not nil, is called (inside the tree's serializer)
-	// each time an endpoint's SubConn reports READY after any other
-	// state, before the list publishes the change. weighted_round_robin
-	// restarts an endpoint's load-report blackout there (gRFC A58).
-	BecameReady func(ep *Endpoint[T])
+	// OnReady, when not nil, is called with an endpoint each time the
+	// list starts counting it as READY (a new endpoint's first READY, and
+	// every return to READY after it left), before the picker that
+	// includes it is built. It runs inside the tree's serializer. Slow
+	// start (package slowstart) starts an endpoint's ramp there, and
+	// weighted_round_robin restarts its load-report blackout (gRFC A58).
+	OnReady func(ep *Endpoint[T])
 }
 
 // List is the endpoint list of one leaf policy. Create it with [New]. It
@@ -272,12 +274,12 @@ func (l *List[T]) updateSubConnState(ep *Endpoint[T], s lb.SubConnState) {
 		}
 	}
 	ep.counted = countedState(old, st)
-	if ep.counted == lb.Ready && old != lb.Ready && l.policy.BecameReady != nil {
-		l.policy.BecameReady(ep)
-	}
 	if ep.counted != old {
 		l.counter.Remove(old)
 		l.counter.Add(ep.counted)
+	}
+	if ep.counted == lb.Ready && old != lb.Ready && l.policy.OnReady != nil {
+		l.policy.OnReady(ep)
 	}
 	agg := l.counter.Aggregate()
 	readyChanged := (old == lb.Ready) != (ep.counted == lb.Ready)
@@ -321,6 +323,16 @@ func (l *List[T]) markReadySetChanged() {
 	}
 }
 
+// Refresh publishes a new READY picker over the same endpoints when the
+// list is READY, and does nothing otherwise: a policy calls it when what its
+// pickers show changed without an update, such as slow start's factors.
+// It must be called inside the tree's serializer.
+func (l *List[T]) Refresh() {
+	if l.state == lb.Ready {
+		l.regenerate()
+	}
+}
+
 // regenerate publishes the aggregate state with a new picker.
 func (l *List[T]) regenerate() {
 	l.stale = false
@@ -354,16 +366,6 @@ func (l *List[T]) regenerate() {
 		l.publish(lb.TransientFailure, lb.NewErrPicker(lb.TransientFailureError(l.failure())))
 	default:
 		l.publish(agg, lb.NewQueuePicker())
-	}
-}
-
-// Rebuild publishes a new READY picker over the current READY set, for a
-// policy whose pickers depend on more than that set (weights that change
-// with time or load reports); it does nothing unless the list is READY.
-// It must be called inside the tree's serializer. O(n) plus BuildPicker.
-func (l *List[T]) Rebuild() {
-	if l.state == lb.Ready {
-		l.regenerate()
 	}
 }
 

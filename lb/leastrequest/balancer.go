@@ -1,6 +1,7 @@
 package leastrequest
 
 import (
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/endpointlist"
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/slowstart"
 )
 
 // endpoint is the policy's record of one endpoint: the shared list's record
@@ -42,6 +44,8 @@ type balancer struct {
 	logger *slog.Logger
 	// cfg is the config of the last update.
 	cfg Config
+	// slow ramps the endpoints that just became READY.
+	slow *slowstart.Tracker[*endpoint]
 }
 
 // UpdateClientConnState takes a new address list and config from the parent
@@ -50,6 +54,11 @@ type balancer struct {
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 	cfg, err := lb.ConfigOf[Config](Name, s.BalancerConfig)
 	if err != nil {
+		b.logger.Error(Name+": update ignored", "error", err)
+		return err
+	}
+	if err := b.slow.SetConfig(cfg.SlowStart); err != nil {
+		err = fmt.Errorf("%s: %w: %w", Name, err, lb.ErrBadResolverState)
 		b.logger.Error(Name+": update ignored", "error", err)
 		return err
 	}
@@ -91,7 +100,15 @@ func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
 	for i, ep := range ready {
 		entries[i] = &ep.Data
 	}
-	return newPicker(entries, b.cfg.effective(), b.rand.Uint64()), nil
+	p := newPicker(entries, b.cfg.effective(), b.rand.Uint64())
+	if b.slow.Ramping() {
+		res := b.slow.Resolution(1)
+		p.weights = make([]uint64, len(ready))
+		for i, ep := range ready {
+			p.weights[i] = uint64(b.slow.Weight(ep, 1, res))
+		}
+	}
+	return p, nil
 }
 
 // Describe returns the node with each endpoint's requests in flight.

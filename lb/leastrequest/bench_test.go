@@ -7,11 +7,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/leastrequest"
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/slowstart"
 )
 
 // mutexPicker is the baseline: the same two-choice rule with the obvious
@@ -79,8 +81,25 @@ func benchPickers(b *testing.B, n int) []struct {
 		picker lb.Picker
 	}{
 		{"least_request", h.State().Picker},
+		{"least_request-slowstart", rampingPicker(b, as)},
 		{"mutex-baseline", newMutexPicker(scs)},
 	}
+}
+
+// rampingPicker returns the policy's READY picker over as while every
+// endpoint is in its slow start window: the pick compares
+// (outstanding+1)/factor.
+func rampingPicker(b *testing.B, as []resolver.Address) lb.Picker {
+	h := lbtest.New(b)
+	h.Build(leastrequest.Builder{})
+	cfg := leastrequest.Config{SlowStart: &slowstart.Config{SlowStartWindow: time.Minute, Aggression: 1, MinWeightPercent: 10}}
+	if err := h.UpdateAddresses(cfg, as...); err != nil {
+		b.Fatal(err)
+	}
+	for _, sc := range h.CC.SubConns() {
+		sc.Ready()
+	}
+	return h.State().Picker
 }
 
 // pickAndFinish is one request as a channel makes it: load the current

@@ -31,9 +31,13 @@ func TestParseConfig(t *testing.T) {
 		{in: `{"choiceCount": 11}`, want: 10},
 		{in: `{"choiceCount": 4294967295}`, want: 10},
 		{in: `{"unknown": 1, "choiceCount": 5}`, want: 5},
-		// A48 ignores Envoy's weighted-least-request fields.
-		{in: `{"activeRequestBias": {"defaultValue": 2}, "slowStartConfig": {}, "choiceCount": 3}`, want: 3},
-		{in: `{"active_request_bias": "x", "slow_start_config": 1}`, want: 2},
+		// A48 ignores Envoy's activeRequestBias; slow start is lbkit's
+		// (package slowstart), so its errors are the config's.
+		{in: `{"activeRequestBias": {"defaultValue": 2}, "choiceCount": 3}`, want: 3},
+		{in: `{"active_request_bias": "x"}`, want: 2},
+		{in: `{"slowStartConfig": {}}`, errPath: "slowStartConfig.slowStartWindow"},
+		{in: `{"slow_start_config": 1}`, errPath: "slow_start_config"},
+		{in: `{"slowStartConfig": {"slowStartWindow": "10s", "aggression": 0}}`, errPath: "slowStartConfig.aggression"},
 		{in: `{"ChoiceCount": 1}`, want: 2}, // names are case-sensitive: unknown field
 		{in: `{"choiceCount": 1}`, errPath: "choiceCount"},
 		{in: `{"choiceCount": 0}`, errPath: "choiceCount"},
@@ -105,7 +109,8 @@ func TestConfigTypes(t *testing.T) {
 // is a *lb.ConfigError, that parsing is deterministic, and that an accepted
 // choice count is within A48's bounds.
 func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{``, `{}`, `{"choiceCount":3}`, `{"choiceCount":1}`, `{"choice_count":"11"}`, `[`} {
+	for _, s := range []string{``, `{}`, `{"choiceCount":3}`, `{"choiceCount":1}`, `{"choice_count":"11"}`, `[`,
+		`{"slowStartConfig":{"slowStartWindow":"30s","aggression":2,"minWeightPercent":5}}`, `{"slow_start_config":{"slow_start_window":"0s"}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -126,6 +131,6 @@ func ExampleBuilder_ParseConfig() {
 	_, _, err = leastrequest.Builder{}.ParseConfig([]byte(`{"choiceCount": 1}`))
 	fmt.Println(err)
 	// Output:
-	// {ChoiceCount:10} <nil>
+	// {ChoiceCount:10 SlowStart:<nil>} <nil>
 	// choiceCount: must be >= 2, got 1
 }

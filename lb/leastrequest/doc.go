@@ -48,6 +48,16 @@
 // of the sequence, so that cores seldom write the same cache line. Pick
 // takes no lock and never allocates.
 //
+// # Slow start
+//
+// With a slowStartConfig ([Config].SlowStart; package slowstart), an
+// endpoint that becomes READY ramps: while any endpoint is in its window,
+// a pick compares the sampled endpoints by (outstanding+1)/factor instead
+// of their outstanding count, which is Envoy's weighted least request
+// score, weight/(outstanding+1)^active_request_bias, with bias 1 and the
+// slow start factor as the weight. Sampling stays uniform. docs/choices.md
+// says why.
+//
 // # Concurrency contract
 //
 // The balancer's methods and its SubConns' listeners run serially on the

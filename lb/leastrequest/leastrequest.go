@@ -6,6 +6,7 @@ import (
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/endpointlist"
+	"github.com/lbkit/lbkit/lb/slowstart"
 )
 
 // Name is the policy's name in loadBalancingConfig and in the [lb] registry,
@@ -27,7 +28,7 @@ const (
 func init() { lb.Register(Builder{}) }
 
 // Config is least_request_experimental's configuration, the JSON object
-// {"choiceCount": n}.
+// {"choiceCount": n, "slowStartConfig": {...}}.
 type Config struct {
 	// ChoiceCount is how many READY endpoints each pick samples (at
 	// random, with replacement) before taking the one with the fewest
@@ -37,6 +38,13 @@ type Config struct {
 	// above [MaxChoiceCount] it is lowered to MaxChoiceCount. The zero
 	// Config (ChoiceCount 0), as an update may carry, means the default.
 	ChoiceCount uint32 `json:"choiceCount,omitempty"`
+	// SlowStart, when not nil, ramps each endpoint that becomes READY
+	// over a window (package slowstart): while it ramps, its outstanding
+	// requests count as (n+1)/factor when picks compare endpoints, Envoy's
+	// weighted least request with active_request_bias 1 (docs/choices.md).
+	// The JSON field is "slowStartConfig" (or "slow_start_config").
+	// Default: nil, no slow start.
+	SlowStart *slowstart.Config `json:"slowStartConfig,omitempty"`
 }
 
 // effective returns the choice count the picker uses.
@@ -79,7 +87,9 @@ func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
 			}
 			c.ChoiceCount = min(n, MaxChoiceCount)
 		}
-		return c, nil
+		var err error
+		c.SlowStart, err = slowstart.ParseField(obj)
+		return c, err
 	})
 }
 
@@ -93,6 +103,8 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 		Name:                Name,
 		BuildPicker:         b.buildPicker,
 		ResolveOnDisconnect: true,
+		OnReady:             func(ep *endpoint) { b.slow.Ready(ep) },
 	})
+	b.slow = slowstart.NewTracker[*endpoint](opts, b.Refresh)
 	return b
 }

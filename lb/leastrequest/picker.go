@@ -35,6 +35,10 @@ type picker struct {
 	// endpoint records and shared by every picker: the counters outlive
 	// the picker.
 	entries []*endpointData
+	// weights, when not nil, are the entries' slow start weights (factor
+	// times slowstart.Resolution, at least 1): an entry's load is then
+	// (outstanding+1)/weight. Nil while no endpoint ramps.
+	weights []uint64
 	choices uint64
 	// step is choices·weyl: what one claim adds to a cursor.
 	step uint64
@@ -121,6 +125,9 @@ func (p *picker) Pick(lb.PickInfo) (lb.PickResult, error) {
 			s = p.lostRace(got)
 		}
 	}
+	if p.weights != nil {
+		return p.pickWeighted(s)
+	}
 	best := p.entries[p.sample(s)]
 	least := best.active.Load()
 	for i := uint64(1); i < p.choices; i++ {
@@ -128,6 +135,27 @@ func (p *picker) Pick(lb.PickInfo) (lb.PickResult, error) {
 		e := p.entries[p.sample(s)]
 		if n := e.active.Load(); n < least {
 			best, least = e, n
+		}
+	}
+	best.active.Add(1)
+	return lb.PickResult{SubConn: best.sc, Done: best.done}, nil
+}
+
+// pickWeighted is Pick's choice while an endpoint ramps: of the sampled
+// entries, the first with the least (outstanding+1)/weight, compared by
+// cross-multiplying (outstanding counts and weights are far below 2^32).
+// It samples the same numbers from the state s as Pick.
+func (p *picker) pickWeighted(s uint64) (lb.PickResult, error) {
+	bi := p.sample(s)
+	best, bw := p.entries[bi], p.weights[bi]
+	load := uint64(max(best.active.Load(), 0)) + 1
+	for i := uint64(1); i < p.choices; i++ {
+		s -= weyl
+		j := p.sample(s)
+		e, w := p.entries[j], p.weights[j]
+		n := uint64(max(e.active.Load(), 0)) + 1
+		if n*bw < load*w {
+			best, bw, load = e, w, n
 		}
 	}
 	best.active.Add(1)

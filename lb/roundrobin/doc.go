@@ -4,8 +4,9 @@
 // grpc-go ({"round_robin": {}}) work unchanged.
 //
 // The policy is registered under [Name] by this package's init. Build it
-// through the registry ([lb.Get]) or directly with [Builder]; it takes no
-// config.
+// through the registry ([lb.Get]) or directly with [Builder]. gRPC's
+// round_robin takes no config; lbkit's takes one optional field,
+// slowStartConfig ([Config]), and ignores the rest.
 //
 // # Endpoints and states
 //
@@ -26,6 +27,15 @@
 // ([lb.BuildOptions.Rand]), so that clients starting together, and a picker
 // rebuilt after every change, do not all send their next request to the
 // first endpoint. Pick is one atomic add: lock-free, allocation-free.
+//
+// # Slow start
+//
+// With a slowStartConfig, an endpoint that becomes READY ramps (package
+// slowstart): while any endpoint is in its window, the READY picker is an
+// exact EDF schedule (package edf) over the endpoints' factors, each
+// endpoint's base weight being 1, re-published every re-weighting
+// interval and continued from the previous schedule, not restarted. When
+// no endpoint ramps any more, the picker is the rotation again.
 //
 // # Concurrency contract
 //

@@ -1,11 +1,15 @@
 package roundrobin
 
 import (
+	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/edf"
 	"github.com/lbkit/lbkit/lb/endpointlist"
+	"github.com/lbkit/lbkit/lb/slowstart"
 )
 
 // Name is the policy's name in loadBalancingConfig and in the [lb] registry,
@@ -14,53 +18,103 @@ const Name = "round_robin"
 
 func init() { lb.Register(Builder{}) }
 
-// Builder builds round_robin balancers. The policy takes no config: any
-// config object is accepted and ignored, as gRPC does. The zero value is
-// ready to use; it is what this package registers under [Name].
+// Builder builds round_robin balancers and parses their config. The zero
+// value is ready to use; it is what this package registers under [Name].
 type Builder struct{}
 
-var _ lb.Builder = Builder{}
+var _ lb.ConfigParser = Builder{}
 
 // Name returns [Name].
 func (Builder) Name() string { return Name }
 
-// Build returns a new round_robin balancer reporting to cc. It ignores
-// [lb.ClientConnState.BalancerConfig]. Build publishes nothing; the first
-// UpdateClientConnState does.
+// Build returns a new round_robin balancer reporting to cc. It accepts, as
+// [lb.ClientConnState.BalancerConfig], a [Config], a *Config or nil (the
+// zero Config). Build publishes nothing; the first UpdateClientConnState
+// does.
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
-	b := &balancer{rand: opts.Rand}
-	b.List = endpointlist.New(cc, opts.Scheduler, opts.PolicyLogger(Name), endpointlist.Policy[struct{}]{
+	b := &balancer{rand: opts.Rand, logger: opts.PolicyLogger(Name)}
+	b.List = endpointlist.New(cc, opts.Scheduler, b.logger, endpointlist.Policy[struct{}]{
 		Name:                Name,
 		BuildPicker:         b.buildPicker,
 		ResolveOnDisconnect: true,
+		OnReady:             func(ep *endpoint) { b.slow.Ready(ep) },
 	})
+	b.slow = slowstart.NewTracker[*endpoint](opts, b.Refresh)
 	return b
 }
 
+// endpoint is the list's record of one endpoint; round_robin keeps no data
+// of its own.
+type endpoint = endpointlist.Endpoint[struct{}]
+
 // balancer is one round_robin policy instance: an [endpointlist.List]
-// whose READY pickers rotate over the READY endpoints. Its fields belong to
-// the tree's serializer.
+// whose READY pickers rotate over the READY endpoints, or, while an
+// endpoint is in its slow start window, follow an EDF schedule over their
+// factors. Its fields belong to the tree's serializer.
 type balancer struct {
 	*endpointlist.List[struct{}]
 	// rand draws each picker's starting index.
-	rand *rand.Rand
+	rand   *rand.Rand
+	logger *slog.Logger
+	// slow ramps the endpoints that just became READY.
+	slow *slowstart.Tracker[*endpoint]
+	// ramp is the schedule of the last slow start picker, continued by
+	// the next one; nil while no endpoint ramps.
+	ramp *edf.Scheduler[*endpoint]
 }
 
-// UpdateClientConnState takes the parent's addresses; weights and the
-// config are ignored. It always publishes a new state and picker.
+// UpdateClientConnState takes the parent's addresses and config; weights
+// are ignored. It always publishes a new state and picker.
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
+	cfg, err := lb.ConfigOf[Config](Name, s.BalancerConfig)
+	if err == nil {
+		if err = b.slow.SetConfig(cfg.SlowStart); err != nil {
+			err = fmt.Errorf("%s: %w: %w", Name, err, lb.ErrBadResolverState)
+		}
+	}
+	if err != nil {
+		b.logger.Error(Name+": update ignored", "error", err)
+		return err
+	}
 	return b.Update(s.ResolverState, nil)
 }
 
-// buildPicker returns a picker over ready that starts at an index drawn
-// uniformly with the tree's random source.
-func (b *balancer) buildPicker(ready []*endpointlist.Endpoint[struct{}]) (lb.Picker, error) {
+// buildPicker returns a picker over ready: while an endpoint ramps, an EDF
+// schedule over the endpoints' slow start weights; otherwise a rotation
+// that starts at an index drawn uniformly with the tree's random source.
+func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
+	if b.slow.Ramping() {
+		return b.rampPicker(ready)
+	}
+	b.ramp = nil
 	p := &picker{results: make([]lb.PickResult, len(ready))}
 	for i, ep := range ready {
 		p.results[i] = lb.PickResult{SubConn: ep.SubConn}
 	}
 	p.next.Store(uint64(b.rand.IntN(len(ready))))
 	return p, nil
+}
+
+// rampPicker returns an EDF picker whose weights are the endpoints' slow
+// start factors (each endpoint's base weight being 1). It continues the
+// last ramp's schedule, so that the re-weighting every tick does not
+// restart it; the first starts at a random point of its period.
+func (b *balancer) rampPicker(ready []*endpoint) (lb.Picker, error) {
+	res := b.slow.Resolution(1)
+	entries := make([]edf.Entry[*endpoint], len(ready))
+	for i, ep := range ready {
+		entries[i] = edf.Entry[*endpoint]{Item: ep, Weight: b.slow.Weight(ep, 1, res)}
+	}
+	var opts []edf.Option
+	if b.ramp == nil {
+		opts = append(opts, edf.WithRandomStart(b.rand))
+	}
+	s, err := edf.NewFrom(b.ramp, entries, opts...)
+	if err != nil {
+		return nil, err // not reachable: ready is not empty, weights are at least 1
+	}
+	b.ramp = s
+	return rampPicker{s}, nil
 }
 
 // picker hands out its SubConns in turn, from its random start. Pick is one
@@ -74,6 +128,16 @@ type picker struct {
 func (p *picker) Pick(lb.PickInfo) (lb.PickResult, error) {
 	n := p.next.Add(1) - 1
 	return p.results[n%uint64(len(p.results))], nil
+}
+
+// rampPicker picks by an EDF schedule while an endpoint is in its slow
+// start window. Pick never allocates and normally takes no lock (see
+// edf.Scheduler).
+type rampPicker struct{ s *edf.Scheduler[*endpoint] }
+
+// Pick returns the next SubConn of the schedule.
+func (p rampPicker) Pick(lb.PickInfo) (lb.PickResult, error) {
+	return lb.PickResult{SubConn: p.s.Pick().SubConn}, nil
 }
 
 // Describe returns the node with every endpoint.

@@ -1,6 +1,7 @@
 package wrr
 
 import (
+	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"github.com/lbkit/lbkit/lb/edf"
 	"github.com/lbkit/lbkit/lb/endpointlist"
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/slowstart"
 	"github.com/lbkit/lbkit/lb/weight"
 )
 
@@ -55,6 +57,9 @@ type balancer struct {
 	// the next one. It is reset by an empty update.
 	ready *readyPicker
 
+	// slow ramps the weights of endpoints that just became READY.
+	slow *slowstart.Tracker[*endpoint]
+
 	// rrFallback and notYetUsable are gRFC A78's metrics, resolved at
 	// Build.
 	rrFallback, notYetUsable lb.Counter
@@ -69,6 +74,11 @@ type balancer struct {
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 	cfg, err := lb.ConfigOf[Config]("wrr", s.BalancerConfig)
 	if err != nil {
+		b.logger.Error("wrr: update ignored", "error", err)
+		return err
+	}
+	if err := b.slow.SetConfig(cfg.SlowStart); err != nil {
+		err = fmt.Errorf("wrr: %w: %w", err, lb.ErrBadResolverState)
 		b.logger.Error("wrr: update ignored", "error", err)
 		return err
 	}
@@ -112,8 +122,17 @@ func (b *balancer) buildReadyPicker(ready []*endpoint) (lb.Picker, error) {
 	counts := b.scheduleWeights(ready, b.clock.Now(), weights, raw)
 	b.recordMetrics(weights, raw, counts)
 	entries := make([]edf.Entry[*endpoint], len(ready))
+	maxW := uint32(0)
+	for _, w := range weights {
+		maxW = max(maxW, w)
+	}
+	res := b.slow.Resolution(maxW)
 	for i, ep := range ready {
-		entries[i] = edf.Entry[*endpoint]{Item: ep, Weight: weights[i]}
+		// The effective weight: the scheduled weight (configured, or from
+		// load reports, gRFC A58) times the slow start factor (exactly
+		// the scheduled weight when nothing ramps), as A100 says: the
+		// scaling "is applied to whatever weight is being used".
+		entries[i] = edf.Entry[*endpoint]{Item: ep, Weight: b.slow.Weight(ep, weights[i], res)}
 	}
 	b.readyEndpoints, b.readyWeights = append(b.readyEndpoints[:0], ready...), weights
 	var prev *edf.Scheduler[*endpoint]

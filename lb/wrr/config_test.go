@@ -113,7 +113,8 @@ func TestConfigTypes(t *testing.T) {
 // FuzzParseConfig checks that no input panics, that a rejected input's error
 // is a *lb.ConfigError, and that parsing is deterministic.
 func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{``, `{}`, `{"randomStart":true}`, `{"randomStart":"x"}`, `[`} {
+	for _, s := range []string{``, `{}`, `{"randomStart":true}`, `{"randomStart":"x"}`, `[`,
+		`{"slowStartConfig":{"slowStartWindow":"30s","aggression":2,"minWeightPercent":5}}`, `{"slow_start_config":{"slow_start_window":"0s"}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -130,6 +131,6 @@ func ExampleBuilder_ParseConfig() {
 	_, _, err = wrr.Builder{}.ParseConfig([]byte(`{"randomStart": "yes"}`))
 	fmt.Println(err)
 	// Output:
-	// {RandomStart:true LoadReports:{BlackoutPeriod:0s WeightExpirationPeriod:0s WeightUpdatePeriod:0s ErrorUtilizationPenalty:0 OOBReportingPeriod:0s}} <nil>
+	// {RandomStart:true LoadReports:{BlackoutPeriod:0s WeightExpirationPeriod:0s WeightUpdatePeriod:0s ErrorUtilizationPenalty:0 OOBReportingPeriod:0s} SlowStart:<nil>} <nil>
 	// randomStart: want bool, got string
 }

@@ -109,6 +109,15 @@
 // TRANSIENT_FAILURE ("resolver produced zero addresses") and returns an
 // error wrapping [lb.ErrBadResolverState].
 //
+// # Slow start
+//
+// With a slowStartConfig ([Config].SlowStart, gRFC A100's draft), an
+// endpoint that becomes READY ramps (package slowstart): the weight fed to
+// the EDF schedule is its weight times its slow start factor (times a
+// resolution of 1000 units per unit of weight while any endpoint ramps, so
+// that factors keep their precision), re-published every re-weighting
+// interval until every ramp has ended.
+//
 // # Schedule carry-over and random start
 //
 // A new EDF schedule always starts with its heaviest endpoint, so a policy

@@ -236,7 +236,7 @@ func (b *balancer) startWeightUpdates() {
 func (b *balancer) updateWeights() {
 	b.timer = nil
 	if b.ready != nil && b.weightsChanged() {
-		b.List.Rebuild()
+		b.List.Refresh()
 	}
 	lc := b.cfg.LoadReports.withDefaults()
 	now := b.clock.Now()

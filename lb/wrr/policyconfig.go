@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/slowstart"
 )
 
 // Config is an [lb.PolicyConfig]: usable wherever a service config or a
@@ -38,11 +39,12 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		penalty = &lr.ErrorUtilizationPenalty
 	}
 	return json.Marshal(struct {
-		RandomStart             bool     `json:"randomStart,omitempty"`
-		BlackoutPeriod          string   `json:"blackoutPeriod,omitempty"`
-		WeightExpirationPeriod  string   `json:"weightExpirationPeriod,omitempty"`
-		WeightUpdatePeriod      string   `json:"weightUpdatePeriod,omitempty"`
-		ErrorUtilizationPenalty *float64 `json:"errorUtilizationPenalty,omitempty"`
-		OOBReportingPeriod      string   `json:"oobReportingPeriod,omitempty"`
-	}{c.RandomStart, blackout, d(lr.WeightExpirationPeriod), d(lr.WeightUpdatePeriod), penalty, d(lr.OOBReportingPeriod)})
+		RandomStart             bool              `json:"randomStart,omitempty"`
+		BlackoutPeriod          string            `json:"blackoutPeriod,omitempty"`
+		WeightExpirationPeriod  string            `json:"weightExpirationPeriod,omitempty"`
+		WeightUpdatePeriod      string            `json:"weightUpdatePeriod,omitempty"`
+		ErrorUtilizationPenalty *float64          `json:"errorUtilizationPenalty,omitempty"`
+		OOBReportingPeriod      string            `json:"oobReportingPeriod,omitempty"`
+		SlowStart               *slowstart.Config `json:"slowStartConfig,omitempty"`
+	}{c.RandomStart, blackout, d(lr.WeightExpirationPeriod), d(lr.WeightUpdatePeriod), penalty, d(lr.OOBReportingPeriod), c.SlowStart})
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/endpointlist"
+	"github.com/lbkit/lbkit/lb/slowstart"
 )
 
 // Name is the policy's name in loadBalancingConfig and in the [lb] registry.
@@ -13,7 +14,7 @@ const Name = "weighted_round_robin"
 func init() { lb.Register(Builder{}) }
 
 // Config is weighted_round_robin's configuration, the JSON object
-// {"randomStart": bool}. The zero value, also what {} and an absent config
+// {"randomStart": bool, "slowStartConfig": {...}}. The zero value, also what {} and an absent config
 // give, is the specification's policy: a new schedule starts at its
 // beginning.
 type Config struct {
@@ -29,6 +30,11 @@ type Config struct {
 	// weigh endpoints (see the package doc). The zero value is A58's
 	// defaults.
 	LoadReports LoadReportConfig
+	// SlowStart, when not nil, ramps each endpoint's weight over a window
+	// from the moment it becomes READY (gRFC A100, draft; package
+	// slowstart). The JSON field is "slowStartConfig" (or
+	// "slow_start_config"). Default: nil, no slow start.
+	SlowStart *slowstart.Config
 }
 
 // Builder builds weighted_round_robin balancers and parses their config. The
@@ -50,9 +56,13 @@ func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
 	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (Config, error) {
 		var c Config
 		if err := obj.Decode(&c.RandomStart, "randomStart", "random_start"); err != nil {
-			return c, err
+			return Config{}, err
 		}
-		err := parseLoadReportConfig(obj, &c.LoadReports)
+		if err := parseLoadReportConfig(obj, &c.LoadReports); err != nil {
+			return Config{}, err
+		}
+		var err error
+		c.SlowStart, err = slowstart.ParseField(obj)
 		return c, err
 	})
 }
@@ -72,7 +82,11 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	b.List = endpointlist.New(cc, opts.Scheduler, b.logger, endpointlist.Policy[endpointData]{
 		Name:        "wrr",
 		BuildPicker: b.buildReadyPicker,
-		BecameReady: func(ep *endpoint) { ep.Data.load.becameReady() },
+		OnReady: func(ep *endpoint) {
+			ep.Data.load.becameReady() // gRFC A58: the blackout restarts
+			b.slow.Ready(ep)           // gRFC A100: the ramp restarts
+		},
 	})
+	b.slow = slowstart.NewTracker[*endpoint](opts, b.Refresh)
 	return b
 }

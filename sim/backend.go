@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"time"
+
+	"github.com/lbkit/lbkit/lb"
 )
 
 // ErrBackendError is what a request's Done reports when an errors fault
@@ -49,6 +51,9 @@ type backend struct {
 	// conns are the SubConns of every client to this backend not shut
 	// down, for a stop to break their connections.
 	conns []*subConn
+
+	// load accounts what a backend with reportLoad reports.
+	load loadWindow
 
 	requests uint64 // attempts that arrived, measured ones
 	dials    int    // connection attempts of every client (tests read it)
@@ -114,6 +119,7 @@ func (b *backend) arrive(a *attempt, measured bool) {
 // now.
 func (b *backend) start(a *attempt) {
 	e := &b.run.e
+	b.load.account(e.now, len(b.serving))
 	a.slot = len(b.serving)
 	b.serving = append(b.serving, a)
 	d, fail := b.serviceTime(e.now)
@@ -162,6 +168,8 @@ func (b *backend) complete(a *attempt) {
 		b.run.freeAttempt(a)
 		return
 	}
+	b.load.account(b.run.e.now, len(b.serving))
+	b.load.served++
 	last := len(b.serving) - 1
 	moved := b.serving[last]
 	b.serving[a.slot] = moved
@@ -189,7 +197,11 @@ func (b *backend) reply(a *attempt, fail bool) {
 	if fail {
 		err = ErrBackendError
 	}
-	b.run.attemptDone(a, err)
+	var load *lb.LoadReport
+	if b.spec.reportLoad {
+		load = b.load.report(b.run.e.now, len(b.serving), b.spec.concurrency)
+	}
+	b.run.attemptDoneWith(a, err, load)
 	b.run.freeAttempt(a)
 }
 

@@ -300,7 +300,11 @@ func (r *run) freeAttempt(a *attempt) {
 
 // attemptDone takes the outcome of a, which its backend is done with:
 // the request succeeds, is tried again, or fails.
-func (r *run) attemptDone(a *attempt, err error) {
+func (r *run) attemptDone(a *attempt, err error) { r.attemptDoneWith(a, err, nil) }
+
+// attemptDoneWith is attemptDone with the backend's load report, if it
+// sends one (valid only during the call, as lb.DoneInfo.Load is).
+func (r *run) attemptDoneWith(a *attempt, err error, load *lb.LoadReport) {
 	q := a.r
 	if !a.live() {
 		return // the request timed out (or ended) before
@@ -308,7 +312,7 @@ func (r *run) attemptDone(a *attempt, err error) {
 	q.att = nil
 	if done := q.done; done != nil {
 		q.done = nil
-		done(lb.DoneInfo{Err: err})
+		done(lb.DoneInfo{Err: err, Load: load})
 	}
 	switch {
 	case err == nil:

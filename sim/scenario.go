@@ -82,6 +82,10 @@ type backendSpec struct {
 	loadFactor   float64       // service time × (1 + loadFactor × others in service)
 	weight       uint32        // 0: no weight attribute
 	hierarchy    []string
+	// reportLoad makes every reply carry a load report (lb.DoneInfo.Load),
+	// as an ORCA per-request report: the backend's utilization and
+	// requests per second over its last whole second.
+	reportLoad bool
 }
 
 // ParseScenario parses a scenario file (docs/simulation.md describes its
@@ -188,11 +192,12 @@ func expand(name string, count int64) []string {
 }
 
 // parseBackends reads backends: [{"name", "count", "service",
-// "concurrency", "connectDelay", "rtt", "loadFactor", "weight", "hierarchy"}].
+// "concurrency", "connectDelay", "rtt", "loadFactor", "weight", "hierarchy",
+// "reportLoad"}].
 func (s *Scenario) parseBackends(o object) error {
 	seen := map[string]bool{}
 	return o.each("backends", "want at least one backend",
-		[]string{"name", "count", "service", "concurrency", "connectDelay", "rtt", "loadFactor", "weight", "hierarchy"},
+		[]string{"name", "count", "service", "concurrency", "connectDelay", "rtt", "loadFactor", "weight", "hierarchy", "reportLoad"},
 		func(b object) error { return s.parseBackend(b, seen) })
 }
 
@@ -209,6 +214,7 @@ func (s *Scenario) parseBackend(b object, seen map[string]bool) error {
 		func() error { return b.float("loadFactor", &spec.loadFactor, 0, 1e3) },
 		func() error { return b.integer("weight", &weight, 0, math.MaxUint32) },
 		func() error { return b.decode("hierarchy", &spec.hierarchy) },
+		func() error { return b.decode("reportLoad", &spec.reportLoad) },
 	)
 	if err != nil {
 		return err

@@ -23,6 +23,10 @@ type request struct {
 	att      *attempt
 	done     func(lb.DoneInfo) // the current attempt's Done
 	measured bool
+	// hash is the request's hash (lb.PickInfo.Hash) when the client draws
+	// keys: every attempt of the request carries the same.
+	hash    uint64
+	hasHash bool
 }
 
 // deadline is a request's timeout. A client's timeout is the same for all
@@ -119,6 +123,8 @@ type client struct {
 	bal  lb.Balancer
 	ctx  context.Context // PickInfo.Ctx: carries the oracle's view
 	rng  *rand.Rand      // arrivals
+	// keys draws each request's key (Zipf), when the client has keys.
+	keys *rand.Zipf
 	// connRand jitters the backoff and health-check intervals of the
 	// client's connections, as a channel's seeded randomness does.
 	connRand *rand.Rand
@@ -147,6 +153,15 @@ func (c *client) canIssue() bool {
 	return c.run.sc.duration == 0 || now < c.run.sc.duration
 }
 
+// keyHash spreads key k over 64 bits (splitmix64's finalizer): the
+// request's hash for consistent-hashing policies.
+func keyHash(k uint64) uint64 {
+	k += 0x9e3779b97f4a7c15
+	k = (k ^ (k >> 30)) * 0xbf58476d1ce4e5b9
+	k = (k ^ (k >> 27)) * 0x94d049bb133111eb
+	return k ^ (k >> 31)
+}
+
 // issue makes a new request now and picks for it.
 func (c *client) issue() {
 	r := c.run.newRequest(c)
@@ -170,7 +185,7 @@ func (c *client) pick(r *request) {
 		c.wait(r)
 		return
 	}
-	res, err := c.picker.Pick(lb.PickInfo{Ctx: c.ctx})
+	res, err := c.picker.Pick(lb.PickInfo{Ctx: c.ctx, Hash: r.hash, HasHash: r.hasHash})
 	if err != nil {
 		if lb.ClassifyPickError(err) == lb.PickQueue {
 			c.wait(r)

@@ -43,4 +43,3 @@ func (w *loadWindow) report(now time.Duration, n, conc int) *lb.LoadReport {
 	w.out = lb.LoadReport{CPUUtilization: w.util / float64(max(conc, 1)), QPS: w.rate}
 	return &w.out
 }
-

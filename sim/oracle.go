@@ -10,6 +10,7 @@ import (
 	"github.com/lbkit/lbkit/lb/resolver"
 
 	// The policies a scenario names are lbkit's own, from the registry.
+	_ "github.com/lbkit/lbkit/lb/consistenthash"
 	_ "github.com/lbkit/lbkit/lb/leastrequest"
 	_ "github.com/lbkit/lbkit/lb/outlierdetection"
 	_ "github.com/lbkit/lbkit/lb/peakewma"

@@ -19,6 +19,8 @@ func TestBadScenariosNameTheirPath(t *testing.T) {
 	for _, tc := range []struct{ in, path, reason string }{
 		{`{"name": "x", "bogus": 1}`, "bogus", "unknown field"},
 		{strings.Replace(base, `"rate": 10`, `"rate": -1`, 1), "clients[0].rate", "must be from 0"},
+		{strings.Replace(base, `"rate": 10`, `"rate": 10, "keys": {"count": 100, "zipf": 1}`, 1), "clients[0].keys.zipf", "above 1"},
+		{strings.Replace(base, `"rate": 10`, `"rate": 10, "keys": {"zipf": 1.2}`, 1), "clients[0].keys.count", "required"},
 		{strings.Replace(base, `"count": 2,`, `"count": 2, "reportLoad": "yes",`, 1), "backends[0].reportLoad", ""},
 		{strings.Replace(base, `"rate": 10`, `"rate": 10, "concurrency": 3`, 1), "clients[0]", "exactly one of"},
 		{strings.Replace(base, `{"constant": "0.01s"}`, `{"normal": {"mean": "0.01s", "stddev": "-0.001s"}}`, 1), "backends[0].service.normal.stddev", "must be from 0s"},

@@ -21,6 +21,7 @@ const (
 	streamPolicy   = 2 << 32
 	streamService  = 3 << 32
 	streamConns    = 4 << 32
+	streamKeys     = 5 << 32
 )
 
 func stream(seed, id uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, id)) }
@@ -134,6 +135,9 @@ func (r *run) build() {
 	for i := range s.clients {
 		c := &client{run: r, idx: i, spec: &s.clients[i], issuing: true,
 			rng: stream(s.seed, streamArrivals|uint64(i)), connRand: stream(s.seed, streamConns|uint64(i))}
+		if k := c.spec.keys; k.count > 0 {
+			c.keys = rand.NewZipf(stream(s.seed, streamKeys|uint64(i)), k.zipf, 1, uint64(k.count-1))
+		}
 		c.ctx = context.WithValue(context.Background(), oracleKey{}, Oracle(r))
 		c.repickFn, c.workerFn = c.repick, c.worker
 		// As a channel does: the root balancer runs on a scope of its own
@@ -275,6 +279,9 @@ func (r *run) newRequest(c *client) *request {
 	q := r.reqs.get()
 	r.nextID++
 	*q = request{id: r.nextID, c: c, start: r.e.now, measured: r.e.now >= r.sc.warmup}
+	if c.keys != nil {
+		q.hash, q.hasHash = keyHash(c.keys.Uint64()), true
+	}
 	r.alive++
 	if q.measured {
 		r.aliveMeasured++

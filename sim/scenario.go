@@ -64,6 +64,16 @@ type clientSpec struct {
 	backoff           backoff.Config
 	minConnectTimeout time.Duration
 	health            connstate.HealthSettings
+	// keys, when count > 0, gives each request a key drawn from count
+	// keys by a Zipf law of exponent zipf (> 1), hashed into
+	// lb.PickInfo.Hash.
+	keys keySpec
+}
+
+// keySpec is a client's key distribution.
+type keySpec struct {
+	count int64
+	zipf  float64
 }
 
 // rateStep is an open-loop rate in requests per second from at on.

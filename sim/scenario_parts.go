@@ -15,10 +15,10 @@ const maxRate = 1e9
 
 // parseClients reads clients: [{"name", "count", "rate" | "rates" |
 // "concurrency", "requests", "timeout", "retries", "backoff",
-// "minConnectTimeout", "healthCheck"}].
+// "minConnectTimeout", "healthCheck", "keys"}].
 func (s *Scenario) parseClients(o object) error {
 	return o.each("clients", "want at least one client",
-		[]string{"name", "count", "rate", "rates", "concurrency", "requests", "timeout", "retries", "backoff", "minConnectTimeout", "healthCheck"},
+		[]string{"name", "count", "rate", "rates", "concurrency", "requests", "timeout", "retries", "backoff", "minConnectTimeout", "healthCheck", "keys"},
 		s.parseClient)
 }
 
@@ -38,6 +38,7 @@ func (s *Scenario) parseClient(c object) error {
 			return c.duration("minConnectTimeout", &spec.minConnectTimeout, time.Millisecond, maxScenarioT)
 		},
 		func() error { return parseHealthCheck(c, &spec.health) },
+		func() error { return parseKeys(c, &spec.keys) },
 		func() error { return parseRates(c, &spec) },
 	)
 	if err != nil {
@@ -254,6 +255,31 @@ func parseBackoff(c object, b *backoff.Config) error {
 // parseHealthCheck reads a client's "healthCheck": {"interval",
 // "timeout", "unhealthyThreshold", "healthyThreshold", "jitter"}, with
 // conn's defaults (10 s, 2 s, 3, 2, 0.1). Without it, no checks run.
+// parseKeys reads a client's "keys": {"count": n, "zipf": s}: n keys (2
+// to 10^9), drawn by a Zipf law of exponent s (above 1, at most 10).
+func parseKeys(c object, k *keySpec) error {
+	if !c.has("keys") {
+		return nil
+	}
+	o, err := parseObject(c.raw("keys"), c.at("keys"))
+	if err != nil {
+		return err
+	}
+	k.zipf = 1.1
+	err = firstErr(
+		func() error { return o.known("count", "zipf") },
+		func() error { return o.integer("count", &k.count, 2, 1e9) },
+		func() error { return o.float("zipf", &k.zipf, 1, 10) },
+	)
+	if err == nil && k.zipf <= 1 {
+		err = lb.ConfigErrorf(o.at("zipf"), "must be above 1, got %v", k.zipf)
+	}
+	if err == nil && k.count == 0 {
+		err = lb.ConfigErrorf(o.at("count"), "required")
+	}
+	return err
+}
+
 func parseHealthCheck(c object, h *connstate.HealthSettings) error {
 	if !c.has("healthCheck") {
 		return nil

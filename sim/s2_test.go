@@ -2,7 +2,6 @@ package sim
 
 import (
 	"math/rand/v2"
-	"os"
 	"sync/atomic"
 	"testing"
 
@@ -78,14 +77,7 @@ func (p *distinctPicker) Pick(lb.PickInfo) (lb.PickResult, error) {
 // scenario under a P2C of two distinct endpoints sends the slow endpoint
 // far fewer requests, and its p99.9 falls well below least_request's.
 func TestS2DistinctChoices(t *testing.T) {
-	data, err := os.ReadFile("scenarios/s2-tower.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ParseScenario(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := loadScenario(t, "s2-tower")
 	s.policies = []policySpec{s.policies[1], {name: "distinct P2C", parsed: &lb.ParsedPolicy{Name: "test_distinct_p2c", Builder: distinctP2C{}}}}
 	rep, err := Run(s)
 	if err != nil {

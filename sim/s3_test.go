@@ -11,7 +11,19 @@ import (
 // load on the fleet).
 func shortS3(t *testing.T) *Scenario {
 	t.Helper()
-	data, err := os.ReadFile("scenarios/s3-rolling-restart.json")
+	s := loadScenario(t, "s3-rolling-restart")
+	s.duration = 40 * time.Second
+	s.clients = s.clients[:20]
+	for i := range s.clients {
+		s.clients[i].rates = []rateStep{{rate: 100}}
+	}
+	return s
+}
+
+// loadScenario parses sim/scenarios/<name>.json.
+func loadScenario(t *testing.T, name string) *Scenario {
+	t.Helper()
+	data, err := os.ReadFile("scenarios/" + name + ".json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,12 +31,17 @@ func shortS3(t *testing.T) *Scenario {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.duration = 40 * time.Second
-	s.clients = s.clients[:20]
-	for i := range s.clients {
-		s.clients[i].rates = []rateStep{{rate: 100}}
-	}
 	return s
+}
+
+// runScenario runs sim/scenarios/<name>.json in full.
+func runScenario(t *testing.T, name string) *Report {
+	t.Helper()
+	rep, err := Run(loadScenario(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
 
 // S3's rolling restart goes through the resolver and the channel's

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"os"
 	"testing"
 )
 
@@ -14,18 +13,7 @@ import (
 // the measured period per slot (equal service times). The whole scenario
 // runs in a few hundredths of a second.
 func TestS5A58WeighsByCapacity(t *testing.T) {
-	data, err := os.ReadFile("scenarios/s5-capacity.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ParseScenario(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runScenario(t, "s5-capacity")
 	slots := map[string]float64{"x1": 1, "x2": 2, "x4": 4}
 	ratio := map[string]float64{}
 	for _, p := range rep.Policies {

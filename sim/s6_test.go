@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"os"
 	"testing"
 )
 
@@ -13,18 +12,7 @@ import (
 // The bound is on requests in flight; over the whole run the requests per
 // backend stay within 1.31 times the mean (ring_hash 1.21, maglev 1.30).
 func TestS6BoundedLoadUnderHotKeys(t *testing.T) {
-	data, err := os.ReadFile("scenarios/s6-hot-keys.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ParseScenario(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runScenario(t, "s6-hot-keys")
 	for _, p := range rep.Policies {
 		var sum, most uint64
 		peak := 0

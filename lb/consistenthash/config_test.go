@@ -9,13 +9,39 @@ import (
 	"github.com/lbkit/lbkit/lb/lbtest"
 )
 
+// parseCase is one input of a parser table: the config wanted, or a
+// substring of the error wanted (its path and reason).
+type parseCase[C comparable] struct {
+	js      string
+	b       lb.Builder // nil: the zero builder of the table
+	want    C
+	wantErr string
+}
+
+// checkParses runs def (or a case's own builder) on every case.
+func checkParses[C comparable](t *testing.T, def lb.Builder, cases []parseCase[C]) {
+	t.Helper()
+	for _, tc := range cases {
+		b := tc.b
+		if b == nil {
+			b = def
+		}
+		c, _, err := lb.ParseConfig(b, json.RawMessage(tc.js))
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: error %v, want one containing %q", tc.js, err, tc.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.js, err)
+		case c != lb.Config(tc.want):
+			t.Errorf("%s: %+v, want %+v", tc.js, c, tc.want)
+		}
+	}
+}
+
 func TestParseConfig(t *testing.T) {
-	for _, tc := range []struct {
-		js      string
-		b       RingHashBuilder
-		want    RingHashConfig
-		wantErr string
-	}{
+	checkParses(t, RingHashBuilder{}, []parseCase[RingHashConfig]{
 		{js: ``, want: RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096}},
 		{js: `{}`, want: RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096}},
 		{js: `{"minRingSize": "10", "max_ring_size": 20}`, want: RingHashConfig{MinRingSize: 10, MaxRingSize: 20}},
@@ -35,19 +61,7 @@ func TestParseConfig(t *testing.T) {
 		{js: `{"requestHashHeader": "x session"}`, wantErr: `requestHashHeader: "x session" is not a valid header name: byte ' ' at 1`},
 		{js: `{"requestHashHeader": 7}`, wantErr: "requestHashHeader: want string, got number"},
 		{js: `[]`, wantErr: "want a JSON object"},
-	} {
-		c, _, err := lb.ParseConfig(tc.b, json.RawMessage(tc.js))
-		switch {
-		case tc.wantErr != "":
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("%s: error %v, want one containing %q", tc.js, err, tc.wantErr)
-			}
-		case err != nil:
-			t.Errorf("%s: %v", tc.js, err)
-		case c != tc.want:
-			t.Errorf("%s: %+v, want %+v", tc.js, c, tc.want)
-		}
-	}
+	})
 }
 
 func TestUnknownFieldsAreListed(t *testing.T) {

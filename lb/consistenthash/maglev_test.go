@@ -1,13 +1,10 @@
 package consistenthash
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 
-	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
 )
 
@@ -70,11 +67,7 @@ func TestMaglevDisruptionIsSmall(t *testing.T) {
 }
 
 func TestParseMaglevConfig(t *testing.T) {
-	for _, tc := range []struct {
-		js      string
-		want    MaglevConfig
-		wantErr string
-	}{
+	checkParses(t, MaglevBuilder{}, []parseCase[MaglevConfig]{
 		{js: `{}`, want: MaglevConfig{}},
 		{js: `{"tableSize": 251, "hashBalanceFactor": 150}`, want: MaglevConfig{TableSize: 251, HashBalanceFactor: 150}},
 		{js: `{"table_size": "5000011"}`, want: MaglevConfig{TableSize: 5000011}},
@@ -83,19 +76,7 @@ func TestParseMaglevConfig(t *testing.T) {
 		{js: `{"tableSize": 1}`, wantErr: "tableSize: must be >= 2, got 1"},
 		{js: `{"hashBalanceFactor": 99}`, wantErr: "hashBalanceFactor: must be >= 100, got 99"},
 		{js: `{"requestHashHeader": "Cookie"}`, want: MaglevConfig{RequestHashHeader: "cookie"}},
-	} {
-		c, _, err := lb.ParseConfig(MaglevBuilder{}, json.RawMessage(tc.js))
-		switch {
-		case tc.wantErr != "":
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("%s: error %v, want one containing %q", tc.js, err, tc.wantErr)
-			}
-		case err != nil:
-			t.Errorf("%s: %v", tc.js, err)
-		case c != tc.want:
-			t.Errorf("%s: %+v, want %+v", tc.js, c, tc.want)
-		}
-	}
+	})
 }
 
 func FuzzParseMaglevConfig(f *testing.F) {

@@ -153,6 +153,6 @@ func (c *Channel) swapToPending() {
 }
 
 func (c *Channel) publishBalancerState(s lb.State) {
-	c.publish(&pickerGen{picker: s.Picker})
+	c.publish(&pickerGen{picker: s.Picker, state: s.ConnectivityState})
 	c.setState(s.ConnectivityState)
 }

@@ -85,6 +85,10 @@ type pickerGen struct {
 	picker lb.Picker
 	idle   bool // the channel is idle: a pick must ask it to leave idle
 	done   chan struct{}
+	// state is the channel's state published with picker: State reads
+	// it, so a pick that saw this picker and State agree (stateGen, set
+	// just after, wakes WaitForStateChange once both are in place).
+	state lb.ConnectivityState
 }
 
 type stateGen struct {
@@ -162,8 +166,9 @@ func resolveTarget(target string, cfg config) (resolver.Target, resolver.Builder
 // Target returns the target the channel was created with.
 func (c *Channel) Target() string { return c.target }
 
-// State returns the channel's connectivity state.
-func (c *Channel) State() lb.ConnectivityState { return c.stateGen.Load().state }
+// State returns the channel's connectivity state: the state published with
+// the picker in use, so a pick's outcome and State never disagree.
+func (c *Channel) State() lb.ConnectivityState { return c.gen.Load().state }
 
 // WaitForStateChange waits until the channel's state differs from from, and
 // reports true; or until ctx ends, and reports false.
@@ -221,7 +226,7 @@ func (c *Channel) Close() error {
 		_ = c.ser.Run(context.Background(), func() {
 			c.teardown()
 			c.closed = true
-			c.publish(&pickerGen{picker: lb.NewErrPicker(lb.DropError(ErrClosed))})
+			c.publish(&pickerGen{picker: lb.NewErrPicker(lb.DropError(ErrClosed)), state: lb.Shutdown})
 			c.setState(lb.Shutdown)
 		})
 		c.ser.Close()
@@ -311,7 +316,7 @@ func (c *Channel) requestExitIdle() {
 // exitIdle starts the resolver and the idleness timer. Runs serialized.
 func (c *Channel) exitIdle() {
 	c.idle = false
-	c.publish(&pickerGen{picker: lb.NewQueuePicker()})
+	c.publish(&pickerGen{picker: lb.NewQueuePicker(), state: lb.Connecting})
 	c.setState(lb.Connecting)
 	cc := &resolverCC{c: c}
 	c.resCC = cc
@@ -335,7 +340,7 @@ func (c *Channel) exitIdle() {
 
 // publishFailure publishes a channel-level TRANSIENT_FAILURE.
 func (c *Channel) publishFailure(err error) {
-	c.publish(&pickerGen{picker: lb.NewErrPicker(lb.TransientFailureError(err))})
+	c.publish(&pickerGen{picker: lb.NewErrPicker(lb.TransientFailureError(err)), state: lb.TransientFailure})
 	c.setState(lb.TransientFailure)
 }
 
@@ -368,7 +373,7 @@ func (c *Channel) enterIdle() {
 	c.logger.Info("channel idle: no pick for the idle timeout", "timeout", c.cfg.idleTimeout)
 	c.teardown()
 	c.idle = true
-	c.publish(&pickerGen{picker: lb.NewQueuePicker(), idle: true})
+	c.publish(&pickerGen{picker: lb.NewQueuePicker(), idle: true, state: lb.Idle})
 	c.setState(lb.Idle)
 }
 

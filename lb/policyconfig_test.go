@@ -113,11 +113,13 @@ func drawPolicy(t *rapid.T, depth int) (lb.PolicyConfig, string) {
 		c := consistenthash.RingHashConfig{
 			MinRingSize: sizes.Draw(t, "minRingSize"), MaxRingSize: sizes.Draw(t, "maxRingSize"),
 			RequestHashHeader: drawHeader(t), HashBalanceFactor: rapid.SampledFrom([]uint32{0, 50, 150}).Draw(t, "factor"),
+			EntriesPerWeight: rapid.SampledFrom([]uint64{0, 1, 100, 5000, 9_000_000}).Draw(t, "entriesPerWeight"),
 		}
 		fields = uint64Field(fields, "minRingSize", c.MinRingSize)
 		fields = uint64Field(fields, "maxRingSize", c.MaxRingSize)
 		fields = stringField(fields, "requestHashHeader", c.RequestHashHeader)
 		fields = uintField(fields, "hashBalanceFactor", c.HashBalanceFactor)
+		fields = uint64Field(fields, "entriesPerWeight", c.EntriesPerWeight)
 		typed = c
 	case "maglev":
 		c := consistenthash.MaglevConfig{

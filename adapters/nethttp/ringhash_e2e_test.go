@@ -42,20 +42,23 @@ func ownerOfUser(t *testing.T, client *http.Client, user string) string {
 
 // Affinity end to end, both ways of keying a request: the Transport's
 // RequestHash (HashHeader) under ring_hash without a header of its own,
-// and ring_hash's requestHashHeader reading the request's headers. Each
-// user's requests all go to one server, users spread over the servers, and
-// stopping one server moves only its own users.
+// and ring_hash's requestHashHeader reading the request's headers; then
+// the ring of entriesPerWeight and Maglev. Each user's requests all go to
+// one server, users spread over the servers, and stopping one server
+// moves only its own users.
 func TestRingHashAffinity(t *testing.T) {
 	for _, tc := range []struct {
-		name, config string
-		hash         func(*http.Request) (uint64, bool)
+		name, policy, config string
+		hash                 func(*http.Request) (uint64, bool)
 	}{
-		{"Transport.RequestHash", `{}`, nethttp.HashHeader("x-user")},
-		{"requestHashHeader", `{"requestHashHeader": "x-user"}`, nil},
+		{"Transport.RequestHash", "ring_hash_experimental", `{}`, nethttp.HashHeader("x-user")},
+		{"requestHashHeader", "ring_hash_experimental", `{"requestHashHeader": "x-user"}`, nil},
+		{"entriesPerWeight", "ring_hash_experimental", `{"requestHashHeader": "x-user", "entriesPerWeight": 100}`, nil},
+		{"maglev", "maglev_experimental", `{"requestHashHeader": "x-user"}`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			servers, target := ringFarm(t, 5)
-			ch, err := conn.New(target, conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"ring_hash_experimental":`+tc.config+`}]}`))
+			ch, err := conn.New(target, conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"`+tc.policy+`":`+tc.config+`}]}`))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -71,7 +71,12 @@ func (b RingHashBuilder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balanc
 		}
 		return settings{
 			header: cfg.RequestHashHeader, balance: cfg.HashBalanceFactor,
-			table: func(nodes []ringNode) table { return buildRing(nodes, minSize, maxSize) },
+			table: func(nodes []ringNode) table {
+				if perWeight := cfg.EntriesPerWeight; perWeight != 0 {
+					return buildFixedRing(nodes, perWeight, minSize, maxSize)
+				}
+				return buildRing(nodes, minSize, maxSize)
+			},
 		}, nil
 	})
 }

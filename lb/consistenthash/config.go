@@ -26,8 +26,8 @@ const (
 
 // RingHashConfig is ring_hash_experimental's configuration, the JSON
 // object {"minRingSize": n, "maxRingSize": n, "requestHashHeader": "name",
-// "hashBalanceFactor": n} of gRFC A42 and A76 (hashBalanceFactor is
-// lbkit's, from Envoy).
+// "hashBalanceFactor": n, "entriesPerWeight": n} of gRFC A42 and A76
+// (hashBalanceFactor is lbkit's, from Envoy; entriesPerWeight lbkit's).
 //
 // A RingHashConfig returned by ParseConfig holds the effective values:
 // absent sizes are the defaults and both sizes are lowered to the
@@ -62,6 +62,22 @@ type RingHashConfig struct {
 	// "hash_balance_factor"), at least [MinHashBalanceFactor] (150 lets an
 	// endpoint take 1.5 times its share); absent, null or 0: no bound.
 	HashBalanceFactor uint32 `json:"hashBalanceFactor,omitempty"`
+	// EntriesPerWeight, when not 0, sizes the ring by the endpoints'
+	// weights (lbkit's, not A42's): each endpoint gets weight ×
+	// EntriesPerWeight entries, whatever the other endpoints, so adding or
+	// removing an endpoint moves only the keys of its own entries, and
+	// changing a weight only those of the entries gained or lost. A42's
+	// ring (the default) gives each endpoint about MinRingSize × its share
+	// of the weight, so every endpoint's entries change with the number of
+	// endpoints and a change moves other keys too (up to 1.6 times the
+	// ideal share at 10 endpoints). While the weights sum to more than
+	// MaxRingSize / EntriesPerWeight, the ring is A42's, sized by
+	// MinRingSize and MaxRingSize. Either way a key keeps its endpoint
+	// across clients with the same config, but a ring built by
+	// EntriesPerWeight does not pick what grpc-go's ring_hash picks. JSON
+	// "entriesPerWeight" (or "entries_per_weight"), a proto3 JSON uint64
+	// from 1 to the configured maxRingSize; absent, null or 0: A42's ring.
+	EntriesPerWeight uint64 `json:"entriesPerWeight,omitempty"`
 }
 
 // sizes returns the effective ring sizes of c under cap.
@@ -97,6 +113,13 @@ func readRingHash(obj lb.ConfigObject, limit uint64) (RingHashConfig, error) {
 		_, name, _ := obj.Raw("maxRingSize", "max_ring_size")
 		return RingHashConfig{}, lb.ConfigErrorf(name, "must be >= minRingSize (%d by default), got %d", minSize, maxSize)
 	}
+	if c.EntriesPerWeight, err = readSize(obj, "entriesPerWeight", "entries_per_weight"); err != nil {
+		return RingHashConfig{}, err
+	}
+	if c.EntriesPerWeight > maxSize {
+		_, name, _ := obj.Raw("entriesPerWeight", "entries_per_weight")
+		return RingHashConfig{}, lb.ConfigErrorf(name, "must be <= maxRingSize (%d), got %d", maxSize, c.EntriesPerWeight)
+	}
 	c.MinRingSize, c.MaxRingSize = c.sizes(limit)
 	if c.RequestHashHeader, c.HashBalanceFactor, err = readKeys(obj); err != nil {
 		return RingHashConfig{}, err
@@ -124,8 +147,8 @@ func readKeys(obj lb.ConfigObject) (header string, factor uint32, err error) {
 	return header, factor, nil
 }
 
-// readSize reads one ring size: 0 when absent or null, else from 1 to
-// RingSizeLimit.
+// readSize reads one ring size (or entriesPerWeight): 0 when absent or
+// null, else from 1 to RingSizeLimit.
 func readSize(obj lb.ConfigObject, names ...string) (uint64, error) {
 	v, name, ok := obj.Raw(names...)
 	if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {

@@ -60,6 +60,14 @@ func TestParseConfig(t *testing.T) {
 		{js: `{"requestHashHeader": "x-trace-bin"}`, wantErr: `requestHashHeader: "x-trace-bin" is a binary header`},
 		{js: `{"requestHashHeader": "x session"}`, wantErr: `requestHashHeader: "x session" is not a valid header name: byte ' ' at 1`},
 		{js: `{"requestHashHeader": 7}`, wantErr: "requestHashHeader: want string, got number"},
+		{js: `{"entriesPerWeight": 100}`, want: RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096, EntriesPerWeight: 100}},
+		{js: `{"entries_per_weight": "4096"}`, want: RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096, EntriesPerWeight: 4096}},
+		{js: `{"entriesPerWeight": null}`, want: RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096}},
+		{js: `{"entriesPerWeight": 4097}`, wantErr: "entriesPerWeight: must be <= maxRingSize (4096), got 4097"},
+		{js: `{"maxRingSize": 100000, "entriesPerWeight": 5000}`, want: RingHashConfig{MinRingSize: 1024, MaxRingSize: 4096, EntriesPerWeight: 5000}},
+		{js: `{"entriesPerWeight": 0}`, wantErr: "entriesPerWeight: must be >= 1, got 0"},
+		{js: `{"entriesPerWeight": 8388609}`, wantErr: "entriesPerWeight: must be <= 8388608, got 8388609"},
+		{js: `{"entriesPerWeight": true}`, wantErr: "entriesPerWeight: "},
 		{js: `[]`, wantErr: "want a JSON object"},
 	})
 }
@@ -72,7 +80,7 @@ func TestUnknownFieldsAreListed(t *testing.T) {
 }
 
 func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{`{}`, `{"minRingSize": 1, "maxRingSize": 8388608}`, `{"requestHashHeader": "a-b.c_d"}`, `{"min_ring_size": "1e3"}`} {
+	for _, s := range []string{`{}`, `{"minRingSize": 1, "maxRingSize": 8388608}`, `{"requestHashHeader": "a-b.c_d"}`, `{"min_ring_size": "1e3"}`, `{"entriesPerWeight": 64, "maxRingSize": 100000}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -83,6 +91,9 @@ func FuzzParseConfig(f *testing.F) {
 		cfg := c.(RingHashConfig)
 		if cfg.MinRingSize < 1 || cfg.MinRingSize > cfg.MaxRingSize || cfg.MaxRingSize > DefaultRingSizeCap {
 			t.Fatalf("parsed %+v from %q", cfg, raw)
+		}
+		if cfg.EntriesPerWeight > RingSizeLimit {
+			t.Fatalf("entriesPerWeight %d accepted from %q", cfg.EntriesPerWeight, raw)
 		}
 		if validHeader(cfg.RequestHashHeader) != nil || strings.ToLower(cfg.RequestHashHeader) != cfg.RequestHashHeader {
 			t.Fatalf("header %q accepted", cfg.RequestHashHeader)

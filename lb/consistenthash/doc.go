@@ -7,7 +7,8 @@
 //
 //   - [RingHashName] ("ring_hash_experimental"): gRFC A42, as A61 and A76
 //     update it. Its config is a [RingHashConfig],
-//     {"minRingSize": 1024, "maxRingSize": 4096, "requestHashHeader": "x-user"},
+//     {"minRingSize": 1024, "maxRingSize": 4096, "requestHashHeader": "x-user"}
+//     or {"entriesPerWeight": 100, "maxRingSize": 100000, ...},
 //     every field optional; [RingHashBuilder.WithRingSizeCap] sets A42's
 //     client-side cap on both sizes (default 4096);
 //   - [MaglevName] ("maglev_experimental"): the same policy over Maglev's
@@ -37,6 +38,16 @@
 // after its hash. With weights far apart and the default 4,096 entries, the
 // lightest endpoints may get no entry at all, as in grpc-go: raise
 // maxRingSize (and the cap) if they must.
+//
+// A42's ring gives each endpoint about minRingSize × its share of the
+// weight, so every endpoint's entries change when one comes or goes, and
+// keys move between the staying endpoints too (at 10 endpoints a change
+// moves 1.6 times the ideal share). "entriesPerWeight": k
+// ([RingHashConfig.EntriesPerWeight], lbkit's) builds the ring of Karger
+// et al. instead: each endpoint has weight × k entries of its own, so a
+// change moves only the changed endpoint's keys, at the cost of picks
+// that differ from grpc-go's. maxRingSize (and the cap) must hold the sum
+// of the weights times k; a larger sum falls back to A42's ring.
 //
 // Maglev fills a table of tableSize entries (a prime) from each endpoint's
 // permutation of it, in weighted rounds, as Envoy does; a request goes to

@@ -69,19 +69,55 @@ func buildRing(nodes []ringNode, minSize, maxSize uint64) table {
 	scale := math.Min(math.Ceil(minWeight*float64(minSize))/minWeight, float64(maxSize))
 	ring := make([]ringEntry, 0, int(math.Ceil(scale)))
 	var made, target float64
-	var key []byte
 	for _, i := range order {
-		n := nodes[i]
-		target += scale * (float64(n.weight) / float64(sum))
-		key = append(key[:0], n.hashKey...)
-		key = append(key, '_')
-		prefix := len(key)
-		for k := 0; made < target; k++ {
-			key = strconv.AppendInt(key[:prefix], int64(k), 10)
-			ring = append(ring, ringEntry{hash: xxhash.Sum64(key), endpoint: i})
-			made++
-		}
+		target += scale * (float64(nodes[i].weight) / float64(sum))
+		// The entries that bring the running count to the running target
+		// or past it: made is a whole number, so this is the count of
+		// A42's loop "while made < target, add an entry".
+		count := math.Max(0, math.Ceil(target)-made)
+		ring = appendEntries(ring, nodes[i].hashKey, i, uint64(count))
+		made += count
 	}
+	return sortRing(ring)
+}
+
+// buildFixedRing builds a ring in which node i has weight_i × perWeight
+// entries, hashed as [buildRing] hashes them ("<hashKey>_<k>", k from 0),
+// when these number at most maxSize; else it is buildRing's ring. An
+// endpoint's entries then do not depend on the other endpoints: adding or
+// removing one moves only the keys of its own entries, and raising a
+// weight only adds entries (Karger et al.'s ring with weight × perWeight
+// virtual nodes per endpoint).
+func buildFixedRing(nodes []ringNode, perWeight, minSize, maxSize uint64) table {
+	var sum uint64
+	for _, n := range nodes {
+		sum += uint64(n.weight)
+	}
+	if sum > maxSize/perWeight {
+		return buildRing(nodes, minSize, maxSize)
+	}
+	ring := make([]ringEntry, 0, sum*perWeight)
+	for i, n := range nodes {
+		ring = appendEntries(ring, n.hashKey, int32(i), uint64(n.weight)*perWeight)
+	}
+	return sortRing(ring)
+}
+
+// appendEntries appends count entries of endpoint to ring, entry k hashed
+// with XXH64 (seed 0) from "<hashKey>_<k>".
+func appendEntries(ring []ringEntry, hashKey string, endpoint int32, count uint64) []ringEntry {
+	key := make([]byte, 0, len(hashKey)+21)
+	key = append(append(key, hashKey...), '_')
+	prefix := len(key)
+	for k := range count {
+		key = strconv.AppendUint(key[:prefix], k, 10)
+		ring = append(ring, ringEntry{hash: xxhash.Sum64(key), endpoint: endpoint})
+	}
+	return ring
+}
+
+// sortRing sorts ring's entries by hash (ties by endpoint) into a table.
+func sortRing(ring []ringEntry) table {
 	slices.SortFunc(ring, func(a, b ringEntry) int {
 		if c := cmp.Compare(a.hash, b.hash); c != 0 {
 			return c

@@ -382,14 +382,8 @@ func TestRemovedAndClosedEndpointsShutDown(t *testing.T) {
 // ascend; every entry names an endpoint.
 func TestPropertyRingConstruction(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		n := rapid.IntRange(1, 40).Draw(t, "endpoints")
-		nodes := make([]ringNode, n)
-		var sum float64
-		for i := range nodes {
-			w := uint32(rapid.IntRange(1, 100).Draw(t, "weight"))
-			nodes[i] = ringNode{hashKey: fmt.Sprintf("10.0.%d.%d:80", i/256, i%256), weight: w}
-			sum += float64(w)
-		}
+		nodes, total := drawNodes(t, 40, 100)
+		n, sum := len(nodes), float64(total)
 		maxSize := uint64(rapid.IntRange(1, 5000).Draw(t, "max"))
 		minSize := uint64(rapid.IntRange(1, int(maxSize)).Draw(t, "min"))
 		ring := buildRing(nodes, minSize, maxSize)

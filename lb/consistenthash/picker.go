@@ -93,8 +93,8 @@ func (p *picker) Pick(info lb.PickInfo) (lb.PickResult, error) {
 		return p.pickRandom(first)
 	}
 	slots := p.table.slots
-	for i := range slots {
-		ep := &p.endpoints[slots[(first+i)%len(slots)]]
+	for i, j := 0, first; i < len(slots); i, j = i+1, wrap(j+1, len(slots)) {
+		ep := &p.endpoints[slots[j]]
 		switch ep.state {
 		case lb.Ready:
 			return ep.result, nil
@@ -120,8 +120,8 @@ func (p *picker) pickBounded(first int, random bool) (lb.PickResult, error) {
 	inFlight := p.bound.inFlight.Load()
 	var full *pickEndpoint
 	requested := p.anyConnecting
-	for i := range slots {
-		ep := &p.endpoints[slots[(first+i)%len(slots)]]
+	for i, j := 0, first; i < len(slots); i, j = i+1, wrap(j+1, len(slots)) {
+		ep := &p.endpoints[slots[j]]
 		switch ep.state {
 		case lb.Ready:
 			if ep.load.Load() < p.bound.slots(inFlight, ep.weight) {
@@ -154,6 +154,16 @@ func (p *picker) pickBounded(first int, random bool) (lb.PickResult, error) {
 	return lb.PickResult{}, p.failure(first)
 }
 
+// wrap returns j, or 0 when j is n: the next entry of a walk along a
+// table of n entries, without the division of a modulo (one is the most
+// of a READY pick's cost beside Maglev's lookup).
+func wrap(j, n int) int {
+	if j == n {
+		return 0
+	}
+	return j
+}
+
 // count counts a request on ep, which its result's Done uncounts.
 func (p *picker) count(ep *pickEndpoint) lb.PickResult {
 	ep.load.Add(1)
@@ -167,8 +177,8 @@ func (p *picker) count(ep *pickEndpoint) lb.PickResult {
 func (p *picker) pickRandom(first int) (lb.PickResult, error) {
 	requested := p.anyConnecting
 	slots := p.table.slots
-	for i := range slots {
-		ep := &p.endpoints[slots[(first+i)%len(slots)]]
+	for i, j := 0, first; i < len(slots); i, j = i+1, wrap(j+1, len(slots)) {
+		ep := &p.endpoints[slots[j]]
 		if ep.state == lb.Ready {
 			return ep.result, nil
 		}

@@ -97,8 +97,9 @@ func BenchmarkPickSideBySide(b *testing.B) {
 	}
 }
 
-// BenchmarkBuild: building the table for 10,000 endpoints: the default
-// ring (4,096 entries), a ring of 100,000, and the default Maglev table.
+// BenchmarkBuild: building the table for 10,000 endpoints of weights 1 to
+// 7: the default ring (4,096 entries), a ring of 100,000, the ring of
+// entriesPerWeight 10 (399,940 entries), and the default Maglev table.
 func BenchmarkBuild(b *testing.B) {
 	nodes := make([]ringNode, 10000)
 	for i, a := range addrsN(len(nodes)) {
@@ -112,6 +113,11 @@ func BenchmarkBuild(b *testing.B) {
 	b.Run("ring/100000", func(b *testing.B) {
 		for range b.N {
 			buildRing(nodes, 100000, 100000)
+		}
+	})
+	b.Run("ring/entriesPerWeight=10", func(b *testing.B) {
+		for range b.N {
+			buildFixedRing(nodes, 10, DefaultMinRingSize, RingSizeLimit) // 399,940 entries
 		}
 	})
 	b.Run("maglev/65537", func(b *testing.B) {

@@ -67,7 +67,7 @@ func buildRing(nodes []ringNode, minSize, maxSize uint64) table {
 		minWeight = math.Min(minWeight, float64(n.weight)/float64(sum))
 	}
 	scale := math.Min(math.Ceil(minWeight*float64(minSize))/minWeight, float64(maxSize))
-	ring := make([]ringEntry, 0, int(math.Ceil(scale)))
+	e := entries{ring: make([]ringEntry, 0, int(math.Ceil(scale)))}
 	var made, target float64
 	for _, i := range order {
 		target += scale * (float64(nodes[i].weight) / float64(sum))
@@ -75,10 +75,10 @@ func buildRing(nodes []ringNode, minSize, maxSize uint64) table {
 		// or past it: made is a whole number, so this is the count of
 		// A42's loop "while made < target, add an entry".
 		count := math.Max(0, math.Ceil(target)-made)
-		ring = appendEntries(ring, nodes[i].hashKey, i, uint64(count))
+		e.add(nodes[i].hashKey, i, uint64(count))
 		made += count
 	}
-	return sortRing(ring)
+	return sortRing(e.ring)
 }
 
 // buildFixedRing builds a ring in which node i has weight_i × perWeight
@@ -96,24 +96,29 @@ func buildFixedRing(nodes []ringNode, perWeight, minSize, maxSize uint64) table 
 	if sum > maxSize/perWeight {
 		return buildRing(nodes, minSize, maxSize)
 	}
-	ring := make([]ringEntry, 0, sum*perWeight)
+	e := entries{ring: make([]ringEntry, 0, sum*perWeight)}
 	for i, n := range nodes {
-		ring = appendEntries(ring, n.hashKey, int32(i), uint64(n.weight)*perWeight)
+		e.add(n.hashKey, int32(i), uint64(n.weight)*perWeight)
 	}
-	return sortRing(ring)
+	return sortRing(e.ring)
 }
 
-// appendEntries appends count entries of endpoint to ring, entry k hashed
-// with XXH64 (seed 0) from "<hashKey>_<k>".
-func appendEntries(ring []ringEntry, hashKey string, endpoint int32, count uint64) []ringEntry {
-	key := make([]byte, 0, len(hashKey)+21)
-	key = append(append(key, hashKey...), '_')
-	prefix := len(key)
+// entries collects a ring's entries while it is built.
+type entries struct {
+	ring []ringEntry
+	// key is the buffer "<hashKey>_<k>" is written in, reused.
+	key []byte
+}
+
+// add appends count entries of endpoint, entry k hashed with XXH64 (seed
+// 0) from "<hashKey>_<k>".
+func (e *entries) add(hashKey string, endpoint int32, count uint64) {
+	e.key = append(append(e.key[:0], hashKey...), '_')
+	prefix := len(e.key)
 	for k := range count {
-		key = strconv.AppendUint(key[:prefix], k, 10)
-		ring = append(ring, ringEntry{hash: xxhash.Sum64(key), endpoint: endpoint})
+		e.key = strconv.AppendUint(e.key[:prefix], k, 10)
+		e.ring = append(e.ring, ringEntry{hash: xxhash.Sum64(e.key), endpoint: endpoint})
 	}
-	return ring
 }
 
 // sortRing sorts ring's entries by hash (ties by endpoint) into a table.

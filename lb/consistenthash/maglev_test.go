@@ -39,8 +39,8 @@ func TestMaglevFollowsWeights(t *testing.T) {
 // Maglev's small disruption: when one of 20 endpoints leaves, its entries
 // go to the others and few other entries change owner: 3.2% of the table
 // here (Maglev trades this for its even spread and O(1) lookup; the ring
-// of entriesPerWeight moves none, TestDisruptionAndSpread). The bound, 4%, pins the construction: a wrong permutation
-// moves far more.
+// of entriesPerWeight moves none, TestDisruptionAndSpread). The bound,
+// 4%, pins the construction: a wrong permutation moves far more.
 func TestMaglevDisruptionIsSmall(t *testing.T) {
 	var nodes []ringNode
 	for i := range 20 {

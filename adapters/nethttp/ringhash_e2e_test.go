@@ -10,6 +10,8 @@ import (
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/resolver/manual"
 )
 
 // ringFarm is n real HTTP servers on loopback that answer with their name.
@@ -23,6 +25,22 @@ func ringFarm(t *testing.T, n int) (servers []*httptest.Server, target string) {
 		hosts = append(hosts, strings.TrimPrefix(s.URL, "http://"))
 	}
 	return servers, "static:///" + strings.Join(hosts, ",")
+}
+
+// hashingClient returns a channel to target and a client whose requests
+// go through it, waiting for ready and hashed by hash (nil: none); both
+// are closed when the test ends, before the servers it started earlier.
+func hashingClient(t *testing.T, target string, hash func(*http.Request) (uint64, bool), opts ...conn.Option) (*conn.Channel, *http.Client) {
+	ch, err := conn.New(target, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true, RequestHash: hash}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		_ = ch.Close()
+	})
+	return ch, &http.Client{Transport: tr}
 }
 
 // ownerOfUser sends a request for user through client and returns the
@@ -58,14 +76,7 @@ func TestRingHashAffinity(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			servers, target := ringFarm(t, 5)
-			ch, err := conn.New(target, conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"`+tc.policy+`":`+tc.config+`}]}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ch.Close()
-			tr := &nethttp.Transport{Channel: ch, WaitForReady: true, RequestHash: tc.hash}
-			defer tr.CloseIdleConnections()
-			client := &http.Client{Transport: tr}
+			_, client := hashingClient(t, target, tc.hash, conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"`+tc.policy+`":`+tc.config+`}]}`))
 
 			owner := map[string]string{}
 			used := map[string]int{}
@@ -137,5 +148,49 @@ func TestHashFunctions(t *testing.T) {
 			}()
 			f()
 		}()
+	}
+}
+
+// entriesPerWeight end to end: a backend added through the resolver takes
+// users only for itself, about its share; no user moves between the
+// backends that were there (mutation-checked: without entriesPerWeight,
+// A42's ring moves some).
+func TestEntriesPerWeightAdditionMovesKeysOnlyToTheNewBackend(t *testing.T) {
+	servers, _ := ringFarm(t, 5)
+	state := func(ss []*httptest.Server) resolver.State {
+		var s resolver.State
+		for _, x := range ss {
+			s.Addresses = append(s.Addresses, resolver.Address{Addr: hostOf(x)})
+		}
+		return s
+	}
+	r := manual.NewBuilder("grow", manual.WithInitialState(state(servers[:4])))
+	ch, client := hashingClient(t, "grow:///svc", nil, conn.WithResolver(r),
+		conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"ring_hash_experimental":{"requestHashHeader": "x-user", "entriesPerWeight": 100}}]}`))
+
+	owner := map[string]string{}
+	for u := range 200 {
+		user := fmt.Sprintf("user-%d", u)
+		owner[user] = ownerOfUser(t, client, user)
+	}
+	if err := r.UpdateState(state(servers)); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, ch)
+	moved := 0
+	for user, was := range owner {
+		got := ownerOfUser(t, client, user)
+		switch {
+		case got == was:
+		case got == "s4":
+			moved++
+		default:
+			t.Fatalf("%s moved from %s to %s when only s4 was added", user, was, got)
+		}
+	}
+	// About a fifth: 40, with a standard deviation near 7 (the new
+	// backend's share of the ring and the draw of 200 users).
+	if moved < 5 || moved > 100 {
+		t.Fatalf("%d of 200 users moved to the new backend, want about a fifth", moved)
 	}
 }

@@ -135,12 +135,13 @@ func (m *ringMachine) String() string {
 // every pick against the model. ring_hash and maglev share everything but
 // their table, so one model covers both.
 func TestModel(t *testing.T) {
-	for name, config := range map[string]string{
-		RingHashName: `{"minRingSize": 16, "maxRingSize": 64}`,
-		MaglevName:   `{"tableSize": 31}`,
+	for _, c := range []struct{ test, policy, config string }{
+		{RingHashName, RingHashName, `{"minRingSize": 16, "maxRingSize": 64}`},
+		{RingHashName + "/entriesPerWeight", RingHashName, `{"entriesPerWeight": 8, "minRingSize": 16, "maxRingSize": 64}`},
+		{MaglevName, MaglevName, `{"tableSize": 31}`},
 	} {
-		t.Run(name, func(t *testing.T) {
-			rapid.Check(t, func(t *rapid.T) { runModel(t, name, config) })
+		t.Run(c.test, func(t *testing.T) {
+			rapid.Check(t, func(t *rapid.T) { runModel(t, c.policy, c.config) })
 		})
 	}
 }

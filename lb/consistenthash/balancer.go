@@ -55,8 +55,11 @@ type settings struct {
 	header string
 	// balance is the hash balance factor, or 0 for no load bound.
 	balance uint32
-	// table builds the policy's table over nodes (not empty).
-	table func(nodes []ringNode) table
+	// table builds the policy's table over nodes (not empty). A non-nil
+	// error comes with a valid table: the one the config falls back to
+	// (A42's ring when the endpoints outgrow entriesPerWeight), and says
+	// why.
+	table func(nodes []ringNode) (table, error)
 }
 
 // balancer is one ring_hash_experimental or maglev_experimental policy
@@ -85,6 +88,9 @@ type balancer struct {
 	// the load bound.
 	table   table
 	weights []float64
+	// fellBack is set while the table is the config's fallback (see
+	// settings.table), so that the warning is logged once per fall.
+	fellBack bool
 
 	// counts counts the endpoints of list by state.
 	counts lb.StateCounter
@@ -150,7 +156,12 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 		nodes[i] = ep.node
 		sum += float64(ep.node.weight)
 	}
-	b.table = cfg.table(nodes)
+	var fallback error
+	b.table, fallback = cfg.table(nodes)
+	if fallback != nil && !b.fellBack {
+		b.logger.Warn(b.name+": entriesPerWeight does not fit, the ring is A42's until it does", "error", fallback)
+	}
+	b.fellBack = fallback != nil
 	b.weights = make([]float64, len(list))
 	for i, ep := range list {
 		b.weights[i] = float64(ep.node.weight) / sum

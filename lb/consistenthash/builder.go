@@ -71,11 +71,11 @@ func (b RingHashBuilder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balanc
 		}
 		return settings{
 			header: cfg.RequestHashHeader, balance: cfg.HashBalanceFactor,
-			table: func(nodes []ringNode) table {
+			table: func(nodes []ringNode) (table, error) {
 				if perWeight := cfg.EntriesPerWeight; perWeight != 0 {
 					return buildFixedRing(nodes, perWeight, minSize, maxSize)
 				}
-				return buildRing(nodes, minSize, maxSize)
+				return buildRing(nodes, minSize, maxSize), nil
 			},
 		}, nil
 	})
@@ -112,7 +112,7 @@ func (MaglevBuilder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 		}
 		return settings{
 			header: cfg.RequestHashHeader, balance: cfg.HashBalanceFactor,
-			table: func(nodes []ringNode) table { return buildMaglev(nodes, size) },
+			table: func(nodes []ringNode) (table, error) { return buildMaglev(nodes, size), nil },
 		}, nil
 	})
 }

@@ -72,7 +72,8 @@ type RingHashConfig struct {
 	// endpoints and a change moves other keys too (up to 1.6 times the
 	// ideal share at 10 endpoints). While the weights sum to more than
 	// MaxRingSize / EntriesPerWeight, the ring is A42's, sized by
-	// MinRingSize and MaxRingSize. Either way a key keeps its endpoint
+	// MinRingSize and MaxRingSize, and the policy logs a warning when it
+	// falls back (once, until the ring fits again). Either way a key keeps its endpoint
 	// across clients with the same config, but a ring built by
 	// EntriesPerWeight does not pick what grpc-go's ring_hash picks. JSON
 	// "entriesPerWeight" (or "entries_per_weight"), a proto3 JSON uint64

@@ -2,11 +2,13 @@ package consistenthash
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"pgregory.net/rapid"
 )
 
@@ -36,12 +38,18 @@ func TestPropertyFixedRing(t *testing.T) {
 		perWeight := uint64(rapid.IntRange(1, 60).Draw(t, "entriesPerWeight"))
 		maxSize := uint64(rapid.IntRange(int(perWeight), 20000).Draw(t, "max"))
 		minSize := uint64(rapid.IntRange(1, int(maxSize)).Draw(t, "min"))
-		ring := buildFixedRing(nodes, perWeight, minSize, maxSize)
+		ring, tooBig := buildFixedRing(nodes, perWeight, minSize, maxSize)
 		if sum*perWeight > maxSize {
 			if a42 := buildRing(nodes, minSize, maxSize); !slices.Equal(ring.hashes, a42.hashes) || !slices.Equal(ring.slots, a42.slots) {
 				t.Fatalf("weights summing to %d × %d > %d: not A42's ring", sum, perWeight, maxSize)
 			}
+			if tooBig == nil {
+				t.Fatalf("weights summing to %d × %d > %d: A42's ring, and no error says so", sum, perWeight, maxSize)
+			}
 			return
+		}
+		if tooBig != nil {
+			t.Fatalf("weights summing to %d × %d <= %d: %v", sum, perWeight, maxSize, tooBig)
 		}
 		// The model: every endpoint's hashes, computed one by one.
 		want := map[uint64]int32{}
@@ -70,7 +78,7 @@ func TestPropertyFixedRing(t *testing.T) {
 			after = slices.Clone(nodes)
 			after[c].weight = uint32(rapid.IntRange(1, int(nodes[c].weight)).Draw(t, "new weight"))
 		}
-		moved := buildFixedRing(after, perWeight, minSize, maxSize)
+		moved, _ := buildFixedRing(after, perWeight, minSize, maxSize) // fewer entries: fits
 		for range 200 {
 			h := rapid.Uint64().Draw(t, "key")
 			was := nodes[ring.slots[ring.first(h)]].hashKey
@@ -80,4 +88,35 @@ func TestPropertyFixedRing(t *testing.T) {
 			}
 		}
 	})
+}
+
+// While the endpoints' weights × entriesPerWeight exceed maxRingSize, the
+// ring is A42's, and the policy warns once, when it falls back, and again
+// only after it fitted in between.
+func TestEntriesPerWeightFallbackWarnsOnce(t *testing.T) {
+	logs := &lbtest.Logs{}
+	h := lbtest.New(t, lbtest.WithRegistry(lbtest.NewRegistry(RingHashBuilder{})), lbtest.WithLogger(slog.New(logs)))
+	_, cfg := h.BuildPolicy(RingHashName, `{"entriesPerWeight": 10, "minRingSize": 16, "maxRingSize": 64}`)
+	const warning = "entriesPerWeight does not fit"
+	for _, step := range []struct {
+		n        int
+		entries  int // the ring's
+		warnings int // so far
+	}{
+		{5, 50, 0},  // 5 × 10 fits in 64
+		{10, 20, 1}, // 100 does not: A42's ring, 2 entries each (16 at least)
+		{8, 16, 1},  // still A42's, no second warning
+		{6, 60, 1},  // fits again
+		{7, 21, 2},  // falls back again
+	} {
+		if err := h.UpdateAddresses(cfg, toAddrs(addrs(step.n))...); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(current(t, h).table.slots); got != step.entries {
+			t.Errorf("%d endpoints: a ring of %d entries, want %d", step.n, got, step.entries)
+		}
+		if got := logs.Count(slog.LevelWarn, warning); got != step.warnings {
+			t.Errorf("%d endpoints: %d warnings, want %d:\n%s", step.n, got, step.warnings, logs)
+		}
+	}
 }

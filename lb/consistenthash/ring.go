@@ -2,6 +2,7 @@ package consistenthash
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -83,24 +84,24 @@ func buildRing(nodes []ringNode, minSize, maxSize uint64) table {
 
 // buildFixedRing builds a ring in which node i has weight_i × perWeight
 // entries, hashed as [buildRing] hashes them ("<hashKey>_<k>", k from 0),
-// when these number at most maxSize; else it is buildRing's ring. An
-// endpoint's entries then do not depend on the other endpoints: adding or
-// removing one moves only the keys of its own entries, and raising a
-// weight only adds entries (Karger et al.'s ring with weight × perWeight
-// virtual nodes per endpoint).
-func buildFixedRing(nodes []ringNode, perWeight, minSize, maxSize uint64) table {
+// when these number at most maxSize; else it is buildRing's ring, and
+// tooBig says why. An endpoint's entries then do not depend on the other
+// endpoints: adding or removing one moves only the keys of its own
+// entries, and raising a weight only adds entries (Karger et al.'s ring
+// with weight × perWeight virtual nodes per endpoint).
+func buildFixedRing(nodes []ringNode, perWeight, minSize, maxSize uint64) (t table, tooBig error) {
 	var sum uint64
 	for _, n := range nodes {
 		sum += uint64(n.weight)
 	}
 	if sum > maxSize/perWeight {
-		return buildRing(nodes, minSize, maxSize)
+		return buildRing(nodes, minSize, maxSize), fmt.Errorf("the weights sum to %d, and %d entries per unit of weight would exceed maxRingSize %d", sum, perWeight, maxSize)
 	}
 	e := entries{ring: make([]ringEntry, 0, sum*perWeight)}
 	for i, n := range nodes {
 		e.add(n.hashKey, int32(i), uint64(n.weight)*perWeight)
 	}
-	return sortRing(e.ring)
+	return sortRing(e.ring), nil
 }
 
 // entries collects a ring's entries while it is built.

@@ -58,7 +58,7 @@ stress: deps ## The long fault and load suite (internal/stress and adapters/xds 
 	go test -race -count=50 -cpu 1,2,4 -run 'TestPollingSeesAddressesAddedAndRemoved|TestBrokenServerKeepsTheLastGoodAddressesAndSaysWhy' ./lb/resolver/dns
 	cd adapters/xds && go test -race -count=1 -v -run 'TestStress' . -args -long
 	cd adapters/xds && go test -race -count=20 -cpu 1,2,4 .
-	set -o pipefail; go test -race -count=1 -v -run 'TestDisruptionAndSpread|TestSpread' ./lb/consistenthash -args -long | grep -E 'moved|share|^(ok|FAIL|---)'
+	set -o pipefail; go test -count=1 -v -run 'TestDisruptionAndSpread|TestSpread' ./lb/consistenthash -args -long | grep -E 'moved|share|^(ok|FAIL|---)'
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 20000x: executions) each.

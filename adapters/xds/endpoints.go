@@ -49,13 +49,12 @@ func notSupported(path, why string) *eds.Error {
 	return &eds.Error{Path: path, Err: fmt.Errorf("not supported: %s", why)}
 }
 
-// checkPolicy refuses every set field of ClusterLoadAssignment.Policy.
+// checkPolicy refuses the set fields of ClusterLoadAssignment.Policy that
+// eds.Parse refuses; overprovisioning_factor is ignored (gRFC A27).
 func checkPolicy(p *endpointv3.ClusterLoadAssignment_Policy) *eds.Error {
 	switch {
 	case len(p.GetDropOverloads()) > 0:
 		return notSupported("policy.drop_overloads", "drop overloads are not implemented")
-	case p.GetOverprovisioningFactor() != nil:
-		return notSupported("policy.overprovisioning_factor", "gRPC's priority policy fails over on connectivity, not on overprovisioned health (gRFC A27), so the factor would have no effect")
 	case p.GetEndpointStaleAfter() != nil:
 		return notSupported("policy.endpoint_stale_after", "stale endpoints are not tracked")
 	case p.GetWeightedPriorityHealth():
@@ -85,9 +84,10 @@ func convertLocality(le *endpointv3.LocalityLbEndpoints, out *eds.LocalityLbEndp
 	case le.GetLedsClusterLocalityConfig() != nil:
 		return notSupported(path+".leds_cluster_locality_config", "LEDS is not implemented")
 	}
-	var err *eds.Error
-	out.LoadBalancingWeight, err = weightOf(le.GetLoadBalancingWeight().GetValue(), le.GetLoadBalancingWeight() != nil, path+".load_balancing_weight")
-	return err
+	// A locality weight of 0, set or not, leaves the locality out (gRFC
+	// A27, as grpc-go).
+	out.LoadBalancingWeight = le.GetLoadBalancingWeight().GetValue()
+	return nil
 }
 
 // weightOf is eds.Parse's reading of an optional UInt32Value weight: 0

@@ -33,7 +33,7 @@
 //	cluster_name                      string, required, not empty
 //	endpoints[]                       LocalityLbEndpoints
 //	  locality{region,zone,sub_zone}  strings
-//	  load_balancing_weight           UInt32Value, >= 1 when present
+//	  load_balancing_weight           UInt32Value (0 or unset: left out)
 //	  priority                        uint32, 0..128
 //	  lb_endpoints[]                  LbEndpoint
 //	    health_status                 HealthStatus enum
@@ -82,8 +82,8 @@
 // (an empty list or map, and a scalar's default value, count as not set):
 //
 //   - named_endpoints and lb_endpoints[].endpoint_name (named endpoints);
-//   - policy.drop_overloads, policy.overprovisioning_factor,
-//     policy.endpoint_stale_after, policy.weighted_priority_health:
+//   - policy.drop_overloads, policy.endpoint_stale_after,
+//     policy.weighted_priority_health:
 //     gRPC's priority policy fails over on connectivity, and none of these
 //     has an equivalent in the tree;
 //   - endpoints[].load_balancer_endpoints and
@@ -96,7 +96,9 @@
 //
 // These known fields are accepted and ignored, because they change neither
 // which endpoints are used nor how traffic is split (gRPC ignores them
-// too): metadata at every level, endpoints[].proximity,
+// too): policy.overprovisioning_factor (gRFC A27: gRPC's priority policy
+// fails over on connectivity, not on overprovisioned health; it must still
+// be a UInt32Value), metadata at every level, endpoints[].proximity,
 // endpoint.hostname, endpoint.health_check_config and
 // socket_address.ipv4_compat.
 //
@@ -109,8 +111,8 @@
 // request while another endpoint of the locality is READY, and its
 // connection, with its requests in flight, is kept until it leaves the
 // assignment (Envoy excludes draining hosts from load balancing of new
-// requests in the same way). A locality without a load_balancing_weight,
-// or left without UNKNOWN or HEALTHY endpoints (DRAINING ones do not
+// requests in the same way). A locality without a load_balancing_weight
+// (unset or 0, as gRPC ignores it), or left without UNKNOWN or HEALTHY endpoints (DRAINING ones do not
 // count), is left out. A priority left without localities is
 // dropped and the priorities after it move up, so the generated priorities
 // stay contiguous and no child sits in TRANSIENT_FAILURE only for want of

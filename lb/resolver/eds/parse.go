@@ -164,7 +164,11 @@ func (p *parser) policy() error {
 		case 0:
 			return p.reject(kindList, "drop overloads are not implemented")
 		case 1:
-			return p.reject(kindMessage, "gRPC's priority policy fails over on connectivity, not on overprovisioned health (gRFC A27), so the factor would have no effect")
+			// Ignored (gRFC A27): gRPC's priority policy fails over on
+			// connectivity, not on overprovisioned health. Its form is
+			// still a UInt32Value's.
+			_, err := p.uint32()
+			return err
 		case 2:
 			return p.reject(kindMessage, "stale endpoints are not tracked")
 		default:
@@ -191,7 +195,9 @@ func (p *parser) localityLbEndpoints(out *LocalityLbEndpoints) error {
 				return p.lbEndpoint(&out.LbEndpoints[len(out.LbEndpoints)-1])
 			})
 		case 2:
-			out.LoadBalancingWeight, err = p.weight()
+			// A locality weight of 0 is accepted and means the same as
+			// none: the locality is left out (gRFC A27, as grpc-go).
+			out.LoadBalancingWeight, err = p.uint32()
 		case 3:
 			out.Priority, err = p.uint32()
 		case 4:

@@ -12,8 +12,10 @@ import (
 // other way may build one by hand and pass it to [Namer.State], which
 // checks it with [ClusterLoadAssignment.Validate] first.
 //
-// In every weight field 0 means "not set": the JSON form cannot carry an
-// explicit 0, which [Parse] rejects as Envoy does.
+// In every weight field 0 means "not set". An endpoint's explicit 0 is
+// rejected by [Parse], as Envoy and gRPC do; a locality's explicit 0 is
+// accepted and, like an unset weight, leaves the locality out of the tree,
+// as gRPC does.
 type ClusterLoadAssignment struct {
 	// ClusterName is cluster_name. It must not be empty.
 	ClusterName string
@@ -30,7 +32,8 @@ type LocalityLbEndpoints struct {
 	// LbEndpoints is lb_endpoints, in the document's order.
 	LbEndpoints []LbEndpoint
 	// LoadBalancingWeight is the locality's load_balancing_weight; 0 means
-	// not set, and such a locality is left out of the tree (gRFC A27).
+	// not set or set to 0, and such a locality is left out of the tree
+	// (gRFC A27; grpc-go ignores it too).
 	LoadBalancingWeight uint32
 	// Priority is priority, 0 being the highest. At most [MaxPriority].
 	Priority uint32

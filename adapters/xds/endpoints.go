@@ -6,6 +6,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/lbkit/lbkit/lb/resolver/eds"
@@ -35,7 +36,7 @@ func convertAssignment(m *endpointv3.ClusterLoadAssignment) (*eds.ClusterLoadAss
 	if len(m.GetNamedEndpoints()) > 0 {
 		return nil, notSupported("named_endpoints", "named endpoints (lb_endpoints[].endpoint_name) are not implemented")
 	}
-	if err := checkPolicy(m.GetPolicy()); err != nil {
+	if err := convertAssignmentPolicy(m.GetPolicy(), cla); err != nil {
 		return nil, err
 	}
 	if err := cla.Validate(); err != nil {
@@ -49,12 +50,25 @@ func notSupported(path, why string) *eds.Error {
 	return &eds.Error{Path: path, Err: fmt.Errorf("not supported: %s", why)}
 }
 
-// checkPolicy refuses the set fields of ClusterLoadAssignment.Policy that
-// eds.Parse refuses; overprovisioning_factor is ignored (gRFC A27).
-func checkPolicy(p *endpointv3.ClusterLoadAssignment_Policy) *eds.Error {
+// convertAssignmentPolicy converts ClusterLoadAssignment.Policy: drop_overloads
+// into cla, overprovisioning_factor ignored (gRFC A27), the fields
+// eds.Parse refuses refused.
+func convertAssignmentPolicy(p *endpointv3.ClusterLoadAssignment_Policy, cla *eds.ClusterLoadAssignment) *eds.Error {
+	if n := len(p.GetDropOverloads()); n > 0 {
+		cla.DropOverloads = make([]eds.DropOverload, n)
+	}
+	for i, d := range p.GetDropOverloads() {
+		pct := d.GetDropPercentage()
+		if den := pct.GetDenominator(); den < 0 || int(den) >= len(typev3.FractionalPercent_DenominatorType_name) {
+			path := "policy.drop_overloads[" + strconv.Itoa(i) + "].drop_percentage.denominator"
+			return &eds.Error{Path: path, Err: fmt.Errorf("unknown value %d (want 0 to %d)", den, len(typev3.FractionalPercent_DenominatorType_name)-1)}
+		}
+		cla.DropOverloads[i] = eds.DropOverload{
+			Category:       d.GetCategory(),
+			DropPercentage: eds.FractionalPercent{Numerator: pct.GetNumerator(), Denominator: eds.Denominator(pct.GetDenominator())},
+		}
+	}
 	switch {
-	case len(p.GetDropOverloads()) > 0:
-		return notSupported("policy.drop_overloads", "drop overloads are not implemented")
 	case p.GetEndpointStaleAfter() != nil:
 		return notSupported("policy.endpoint_stale_after", "stale endpoints are not tracked")
 	case p.GetWeightedPriorityHealth():

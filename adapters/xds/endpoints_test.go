@@ -80,7 +80,16 @@ func genAssignment(t *rapid.T) *endpointv3.ClusterLoadAssignment {
 		m.Policy = &endpointv3.ClusterLoadAssignment_Policy{}
 		switch rapid.IntRange(0, 4).Draw(t, "policy field") {
 		case 0:
-			m.Policy.DropOverloads = []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{{Category: "x", DropPercentage: &typev3.FractionalPercent{}}}
+			for range rapid.IntRange(0, 2).Draw(t, "drops") {
+				d := &endpointv3.ClusterLoadAssignment_Policy_DropOverload{Category: rapid.SampledFrom([]string{"x", "lb", "x", ""}).Draw(t, "category")}
+				if rapid.IntRange(0, 5).Draw(t, "drop percentage") > 0 {
+					d.DropPercentage = &typev3.FractionalPercent{
+						Numerator:   rapid.SampledFrom([]uint32{0, 1, 50, 100, 10000, 2000000}).Draw(t, "numerator"),
+						Denominator: typev3.FractionalPercent_DenominatorType(rapid.SampledFrom([]int32{0, 1, 2, 0, 1, 2, 3}).Draw(t, "denominator")),
+					}
+				}
+				m.Policy.DropOverloads = append(m.Policy.DropOverloads, d)
+			}
 		case 1:
 			m.Policy.OverprovisioningFactor = wrapperspb.UInt32(rapid.Uint32Range(0, 200).Draw(t, "factor"))
 		case 2:

@@ -22,6 +22,62 @@ type ClusterLoadAssignment struct {
 	// Endpoints is endpoints: one entry per locality and priority, in the
 	// document's order.
 	Endpoints []LocalityLbEndpoints
+	// DropOverloads is policy.drop_overloads, in the document's order:
+	// each category drops its share of the requests that reach it, one
+	// after the other (the tree's xds_cluster_impl_experimental policy,
+	// package clusterimpl, applies them at pick time).
+	DropOverloads []DropOverload
+}
+
+// DropOverload is one element of policy.drop_overloads.
+type DropOverload struct {
+	// Category is category: the drop's name in errors and metrics, not
+	// empty.
+	Category string
+	// DropPercentage is drop_percentage; unset is 0%.
+	DropPercentage FractionalPercent
+}
+
+// FractionalPercent is envoy.type.v3.FractionalPercent.
+type FractionalPercent struct {
+	// Numerator is numerator.
+	Numerator uint32
+	// Denominator is denominator.
+	Denominator Denominator
+}
+
+// PerMillion returns the share in requests per million, at most 1,000,000:
+// a numerator above the denominator is 100%, as the proto says.
+func (f FractionalPercent) PerMillion() uint32 {
+	scale := uint64(1)
+	switch f.Denominator {
+	case DenominatorHundred:
+		scale = 10000
+	case DenominatorTenThousand:
+		scale = 100
+	}
+	return uint32(min(uint64(f.Numerator)*scale, 1_000_000))
+}
+
+// Denominator is envoy.type.v3.FractionalPercent.DenominatorType.
+type Denominator int32
+
+// The denominators.
+const (
+	DenominatorHundred     Denominator = 0
+	DenominatorTenThousand Denominator = 1
+	DenominatorMillion     Denominator = 2
+)
+
+var denominatorNames = [...]string{"HUNDRED", "TEN_THOUSAND", "MILLION"}
+
+// String returns the denominator's proto name, such as "HUNDRED", or
+// "Denominator(7)" for a value outside the enum.
+func (d Denominator) String() string {
+	if d >= 0 && int(d) < len(denominatorNames) {
+		return denominatorNames[d]
+	}
+	return "Denominator(" + strconv.Itoa(int(d)) + ")"
 }
 
 // LocalityLbEndpoints is one element of endpoints: the endpoints of one

@@ -1,0 +1,187 @@
+package xds_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/lbkit/lbkit/adapters/xds"
+	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/clusterimpl"
+	"github.com/lbkit/lbkit/lb/lbtest"
+)
+
+// pickUntilServed picks wait-for-ready until a pick succeeds (drops fail
+// even those), finishing it, so that the channel's endpoint is READY.
+func pickUntilServed(t *testing.T, ch *conn.Channel) {
+	t.Helper()
+	ctx := ctxFor(t)
+	for {
+		r, err := ch.Pick(ctx, conn.PickOptions{WaitForReady: true})
+		if err == nil {
+			r.Finish(lb.DoneInfo{})
+			return
+		}
+		if !errors.Is(err, lb.ErrDropped) || ctx.Err() != nil {
+			t.Fatalf("waiting for a pick: %v", err)
+		}
+	}
+}
+
+// An assignment as a control plane writes it by default (Envoy's
+// overprovisioning_factor 140), with a locality of weight 0 and a drop
+// category of 25%, through the real go-control-plane server: it is
+// accepted (lbkit NACKed both the factor and the weight), the zero-weight
+// locality gets no request, and a quarter of the fail-fast picks fail
+// with the category named, counted in the policy's metric.
+func TestDropsOverprovisioningAndZeroWeightThroughTheServer(t *testing.T) {
+	addrs := namedServers(t, "used", "weightless")
+	cp := startControlPlane(t)
+	cla := assignment("demo", locality{Zone: "a", Weight: 1, Addrs: addrs[:1]}, locality{Zone: "b", Weight: 0, Addrs: addrs[1:]})
+	cla.Policy = &endpointv3.ClusterLoadAssignment_Policy{
+		OverprovisioningFactor: wrapperspb.UInt32(140),
+		DropOverloads: []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{
+			{Category: "throttle", DropPercentage: &typev3.FractionalPercent{Numerator: 2500, Denominator: typev3.FractionalPercent_TEN_THOUSAND}},
+		},
+	}
+	cp.set("1", []*clusterv3.Cluster{clusterNamed("demo")}, []*endpointv3.ClusterLoadAssignment{cla})
+	m := lbtest.NewMetrics()
+	ch, err := conn.New("xds:///demo", conn.WithResolver(testBuilder(t, cp.addr)), conn.WithRandSeed(5, 6), conn.WithMetricsRecorder(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	pickUntilServed(t, ch)
+	before := m.Value(clusterimpl.MetricDrops.Name, "xds:///demo", "demo", "throttle")
+	const n = 2000
+	dropped := 0
+	ctx := ctxFor(t)
+	for range n {
+		r, err := ch.Pick(ctx, conn.PickOptions{})
+		switch {
+		case err == nil:
+			if got := r.SubConn.Address().Addr; got != addrs[0] {
+				t.Fatalf("a pick went to %s, want %s (the other locality has weight 0)", got, addrs[0])
+			}
+			r.Finish(lb.DoneInfo{})
+		case errors.Is(err, lb.ErrDropped) && strings.Contains(err.Error(), `drop category "throttle" (25% of requests`):
+			dropped++
+		default:
+			t.Fatalf("pick: %v", err)
+		}
+	}
+	if sd := math.Sqrt(n * 0.25 * 0.75); math.Abs(float64(dropped)-n*0.25) > 5*sd {
+		t.Errorf("%d of %d picks dropped, want %v ± %.0f", dropped, n, n*0.25, 5*sd)
+	}
+	if got := m.Value(clusterimpl.MetricDrops.Name, "xds:///demo", "demo", "throttle") - before; got != int64(dropped) {
+		t.Errorf("%s counted %d drops, want %d", clusterimpl.MetricDrops.Name, got, dropped)
+	}
+	t.Logf("%d of %d dropped", dropped, n)
+}
+
+// withMaxRequests returns a cluster whose DEFAULT circuit breaker allows
+// max requests in flight.
+func withMaxRequests(name string, max uint32) *clusterv3.Cluster {
+	c := clusterNamed(name)
+	c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{
+		{Priority: corev3.RoutingPriority_HIGH, MaxRequests: wrapperspb.UInt32(100)},
+		{Priority: corev3.RoutingPriority_DEFAULT, MaxRequests: wrapperspb.UInt32(max)},
+	}}
+	return c
+}
+
+// A cluster's circuit_breakers max_requests, through the real server, caps
+// the requests in flight (gRFC A32): with 3 in flight the 4th pick fails,
+// even wait-for-ready, naming the limit, and is counted; a request's end
+// frees its place; a new snapshot raising the limit lets more in.
+func TestCircuitBreakerCapsRequestsThroughTheServer(t *testing.T) {
+	addrs := namedServers(t, "one")
+	cp := startControlPlane(t)
+	cla := []*endpointv3.ClusterLoadAssignment{assignment("demo", locality{Zone: "a", Weight: 1, Addrs: addrs})}
+	cp.set("1", []*clusterv3.Cluster{withMaxRequests("demo", 3)}, cla)
+	m := lbtest.NewMetrics()
+	ch, err := conn.New("xds:///demo", conn.WithResolver(testBuilder(t, cp.addr)), conn.WithMetricsRecorder(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	ctx := ctxFor(t)
+	var held []conn.PickResult
+	for range 3 {
+		r, err := ch.Pick(ctx, conn.PickOptions{WaitForReady: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, r)
+	}
+	_, err = ch.Pick(ctx, conn.PickOptions{WaitForReady: true})
+	if !errors.Is(err, clusterimpl.ErrOverLimit) || !errors.Is(err, lb.ErrDropped) || !strings.Contains(err.Error(), `cluster "demo": 3 requests in flight`) {
+		t.Fatalf("4th pick: %v, want it failed by the circuit breaker naming the limit", err)
+	}
+	m.Want(t, 1, clusterimpl.MetricCircuitBreakerDrops.Name, "xds:///demo", "demo")
+	held[0].Finish(lb.DoneInfo{})
+	r, err := ch.Pick(ctx, conn.PickOptions{})
+	if err != nil {
+		t.Fatalf("pick after a request ended: %v", err)
+	}
+	held[0] = r
+
+	// The server raises the limit to 5: two more picks go through, then
+	// the 6th fails.
+	cp.set("2", []*clusterv3.Cluster{withMaxRequests("demo", 5)}, cla)
+	for len(held) < 5 {
+		r, err := ch.Pick(ctx, conn.PickOptions{})
+		switch {
+		case err == nil:
+			held = append(held, r)
+		case !errors.Is(err, clusterimpl.ErrOverLimit) || ctx.Err() != nil:
+			t.Fatalf("waiting for the limit of 5: %v", err)
+		}
+	}
+	if _, err := ch.Pick(ctx, conn.PickOptions{}); !strings.Contains(err.Error(), "5 requests in flight") {
+		t.Fatalf("6th pick: %v, want over the limit of 5", err)
+	}
+	for _, r := range held {
+		r.Finish(lb.DoneInfo{})
+	}
+}
+
+// ParseCluster's limit: max_requests of the first DEFAULT threshold, else
+// gRFC A32's 1024 (no circuit_breakers, only HIGH thresholds, or
+// max_requests unset).
+func TestParseClusterCircuitBreakers(t *testing.T) {
+	th := func(p corev3.RoutingPriority, max *wrapperspb.UInt32Value) *clusterv3.CircuitBreakers_Thresholds {
+		return &clusterv3.CircuitBreakers_Thresholds{Priority: p, MaxRequests: max}
+	}
+	for _, tc := range []struct {
+		name string
+		cb   *clusterv3.CircuitBreakers
+		want uint32
+	}{
+		{"none", nil, 1024},
+		{"no thresholds", &clusterv3.CircuitBreakers{}, 1024},
+		{"HIGH only", &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{th(corev3.RoutingPriority_HIGH, wrapperspb.UInt32(5))}}, 1024},
+		{"DEFAULT without max_requests", &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{th(corev3.RoutingPriority_DEFAULT, nil)}}, 1024},
+		{"DEFAULT", &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{th(corev3.RoutingPriority_HIGH, wrapperspb.UInt32(5)), th(corev3.RoutingPriority_DEFAULT, wrapperspb.UInt32(7))}}, 7},
+		{"the first DEFAULT", &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{th(corev3.RoutingPriority_DEFAULT, wrapperspb.UInt32(0)), th(corev3.RoutingPriority_DEFAULT, wrapperspb.UInt32(9))}}, 0},
+		{"off", &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{th(corev3.RoutingPriority_DEFAULT, wrapperspb.UInt32(math.MaxUint32))}}, math.MaxUint32},
+	} {
+		c := clusterNamed("c")
+		c.CircuitBreakers = tc.cb
+		cfg, err := xds.ParseCluster(c)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := cfg.Policies.MaxConcurrentRequests; got == nil || *got != tc.want {
+			t.Errorf("%s: MaxConcurrentRequests = %v, want %d", tc.name, got, tc.want)
+		}
+	}
+}

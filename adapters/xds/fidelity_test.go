@@ -105,10 +105,10 @@ func withMaxRequests(name string, max uint32) *clusterv3.Cluster {
 func TestCircuitBreakerCapsRequestsThroughTheServer(t *testing.T) {
 	addrs := namedServers(t, "one")
 	cp := startControlPlane(t)
-	cla := []*endpointv3.ClusterLoadAssignment{assignment("demo", locality{Zone: "a", Weight: 1, Addrs: addrs})}
-	cp.set("1", []*clusterv3.Cluster{withMaxRequests("demo", 3)}, cla)
+	cla := []*endpointv3.ClusterLoadAssignment{assignment("capped", locality{Zone: "a", Weight: 1, Addrs: addrs})}
+	cp.set("1", []*clusterv3.Cluster{withMaxRequests("capped", 3)}, cla)
 	m := lbtest.NewMetrics()
-	ch, err := conn.New("xds:///demo", conn.WithResolver(testBuilder(t, cp.addr)), conn.WithMetricsRecorder(m))
+	ch, err := conn.New("xds:///capped", conn.WithResolver(testBuilder(t, cp.addr)), conn.WithMetricsRecorder(m))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,10 +123,10 @@ func TestCircuitBreakerCapsRequestsThroughTheServer(t *testing.T) {
 		held = append(held, r)
 	}
 	_, err = ch.Pick(ctx, conn.PickOptions{WaitForReady: true})
-	if !errors.Is(err, clusterimpl.ErrOverLimit) || !errors.Is(err, lb.ErrDropped) || !strings.Contains(err.Error(), `cluster "demo": 3 requests in flight`) {
+	if !errors.Is(err, clusterimpl.ErrOverLimit) || !errors.Is(err, lb.ErrDropped) || !strings.Contains(err.Error(), `cluster "capped": 3 requests in flight`) {
 		t.Fatalf("4th pick: %v, want it failed by the circuit breaker naming the limit", err)
 	}
-	m.Want(t, 1, clusterimpl.MetricCircuitBreakerDrops.Name, "xds:///demo", "demo")
+	m.Want(t, 1, clusterimpl.MetricCircuitBreakerDrops.Name, "xds:///capped", "capped")
 	held[0].Finish(lb.DoneInfo{})
 	r, err := ch.Pick(ctx, conn.PickOptions{})
 	if err != nil {
@@ -136,7 +136,7 @@ func TestCircuitBreakerCapsRequestsThroughTheServer(t *testing.T) {
 
 	// The server raises the limit to 5: two more picks go through, then
 	// the 6th fails.
-	cp.set("2", []*clusterv3.Cluster{withMaxRequests("demo", 5)}, cla)
+	cp.set("2", []*clusterv3.Cluster{withMaxRequests("capped", 5)}, cla)
 	for len(held) < 5 {
 		r, err := ch.Pick(ctx, conn.PickOptions{})
 		switch {
@@ -184,4 +184,41 @@ func TestParseClusterCircuitBreakers(t *testing.T) {
 			t.Errorf("%s: MaxConcurrentRequests = %v, want %d", tc.name, got, tc.want)
 		}
 	}
+}
+
+// Channels following one cluster share its limit (gRFC A32: one counter
+// per cluster in the process), even through different Builders: with
+// max_requests 2, one request in flight on each channel fails the next
+// pick on either.
+func TestChannelsShareTheClusterLimit(t *testing.T) {
+	addrs := namedServers(t, "one")
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{withMaxRequests("shared", 2)}, []*endpointv3.ClusterLoadAssignment{assignment("shared", locality{Zone: "a", Weight: 1, Addrs: addrs})})
+	ctx := ctxFor(t)
+	var chans []*conn.Channel
+	var held []conn.PickResult
+	for range 2 {
+		ch, err := conn.New("xds:///shared", conn.WithResolver(testBuilder(t, cp.addr)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ch.Close()
+		r, err := ch.Pick(ctx, conn.PickOptions{WaitForReady: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chans, held = append(chans, ch), append(held, r)
+	}
+	for i, ch := range chans {
+		if _, err := ch.Pick(ctx, conn.PickOptions{}); !errors.Is(err, clusterimpl.ErrOverLimit) {
+			t.Errorf("channel %d with one request in flight on each: %v, want over the shared limit of 2", i, err)
+		}
+	}
+	held[1].Finish(lb.DoneInfo{})
+	r, err := chans[0].Pick(ctx, conn.PickOptions{})
+	if err != nil {
+		t.Fatalf("channel 0 after channel 1's request ended: %v", err)
+	}
+	r.Finish(lb.DoneInfo{})
+	held[0].Finish(lb.DoneInfo{})
 }

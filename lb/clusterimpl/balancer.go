@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/attributes"
 	"github.com/lbkit/lbkit/lb/childmanager"
 )
 
@@ -24,8 +25,9 @@ type balancer struct {
 
 	// cfg is the latest config; nil before the first update.
 	cfg *Config
-	// counter counts the requests in flight for the balancer's life.
-	counter *counter
+	// counter counts the requests in flight: the balancer's own for its
+	// life, or the one the resolver state carries ([WithCounter]).
+	counter *Counter
 	// drops and overLimit are what pickers apply, made from cfg.
 	drops     []dropper
 	overLimit *overLimit
@@ -37,7 +39,7 @@ type balancer struct {
 }
 
 func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *balancer {
-	b := &balancer{cc: cc, opts: opts, counter: newCounter(), handles: make(map[handleKey]lb.Counter)}
+	b := &balancer{cc: cc, opts: opts, counter: NewCounter(), handles: make(map[handleKey]lb.Counter)}
 	b.children = childmanager.New[struct{}](cc, opts, childmanager.Hooks[struct{}]{
 		StateChanged: func(*childmanager.Child[struct{}]) {
 			if !b.updating {
@@ -58,6 +60,9 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 		return fmt.Errorf("clusterimpl: got config %T, want a non-nil *clusterimpl.Config: %w", s.BalancerConfig, lb.ErrBadResolverState)
 	}
 	b.cfg = cfg
+	if c, ok := attributes.Get(s.ResolverState.Attributes, counterKey); ok && c != nil {
+		b.counter = c
+	}
 	b.applyConfig()
 	b.updating = true
 	err := b.child.Update(cfg.ChildPolicy, s.ResolverState)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/attributes"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
@@ -182,5 +183,41 @@ func TestPickDoesNotAllocate(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Fatalf("Pick and Done allocate %v times, want 0", n)
+	}
+}
+
+// Two balancers (two channels) given one Counter in their resolver states
+// share its limit, as gRFC A32's process-wide counter per cluster.
+func TestSharedCounterLimitsTwoChannels(t *testing.T) {
+	shared := NewCounter()
+	var pickers []lb.Picker
+	for range 2 {
+		e := newEnv(t, 1)
+		err := e.p.UpdateClientConnState(lb.ClientConnState{
+			ResolverState:  resolver.State{Addresses: []resolver.Address{{Addr: "10.0.0.1:80"}}, Attributes: WithCounter(attributes.Attributes{}, shared)},
+			BalancerConfig: e.p.ParseConfig(Name, `{"maxConcurrentRequests": 3, "childPolicy": [{"test_leaf": {}}]}`),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.p.CC.SubConns()[0].Ready()
+		pickers = append(pickers, e.p.WantState(lb.Ready).Picker)
+	}
+	var dones []func(lb.DoneInfo)
+	for _, i := range []int{0, 1, 0} {
+		r, err := pickers[i].Pick(lb.PickInfo{})
+		if err != nil {
+			t.Fatalf("pick %d on channel %d: %v", len(dones)+1, i, err)
+		}
+		dones = append(dones, r.Done)
+	}
+	for i := range pickers {
+		if _, err := pickers[i].Pick(lb.PickInfo{}); !errors.Is(err, ErrOverLimit) {
+			t.Fatalf("channel %d with 3 in flight across both: %v, want over the limit", i, err)
+		}
+	}
+	dones[0](lb.DoneInfo{})
+	if _, err := pickers[1].Pick(lb.PickInfo{}); err != nil || shared.InFlight() != 3 {
+		t.Fatalf("after a Done on channel 0, channel 1 picks: %v, %d in flight", err, shared.InFlight())
 	}
 }

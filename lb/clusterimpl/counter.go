@@ -4,16 +4,20 @@ import (
 	"sync/atomic"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/attributes"
 )
 
 // freeChains is how many chained Dones a balancer keeps for reuse: the
 // requests in flight whose Done chains the child's without allocating.
 const freeChains = 1024
 
-// counter counts one balancer's requests in flight (gRFC A32's call
-// counter). Pickers call acquire and the Dones they return from any
-// goroutine; it lives as long as the balancer, across its pickers.
-type counter struct {
+// Counter counts a cluster's requests in flight (gRFC A32's call
+// counter). A balancer makes its own, which lives as long as it, across
+// its pickers; a resolver can give several channels' balancers one
+// Counter instead ([WithCounter]), as A32 shares one per cluster in the
+// process. Pickers count in it from any goroutine: it is safe for
+// concurrent use.
+type Counter struct {
 	n atomic.Int64
 	// release is the Done of a counted pick whose child has none.
 	release func(lb.DoneInfo)
@@ -21,8 +25,9 @@ type counter struct {
 	free chan *chained
 }
 
-func newCounter() *counter {
-	c := &counter{free: make(chan *chained, freeChains)}
+// NewCounter returns a Counter with nothing in flight.
+func NewCounter() *Counter {
+	c := &Counter{free: make(chan *chained, freeChains)}
 	c.release = func(lb.DoneInfo) { c.n.Add(-1) }
 	return c
 }
@@ -30,7 +35,7 @@ func newCounter() *counter {
 // acquire counts one more request in flight unless limit are already
 // counted, in which case it counts nothing and reports false. The count
 // never passes limit, however many picks race.
-func (c *counter) acquire(limit uint32) bool {
+func (c *Counter) acquire(limit uint32) bool {
 	for {
 		n := c.n.Load()
 		if n >= int64(limit) {
@@ -42,12 +47,25 @@ func (c *counter) acquire(limit uint32) bool {
 	}
 }
 
-// inFlight returns the requests counted now.
-func (c *counter) inFlight() int64 { return c.n.Load() }
+// InFlight returns the requests counted now.
+func (c *Counter) InFlight() int64 { return c.n.Load() }
+
+// counterKey is the resolver state attribute holding a shared Counter.
+var counterKey = attributes.NewKey[*Counter]("lbkit/clusterimpl.Counter")
+
+// WithCounter returns a with c, for a resolver state: the
+// xds_cluster_impl_experimental balancer of the channel that receives
+// the state counts its requests in flight in c instead of its own
+// counter, so every channel given c shares one limit (gRFC A32's
+// process-wide counter per cluster). The adapters/xds resolver gives the
+// channels following one cluster one Counter.
+func WithCounter(a attributes.Attributes, c *Counter) attributes.Attributes {
+	return attributes.With(a, counterKey, c)
+}
 
 // done returns the Done of a counted pick whose child's Done is child
 // (possibly nil): it counts the request out, then calls child.
-func (c *counter) done(child func(lb.DoneInfo)) func(lb.DoneInfo) {
+func (c *Counter) done(child func(lb.DoneInfo)) func(lb.DoneInfo) {
 	if child == nil {
 		return c.release
 	}
@@ -67,7 +85,7 @@ func (c *counter) done(child func(lb.DoneInfo)) func(lb.DoneInfo) {
 // list and read by its Done, which puts it back: the free list orders
 // them.
 type chained struct {
-	c     *counter
+	c     *Counter
 	child func(lb.DoneInfo)
 	fn    func(lb.DoneInfo) // d.finish, bound once
 }

@@ -35,7 +35,7 @@ func (c *scriptedChild) Pick(lb.PickInfo) (lb.PickResult, error) {
 	return lb.PickResult{Done: func(lb.DoneInfo) { c.childDones[i]++ }}, nil
 }
 
-func limitedPicker(child lb.Picker, c *counter, limit uint32) *picker {
+func limitedPicker(child lb.Picker, c *Counter, limit uint32) *picker {
 	return &picker{child: child, ready: true, limited: true, limit: limit, counter: c,
 		overLimit: &overLimit{err: lb.DropError(ErrOverLimit), count: lb.NopMetrics().Counter(MetricCircuitBreakerDrops)}}
 }
@@ -47,7 +47,7 @@ func limitedPicker(child lb.Picker, c *counter, limit uint32) *picker {
 // limit". lbkit adds: a pick whose child fails is not in flight.
 type counterModel struct {
 	child    *scriptedChild
-	c        *counter
+	c        *Counter
 	p        *picker
 	limit    uint32
 	inFlight int64
@@ -112,7 +112,7 @@ func (m *counterModel) SetLimit(t *rapid.T) {
 }
 
 func (m *counterModel) Check(t *rapid.T) {
-	if got := m.c.inFlight(); got != m.inFlight {
+	if got := m.c.InFlight(); got != m.inFlight {
 		t.Fatalf("counter says %d in flight, the model %d", got, m.inFlight)
 	}
 	for i, n := range m.child.childDones {
@@ -124,7 +124,7 @@ func (m *counterModel) Check(t *rapid.T) {
 
 func TestPropertyCounterFollowsA32(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		m := &counterModel{child: &scriptedChild{}, c: newCounter()}
+		m := &counterModel{child: &scriptedChild{}, c: NewCounter()}
 		m.limit = rapid.Uint32Range(0, 4).Draw(t, "first limit")
 		m.p = limitedPicker(m.child, m.c, m.limit)
 		t.Repeat(rapid.StateMachineActions(m))
@@ -135,7 +135,7 @@ func TestPropertyCounterFollowsA32(t *testing.T) {
 // limit, every refused pick is over it, and all end at zero.
 func TestConcurrentPicksNeverPassTheLimit(t *testing.T) {
 	const limit, goroutines, picks = 5, 8, 2000
-	c := newCounter()
+	c := NewCounter()
 	var held, most atomic.Int64
 	child := pickerFunc(func(lb.PickInfo) (lb.PickResult, error) {
 		n := held.Add(1)
@@ -166,8 +166,8 @@ func TestConcurrentPicksNeverPassTheLimit(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if most.Load() > limit || c.inFlight() != 0 {
-		t.Errorf("most in flight %d (limit %d); %d in flight at the end", most.Load(), limit, c.inFlight())
+	if most.Load() > limit || c.InFlight() != 0 {
+		t.Errorf("most in flight %d (limit %d); %d in flight at the end", most.Load(), limit, c.InFlight())
 	}
 	t.Logf("%d of %d picks refused", refused.Load(), goroutines*picks)
 }
@@ -179,7 +179,7 @@ func (f pickerFunc) Pick(i lb.PickInfo) (lb.PickResult, error) { return f(i) }
 // A counted pick whose child has a Done chains it without allocating,
 // once the free list holds a chain.
 func TestChainedDoneDoesNotAllocate(t *testing.T) {
-	c := newCounter()
+	c := NewCounter()
 	childDone := func(lb.DoneInfo) {}
 	if n := testing.AllocsPerRun(1000, func() {
 		if !c.acquire(1) {

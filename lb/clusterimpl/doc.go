@@ -32,9 +32,13 @@
 //
 // # Counting
 //
-// The balancer owns one counter of requests in flight for its life, so
+// The balancer owns one [Counter] of requests in flight for its life, so
 // the count carries over config and picker changes (a lowered limit then
-// fails new picks until enough requests end, as A32 describes). A pick
+// fails new picks until enough requests end, as A32 describes). A
+// resolver state carrying a Counter ([WithCounter]) replaces it: the
+// balancers of every channel given that Counter share one count, as A32
+// shares one per cluster in the process (adapters/xds does so for the
+// channels following one cluster). A pick
 // takes a place with one compare-and-swap that never lets the count pass
 // the limit; the child's failing pick gives it back at once; otherwise the
 // request's Done gives it back, whatever the request's outcome (also

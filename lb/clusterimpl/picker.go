@@ -18,7 +18,7 @@ type picker struct {
 	// limited says whether limit applies.
 	limited   bool
 	limit     uint32
-	counter   *counter
+	counter   *Counter
 	overLimit *overLimit
 	// seed and draws make the drop draws: the k-th is mix(seed + k·γ).
 	seed  uint64

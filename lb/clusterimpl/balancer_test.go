@@ -14,11 +14,11 @@ import (
 
 // env is a clusterimpl balancer over test_leaf children.
 type env struct {
-	t *testing.T
+	t testing.TB
 	p *lbtest.Parent
 }
 
-func newEnv(t *testing.T, seed uint64) *env {
+func newEnv(t testing.TB, seed uint64) *env {
 	p := lbtest.NewParent(t, lbtest.WithSeed(seed))
 	p.Build(Builder{})
 	return &env{t: t, p: p}

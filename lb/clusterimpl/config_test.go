@@ -60,3 +60,26 @@ func TestParseConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseConfig(f *testing.F) {
+	for _, seed := range []string{
+		`{"childPolicy": [{"test_leaf": {}}]}`,
+		`{"cluster": "c", "maxConcurrentRequests": "7", "dropCategories": [{"category": "a", "requestsPerMillion": 1e6}], "child_policy": [{"test_leaf": {}}]}`,
+		`{"max_concurrent_requests": null, "drop_categories": [{"category": "", "requests_per_million": 0}], "childPolicy": [{"test_leaf": {}}]}`,
+		`{"dropCategories": [{}], "childPolicy": null}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	reg := lbtest.NewRegistry()
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, _, ok := lbtest.CheckConfigParse(t, Builder{}.InRegistry(reg), raw)
+		if !ok {
+			return
+		}
+		for _, d := range c.(*Config).DropCategories {
+			if d.Category == "" || d.RequestsPerMillion > Million {
+				t.Fatalf("parse(%q) accepted the drop category %+v", raw, d)
+			}
+		}
+	})
+}

@@ -1,15 +1,12 @@
 package clusterimpl
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/attributes"
 )
-
-// freeChains is how many chained Dones a balancer keeps for reuse: the
-// requests in flight whose Done chains the child's without allocating.
-const freeChains = 1024
 
 // Counter counts a cluster's requests in flight (gRFC A32's call
 // counter). A balancer makes its own, which lives as long as it, across
@@ -22,13 +19,18 @@ type Counter struct {
 	// release is the Done of a counted pick whose child has none.
 	release func(lb.DoneInfo)
 	// free holds chained Dones not in use.
-	free chan *chained
+	free sync.Pool
 }
 
 // NewCounter returns a Counter with nothing in flight.
 func NewCounter() *Counter {
-	c := &Counter{free: make(chan *chained, freeChains)}
+	c := &Counter{}
 	c.release = func(lb.DoneInfo) { c.n.Add(-1) }
+	c.free.New = func() any {
+		d := &chained{c: c}
+		d.fn = d.finish
+		return d
+	}
 	return c
 }
 
@@ -69,21 +71,14 @@ func (c *Counter) done(child func(lb.DoneInfo)) func(lb.DoneInfo) {
 	if child == nil {
 		return c.release
 	}
-	var d *chained
-	select {
-	case d = <-c.free:
-	default:
-		d = &chained{c: c}
-		d.fn = d.finish
-	}
+	d := c.free.Get().(*chained)
 	d.child = child
 	return d.fn
 }
 
 // chained is a reusable Done that counts a request out and calls the
-// child's Done. child is written by the Pick that takes it from the free
-// list and read by its Done, which puts it back: the free list orders
-// them.
+// child's Done. child is written by the Pick that takes it from the pool
+// and read by its Done, which puts it back: the pool orders them.
 type chained struct {
 	c     *Counter
 	child func(lb.DoneInfo)
@@ -93,10 +88,7 @@ type chained struct {
 func (d *chained) finish(di lb.DoneInfo) {
 	child, c := d.child, d.c
 	d.child = nil
-	select {
-	case c.free <- d:
-	default:
-	}
+	c.free.Put(d)
 	c.n.Add(-1)
 	child(di)
 }

@@ -55,6 +55,6 @@
 //
 // Balancer methods run on the tree's serializer. Pick is safe for
 // concurrent use, never blocks and does not allocate: the chained Done of
-// a counted pick comes from a free list the balancer keeps (allocating
-// only when more requests are in flight than it has ever held).
+// a counted pick whose child has a Done comes from a sync.Pool of the
+// Counter's, back in it when Done returns.
 package clusterimpl

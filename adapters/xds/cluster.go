@@ -11,6 +11,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -207,9 +208,9 @@ const (
 // limit always, with Envoy's default (a control plane turns it off by
 // setting 4294967295). The tree then caps the cluster's requests in
 // flight (xds_cluster_impl_experimental, package clusterimpl). The other
-// thresholds (max_connections, max_pending_requests, max_retries,
-// retry_budget, ...) and entries of priority HIGH are ignored, as A32
-// says.
+// fields of that threshold (max_connections, max_pending_requests,
+// max_retries, retry_budget, ...), the other thresholds and
+// per_host_thresholds are ignored, as A32 says, and listed in Ignored.
 //
 // # Other fields
 //
@@ -265,6 +266,7 @@ func parseCluster(c *clusterv3.Cluster) (ClusterConfig, *ResourceError) {
 	}
 	cfg.Policies.Endpoint, cfg.Policies.Flat, cfg.Ignored = chosen.leaf, !chosen.locality, chosen.ignored
 	cfg.Policies.MaxConcurrentRequests = maxRequests(c)
+	cfg.Ignored = append(cfg.Ignored, ignoredBreakers(c)...)
 	if od := c.GetOutlierDetection(); od != nil {
 		if cfg.Policies.OutlierDetection, err = outlierDetection(od, cfg.Policies.Endpoint); err != nil {
 			return ClusterConfig{}, err
@@ -292,6 +294,34 @@ func maxRequests(c *clusterv3.Cluster) *uint32 {
 		break
 	}
 	return &n
+}
+
+// ignoredBreakers lists the circuit_breakers fields set in c that gRFC
+// A32 ignores: every field of the DEFAULT threshold it reads but
+// max_requests, the other thresholds, and per_host_thresholds.
+func ignoredBreakers(c *clusterv3.Cluster) []string {
+	const why = ": ignored (gRFC A32): gRPC enforces max_requests of the first DEFAULT threshold only"
+	cb := c.GetCircuitBreakers()
+	var ignored []string
+	seenDefault := false
+	for i, th := range cb.GetThresholds() {
+		path := "circuit_breakers.thresholds[" + strconv.Itoa(i) + "]"
+		if th.GetPriority() != corev3.RoutingPriority_DEFAULT || seenDefault {
+			ignored = append(ignored, path+why)
+			continue
+		}
+		seenDefault = true
+		th.ProtoReflect().Range(func(f protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+			if name := f.Name(); name != "priority" && name != "max_requests" {
+				ignored = append(ignored, path+"."+string(name)+why)
+			}
+			return true
+		})
+	}
+	if len(cb.GetPerHostThresholds()) > 0 {
+		ignored = append(ignored, "circuit_breakers.per_host_thresholds"+why)
+	}
+	return ignored
 }
 
 // checkDiscovery checks that c is an EDS cluster fetched over ADS.

@@ -222,3 +222,37 @@ func TestChannelsShareTheClusterLimit(t *testing.T) {
 	r.Finish(lb.DoneInfo{})
 	held[0].Finish(lb.DoneInfo{})
 }
+
+// The circuit_breakers fields gRFC A32 ignores are listed in Ignored, for
+// the resolver to log; max_requests and priority of the first DEFAULT
+// threshold are not.
+func TestParseClusterListsIgnoredBreakers(t *testing.T) {
+	c := clusterNamed("c")
+	c.CircuitBreakers = &clusterv3.CircuitBreakers{
+		Thresholds: []*clusterv3.CircuitBreakers_Thresholds{
+			{Priority: corev3.RoutingPriority_HIGH, MaxRequests: wrapperspb.UInt32(5)},
+			{MaxRequests: wrapperspb.UInt32(7), MaxConnections: wrapperspb.UInt32(100), TrackRemaining: true},
+			{MaxRequests: wrapperspb.UInt32(9)},
+		},
+		PerHostThresholds: []*clusterv3.CircuitBreakers_Thresholds{{MaxConnections: wrapperspb.UInt32(1)}},
+	}
+	cfg, err := xds.ParseCluster(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"circuit_breakers.thresholds[0]", "circuit_breakers.thresholds[1].max_connections", "circuit_breakers.thresholds[1].track_remaining", "circuit_breakers.thresholds[2]", "circuit_breakers.per_host_thresholds"}
+	if len(cfg.Ignored) != len(want) {
+		t.Fatalf("Ignored = %q, want %d entries for %q", cfg.Ignored, len(want), want)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(cfg.Ignored[i], w+": ignored (gRFC A32)") {
+			t.Errorf("Ignored[%d] = %q, want %s: ignored (gRFC A32)...", i, cfg.Ignored[i], w)
+		}
+	}
+	if *cfg.Policies.MaxConcurrentRequests != 7 {
+		t.Errorf("MaxConcurrentRequests = %d, want 7", *cfg.Policies.MaxConcurrentRequests)
+	}
+	if plain, _ := xds.ParseCluster(withMaxRequests("c", 3)); len(plain.Ignored) != 1 || !strings.HasPrefix(plain.Ignored[0], "circuit_breakers.thresholds[0]: ") {
+		t.Errorf("a cluster with a HIGH and a DEFAULT threshold lists %q, want only the HIGH one", plain.Ignored)
+	}
+}

@@ -84,7 +84,26 @@ func TestDropsOverprovisioningAndZeroWeightThroughTheServer(t *testing.T) {
 	if got := m.Value(clusterimpl.MetricDrops.Name, "xds:///demo", "demo", "throttle") - before; got != int64(dropped) {
 		t.Errorf("%s counted %d drops, want %d", clusterimpl.MetricDrops.Name, got, dropped)
 	}
+	if got := resolverFact(t, ch, "drop categories"); got != "throttle 25%" {
+		t.Errorf("the snapshot's drop categories: %q, want throttle 25%%", got)
+	}
 	t.Logf("%d of %d dropped", dropped, n)
+}
+
+// resolverFact returns the fact called name of ch's resolver in its
+// snapshot ("" when it has none).
+func resolverFact(t *testing.T, ch *conn.Channel, name string) string {
+	t.Helper()
+	s, err := ch.Snapshot(ctxFor(t))
+	if err != nil || s.Resolver == nil {
+		t.Fatalf("Snapshot: %+v, %v", s.Resolver, err)
+	}
+	for _, f := range s.Resolver.Facts {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return ""
 }
 
 // withMaxRequests returns a cluster whose DEFAULT circuit breaker allows
@@ -127,6 +146,9 @@ func TestCircuitBreakerCapsRequestsThroughTheServer(t *testing.T) {
 		t.Fatalf("4th pick: %v, want it failed by the circuit breaker naming the limit", err)
 	}
 	m.Want(t, 1, clusterimpl.MetricCircuitBreakerDrops.Name, "xds:///capped", "capped")
+	if got := resolverFact(t, ch, "requests in flight"); !strings.HasPrefix(got, "3 of at most 3 ") {
+		t.Errorf("the snapshot's requests in flight: %q, want 3 of at most 3", got)
+	}
 	held[0].Finish(lb.DoneInfo{})
 	r, err := ch.Pick(ctx, conn.PickOptions{})
 	if err != nil {

@@ -115,13 +115,8 @@ func (r *xdsResolver) Describe() resolver.Description {
 			od = string(r.cfg.Policies.OutlierDetection)
 		}
 		facts = append(facts, resolver.Fact{Name: "endpoint policy", Value: leaf}, resolver.Fact{Name: "outlier detection", Value: od})
-		if m := r.cfg.Policies.MaxConcurrentRequests; m != nil {
-			facts = append(facts, resolver.Fact{Name: "requests in flight", Value: fmt.Sprintf("%d of at most %d (circuit_breakers max_requests, shared by the process's channels)", r.counter.InFlight(), *m)})
-		}
 	}
-	if r.cla != nil && len(r.cla.DropOverloads) > 0 {
-		facts = append(facts, resolver.Fact{Name: "drop categories", Value: dropsText(r.cla.DropOverloads)})
-	}
+	facts = append(facts, r.limitFacts()...)
 	if r.published != nil {
 		facts = append(facts, resolver.Fact{Name: "addresses published", Value: strconv.Itoa(len(r.published.Addresses))})
 	}
@@ -140,15 +135,6 @@ func (r *xdsResolver) Describe() resolver.Description {
 	}
 	d.LastError = strings.Join(problems, "; ")
 	return d
-}
-
-// dropsText writes drop categories as "throttle 25%, lb 0.01%".
-func dropsText(drops []eds.DropOverload) string {
-	parts := make([]string, len(drops))
-	for i, d := range drops {
-		parts[i] = d.Category + " " + strconv.FormatFloat(float64(d.DropPercentage.PerMillion())/1e4, 'f', -1, 64) + "%"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // ResolveNow does nothing: the management server pushes every change.

@@ -5,9 +5,10 @@ package conn
 // and "eds:" targets, and runs pick_first, round_robin,
 // least_request_experimental, peak_ewma_experimental,
 // weighted_round_robin, ring_hash_experimental, priority_experimental,
-// weighted_target_experimental and outlier_detection_experimental, with no
-// further imports.
+// weighted_target_experimental, outlier_detection_experimental and
+// xds_cluster_impl_experimental, with no further imports.
 import (
+	_ "github.com/lbkit/lbkit/lb/clusterimpl"
 	_ "github.com/lbkit/lbkit/lb/consistenthash"
 	_ "github.com/lbkit/lbkit/lb/leastrequest"
 	_ "github.com/lbkit/lbkit/lb/outlierdetection"

@@ -139,6 +139,11 @@ const (
 	LabelReason = "lbkit.reason"
 	// LabelAddress is an endpoint's address, such as "10.0.0.1:443".
 	LabelAddress = "lbkit.address"
+	// LabelCluster is the cluster a policy serves (the xDS cluster or the
+	// EDS assignment's cluster_name), such as "backend".
+	LabelCluster = "lbkit.cluster"
+	// LabelDropCategory is a drop_overloads category, such as "throttle".
+	LabelDropCategory = "lbkit.drop_category"
 )
 
 // metricRegistry holds every registered metric descriptor, by name: like

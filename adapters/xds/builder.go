@@ -187,7 +187,7 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts res
 	if err != nil {
 		return nil, err
 	}
-	r := &xdsResolver{c: c, key: key, cc: cc, cluster: name, logger: opts.Logger.With("cluster", name)}
+	r := &xdsResolver{c: c, key: key, cc: cc, cluster: name, logger: opts.Logger.With("cluster", name), counter: acquireCounter(name)}
 	if b.cfg != nil && b.cfg.metrics != nil {
 		label := opts.ChannelTarget
 		if label == "" {

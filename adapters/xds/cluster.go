@@ -11,6 +11,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -199,6 +200,18 @@ const (
 // successful_active_health_check_uneject_host, monitors,
 // always_eject_one_host and detect_degraded_hosts.
 //
+// # Circuit breaking
+//
+// Policies.MaxConcurrentRequests is max_requests of the first
+// circuit_breakers.thresholds entry of priority DEFAULT, or 1024 when
+// there is none or it leaves max_requests unset: gRFC A32 enforces the
+// limit always, with Envoy's default (a control plane turns it off by
+// setting 4294967295). The tree then caps the cluster's requests in
+// flight (xds_cluster_impl_experimental, package clusterimpl). The other
+// fields of that threshold (max_connections, max_pending_requests,
+// max_retries, retry_budget, ...), the other thresholds and
+// per_host_thresholds are ignored, as A32 says, and listed in Ignored.
+//
 // # Other fields
 //
 // Refused, because they would change which endpoints get traffic:
@@ -211,7 +224,7 @@ const (
 // does not have; consistent_hashing_lb_config counts only for RING_HASH
 // and MAGLEV),
 // the lb config of a policy not chosen (ring_hash_lb_config, ...),
-// health_checks (health comes from EDS health_status), circuit_breakers,
+// health_checks (health comes from EDS health_status),
 // connect_timeout, max_requests_per_connection, the protocol options,
 // transport_socket and transport_socket_matches (the channel's transport
 // sets security), lrs_server (lbkit sends no load reports), load_assignment
@@ -252,12 +265,63 @@ func parseCluster(c *clusterv3.Cluster) (ClusterConfig, *ResourceError) {
 		return ClusterConfig{}, err
 	}
 	cfg.Policies.Endpoint, cfg.Policies.Flat, cfg.Ignored = chosen.leaf, !chosen.locality, chosen.ignored
+	cfg.Policies.MaxConcurrentRequests = maxRequests(c)
+	cfg.Ignored = append(cfg.Ignored, ignoredBreakers(c)...)
 	if od := c.GetOutlierDetection(); od != nil {
 		if cfg.Policies.OutlierDetection, err = outlierDetection(od, cfg.Policies.Endpoint); err != nil {
 			return ClusterConfig{}, err
 		}
 	}
 	return cfg, nil
+}
+
+// DefaultMaxRequests is gRFC A32's limit of requests in flight for a
+// cluster that sets none (Envoy's default).
+const DefaultMaxRequests = 1024
+
+// maxRequests returns c's limit of requests in flight (gRFC A32): the
+// max_requests of the first threshold of priority DEFAULT, else
+// [DefaultMaxRequests].
+func maxRequests(c *clusterv3.Cluster) *uint32 {
+	n := uint32(DefaultMaxRequests)
+	for _, th := range c.GetCircuitBreakers().GetThresholds() {
+		if th.GetPriority() != corev3.RoutingPriority_DEFAULT {
+			continue
+		}
+		if m := th.GetMaxRequests(); m != nil {
+			n = m.GetValue()
+		}
+		break
+	}
+	return &n
+}
+
+// ignoredBreakers lists the circuit_breakers fields set in c that gRFC
+// A32 ignores: every field of the DEFAULT threshold it reads but
+// max_requests, the other thresholds, and per_host_thresholds.
+func ignoredBreakers(c *clusterv3.Cluster) []string {
+	const why = ": ignored (gRFC A32): gRPC enforces max_requests of the first DEFAULT threshold only"
+	cb := c.GetCircuitBreakers()
+	var ignored []string
+	seenDefault := false
+	for i, th := range cb.GetThresholds() {
+		path := "circuit_breakers.thresholds[" + strconv.Itoa(i) + "]"
+		if th.GetPriority() != corev3.RoutingPriority_DEFAULT || seenDefault {
+			ignored = append(ignored, path+why)
+			continue
+		}
+		seenDefault = true
+		th.ProtoReflect().Range(func(f protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+			if name := f.Name(); name != "priority" && name != "max_requests" {
+				ignored = append(ignored, path+"."+string(name)+why)
+			}
+			return true
+		})
+	}
+	if len(cb.GetPerHostThresholds()) > 0 {
+		ignored = append(ignored, "circuit_breakers.per_host_thresholds"+why)
+	}
+	return ignored
 }
 
 // checkDiscovery checks that c is an EDS cluster fetched over ADS.

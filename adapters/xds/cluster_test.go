@@ -18,6 +18,7 @@ import (
 
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/clusterimpl"
 	"github.com/lbkit/lbkit/lb/leastrequest"
 	"github.com/lbkit/lbkit/lb/outlierdetection"
 	_ "github.com/lbkit/lbkit/lb/priority"
@@ -277,8 +278,11 @@ func checkServiceConfig(t *testing.T, p eds.Policies, unknownOK bool) string {
 	if err != nil {
 		t.Fatalf("lb.ParseLoadBalancingConfig(%s): %v", sc.LoadBalancingConfig, err)
 	}
-	if parsed.Name != "priority_experimental" || len(parsed.Unknown) != 0 && !unknownOK {
-		t.Errorf("parsed %q with unknown fields %v", parsed.Name, parsed.Unknown)
+	// gRFC A32: the cluster's limit of requests in flight is always
+	// enforced, by xds_cluster_impl_experimental above the priority policy.
+	ci, ok := parsed.Config.(*clusterimpl.Config)
+	if !ok || ci.MaxConcurrentRequests == nil || ci.ChildPolicy.Name != "priority_experimental" || len(parsed.Unknown) != 0 && !unknownOK {
+		t.Errorf("parsed %q (%+v) with unknown fields %v, want xds_cluster_impl_experimental with a limit over priority_experimental", parsed.Name, parsed.Config, parsed.Unknown)
 	}
 	return string(sc.LoadBalancingConfig)
 }

@@ -14,6 +14,11 @@
 // policies (lb_policy, load_balancing_policy as gRFC A52 lists it,
 // outlier_detection); what lbkit cannot honour is NACKed with the field and
 // the reason, and fields it ignores are listed in [ClusterConfig].Ignored.
+// A cluster's circuit_breakers max_requests (1024 when unset, gRFC A32) and
+// its assignment's drop_overloads put xds_cluster_impl_experimental
+// (package lb/clusterimpl) on top of the tree; the resolvers of one
+// cluster give their channels one counter of requests in flight, so the
+// limit holds across the process.
 //
 // # Sharing
 //
@@ -53,7 +58,8 @@
 // a resolver's (its cluster, assignment and what it published), then the
 // client's (resources, versions, nonces, watchers, stream health), then the
 // callback queue's (pending callbacks); the process's client registry is
-// taken alone. Watchers run on the callback queue's goroutine without the
+// taken alone, and so is a fifth, its registry of per-cluster counters of
+// requests in flight. Watchers run on the callback queue's goroutine without the
 // client's or the queue's lock, and take their resolver's.
 //
 // # Metrics

@@ -6,6 +6,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/lbkit/lbkit/lb/resolver/eds"
@@ -35,7 +36,7 @@ func convertAssignment(m *endpointv3.ClusterLoadAssignment) (*eds.ClusterLoadAss
 	if len(m.GetNamedEndpoints()) > 0 {
 		return nil, notSupported("named_endpoints", "named endpoints (lb_endpoints[].endpoint_name) are not implemented")
 	}
-	if err := checkPolicy(m.GetPolicy()); err != nil {
+	if err := convertAssignmentPolicy(m.GetPolicy(), cla); err != nil {
 		return nil, err
 	}
 	if err := cla.Validate(); err != nil {
@@ -49,13 +50,25 @@ func notSupported(path, why string) *eds.Error {
 	return &eds.Error{Path: path, Err: fmt.Errorf("not supported: %s", why)}
 }
 
-// checkPolicy refuses every set field of ClusterLoadAssignment.Policy.
-func checkPolicy(p *endpointv3.ClusterLoadAssignment_Policy) *eds.Error {
+// convertAssignmentPolicy converts ClusterLoadAssignment.Policy: drop_overloads
+// into cla, overprovisioning_factor ignored (gRFC A27), the fields
+// eds.Parse refuses refused.
+func convertAssignmentPolicy(p *endpointv3.ClusterLoadAssignment_Policy, cla *eds.ClusterLoadAssignment) *eds.Error {
+	if n := len(p.GetDropOverloads()); n > 0 {
+		cla.DropOverloads = make([]eds.DropOverload, n)
+	}
+	for i, d := range p.GetDropOverloads() {
+		pct := d.GetDropPercentage()
+		if den := pct.GetDenominator(); den < 0 || int(den) >= len(typev3.FractionalPercent_DenominatorType_name) {
+			path := "policy.drop_overloads[" + strconv.Itoa(i) + "].drop_percentage.denominator"
+			return &eds.Error{Path: path, Err: fmt.Errorf("unknown value %d (want 0 to %d)", den, len(typev3.FractionalPercent_DenominatorType_name)-1)}
+		}
+		cla.DropOverloads[i] = eds.DropOverload{
+			Category:       d.GetCategory(),
+			DropPercentage: eds.FractionalPercent{Numerator: pct.GetNumerator(), Denominator: eds.Denominator(pct.GetDenominator())},
+		}
+	}
 	switch {
-	case len(p.GetDropOverloads()) > 0:
-		return notSupported("policy.drop_overloads", "drop overloads are not implemented")
-	case p.GetOverprovisioningFactor() != nil:
-		return notSupported("policy.overprovisioning_factor", "gRPC's priority policy fails over on connectivity, not on overprovisioned health (gRFC A27), so the factor would have no effect")
 	case p.GetEndpointStaleAfter() != nil:
 		return notSupported("policy.endpoint_stale_after", "stale endpoints are not tracked")
 	case p.GetWeightedPriorityHealth():
@@ -85,9 +98,10 @@ func convertLocality(le *endpointv3.LocalityLbEndpoints, out *eds.LocalityLbEndp
 	case le.GetLedsClusterLocalityConfig() != nil:
 		return notSupported(path+".leds_cluster_locality_config", "LEDS is not implemented")
 	}
-	var err *eds.Error
-	out.LoadBalancingWeight, err = weightOf(le.GetLoadBalancingWeight().GetValue(), le.GetLoadBalancingWeight() != nil, path+".load_balancing_weight")
-	return err
+	// A locality weight of 0, set or not, leaves the locality out (gRFC
+	// A27, as grpc-go).
+	out.LoadBalancingWeight = le.GetLoadBalancingWeight().GetValue()
+	return nil
 }
 
 // weightOf is eds.Parse's reading of an optional UInt32Value weight: 0

@@ -80,7 +80,16 @@ func genAssignment(t *rapid.T) *endpointv3.ClusterLoadAssignment {
 		m.Policy = &endpointv3.ClusterLoadAssignment_Policy{}
 		switch rapid.IntRange(0, 4).Draw(t, "policy field") {
 		case 0:
-			m.Policy.DropOverloads = []*endpointv3.ClusterLoadAssignment_Policy_DropOverload{{Category: "x", DropPercentage: &typev3.FractionalPercent{}}}
+			for range rapid.IntRange(0, 2).Draw(t, "drops") {
+				d := &endpointv3.ClusterLoadAssignment_Policy_DropOverload{Category: rapid.SampledFrom([]string{"x", "lb", "x", ""}).Draw(t, "category")}
+				if rapid.IntRange(0, 5).Draw(t, "drop percentage") > 0 {
+					d.DropPercentage = &typev3.FractionalPercent{
+						Numerator:   rapid.SampledFrom([]uint32{0, 1, 50, 100, 10000, 2000000}).Draw(t, "numerator"),
+						Denominator: typev3.FractionalPercent_DenominatorType(rapid.SampledFrom([]int32{0, 1, 2, 0, 1, 2, 3}).Draw(t, "denominator")),
+					}
+				}
+				m.Policy.DropOverloads = append(m.Policy.DropOverloads, d)
+			}
 		case 1:
 			m.Policy.OverprovisioningFactor = wrapperspb.UInt32(rapid.Uint32Range(0, 200).Draw(t, "factor"))
 		case 2:
@@ -177,4 +186,37 @@ func genEndpoint(t *rapid.T) *endpointv3.LbEndpoint {
 	}
 	e.Address = &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: sa}}
 	return ep
+}
+
+// Envoy's default overprovisioning_factor (140) is ignored, as gRFC A27
+// says, and a locality of load_balancing_weight 0 is accepted and left out
+// of the tree, as grpc-go does: the assignment is not NACKed.
+func TestConvertIgnoresOverprovisioningAndZeroWeightLocalities(t *testing.T) {
+	sock := func(addr string) *endpointv3.LbEndpoint {
+		return &endpointv3.LbEndpoint{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+			Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{Address: addr, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 80}}}}}}}
+	}
+	m := &endpointv3.ClusterLoadAssignment{
+		ClusterName: "c",
+		Policy:      &endpointv3.ClusterLoadAssignment_Policy{OverprovisioningFactor: wrapperspb.UInt32(140)},
+		Endpoints: []*endpointv3.LocalityLbEndpoints{
+			{Locality: &corev3.Locality{Zone: "a"}, LoadBalancingWeight: wrapperspb.UInt32(0), LbEndpoints: []*endpointv3.LbEndpoint{sock("10.0.0.1")}},
+			{Locality: &corev3.Locality{Zone: "b"}, LoadBalancingWeight: wrapperspb.UInt32(3), LbEndpoints: []*endpointv3.LbEndpoint{sock("10.0.0.2")}},
+		},
+	}
+	cla, err := convertAssignment(m)
+	if err != nil {
+		t.Fatalf("convertAssignment: %v", err)
+	}
+	var n eds.Namer
+	c, err := n.Convert(cla, eds.Policies{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.State.Addresses) != 1 || c.State.Addresses[0].Addr != "10.0.0.2:80" || len(c.LeftOut) != 1 {
+		t.Errorf("addresses %v, left out %q; want 10.0.0.2:80 only, the zero-weight locality left out", c.State.Addresses, c.LeftOut)
+	}
+	if parsed, err := viaJSON(m); err != nil || !reflect.DeepEqual(parsed, cla) {
+		t.Errorf("the JSON front end gives %+v, %v; want %+v", parsed, err, cla)
+	}
 }

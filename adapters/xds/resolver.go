@@ -11,6 +11,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	"github.com/lbkit/lbkit/lb/clusterimpl"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/eds"
 	"google.golang.org/protobuf/proto"
@@ -62,6 +63,9 @@ type xdsResolver struct {
 	// metrics makes the resolver's metric handles; nil without
 	// [WithMetrics].
 	metrics *resolverMetrics
+	// counter counts the cluster's requests in flight, shared by the
+	// process's resolvers of the cluster (gRFC A32); each state carries it.
+	counter *clusterimpl.Counter
 
 	mu        sync.Mutex
 	closed    bool
@@ -112,6 +116,7 @@ func (r *xdsResolver) Describe() resolver.Description {
 		}
 		facts = append(facts, resolver.Fact{Name: "endpoint policy", Value: leaf}, resolver.Fact{Name: "outlier detection", Value: od})
 	}
+	facts = append(facts, r.limitFacts()...)
 	if r.published != nil {
 		facts = append(facts, resolver.Fact{Name: "addresses published", Value: strconv.Itoa(len(r.published.Addresses))})
 	}
@@ -154,6 +159,7 @@ func (r *xdsResolver) Close() {
 		r.c.removeStreamMetrics(r.metrics)
 	}
 	release(r.key)
+	releaseCounter(r.cluster)
 }
 
 // locked runs fn with r.mu held, unless r is closed.
@@ -261,6 +267,7 @@ func (r *xdsResolver) publish() {
 	if conv.State.Degraded != nil {
 		conv.State.Degraded = fmt.Errorf("xds: cluster %q: %w", r.cluster, conv.State.Degraded)
 	}
+	conv.State.Attributes = clusterimpl.WithCounter(conv.State.Attributes, r.counter)
 	r.treeErr = nil
 	if r.published != nil && resolver.SameState(*r.published, conv.State) {
 		return

@@ -588,10 +588,10 @@ func TestLoadBalancingPolicyReachesTheTree(t *testing.T) {
 	logs := &lbtest.Logs{}
 	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clock.NewMock(), logs)
 	st := cc.NextState(t)
-	want := `{"loadBalancingConfig":[{"priority_experimental":{"children":{` +
+	want := `{"loadBalancingConfig":[{"xds_cluster_impl_experimental":{"cluster":"c1","maxConcurrentRequests":1024,"childPolicy":[{"priority_experimental":{"children":{` +
 		`"priority-0-0":{"config":[{"pick_first":{"shuffleAddressList":true}}]},` +
 		`"priority-1-0":{"config":[{"pick_first":{"shuffleAddressList":true}}]}},` +
-		`"priorities":["priority-0-0","priority-1-0"]}}]}`
+		`"priorities":["priority-0-0","priority-1-0"]}}]}}]}`
 	if got := string(st.ServiceConfig); got != want {
 		t.Errorf("service config:\n got %s\nwant %s", got, want)
 	}

@@ -33,7 +33,7 @@
 //	cluster_name                      string, required, not empty
 //	endpoints[]                       LocalityLbEndpoints
 //	  locality{region,zone,sub_zone}  strings
-//	  load_balancing_weight           UInt32Value, >= 1 when present
+//	  load_balancing_weight           UInt32Value (0 or unset: left out)
 //	  priority                        uint32, 0..128
 //	  lb_endpoints[]                  LbEndpoint
 //	    health_status                 HealthStatus enum
@@ -42,6 +42,11 @@
 //	      address                     IP literal or host name, required
 //	      port_value                  uint32, 1..65535, required
 //	      protocol                    "TCP" (or 0) only
+//	policy.drop_overloads[]           DropOverload
+//	  category                        string, required, not empty
+//	  drop_percentage                 FractionalPercent
+//	    numerator                     uint32 (above the denominator: 100%)
+//	    denominator                   "HUNDRED" (default), "TEN_THOUSAND", "MILLION"
 //
 // A uint32 and a UInt32Value are a JSON number or a JSON string holding one
 // ("3"), with no space around it; a fraction or an exponent is allowed when
@@ -82,8 +87,7 @@
 // (an empty list or map, and a scalar's default value, count as not set):
 //
 //   - named_endpoints and lb_endpoints[].endpoint_name (named endpoints);
-//   - policy.drop_overloads, policy.overprovisioning_factor,
-//     policy.endpoint_stale_after, policy.weighted_priority_health:
+//   - policy.endpoint_stale_after, policy.weighted_priority_health:
 //     gRPC's priority policy fails over on connectivity, and none of these
 //     has an equivalent in the tree;
 //   - endpoints[].load_balancer_endpoints and
@@ -96,7 +100,9 @@
 //
 // These known fields are accepted and ignored, because they change neither
 // which endpoints are used nor how traffic is split (gRPC ignores them
-// too): metadata at every level, endpoints[].proximity,
+// too): policy.overprovisioning_factor (gRFC A27: gRPC's priority policy
+// fails over on connectivity, not on overprovisioned health; it must still
+// be a UInt32Value), metadata at every level, endpoints[].proximity,
 // endpoint.hostname, endpoint.health_check_config and
 // socket_address.ipv4_compat.
 //
@@ -109,8 +115,8 @@
 // request while another endpoint of the locality is READY, and its
 // connection, with its requests in flight, is kept until it leaves the
 // assignment (Envoy excludes draining hosts from load balancing of new
-// requests in the same way). A locality without a load_balancing_weight,
-// or left without UNKNOWN or HEALTHY endpoints (DRAINING ones do not
+// requests in the same way). A locality without a load_balancing_weight
+// (unset or 0, as gRPC ignores it), or left without UNKNOWN or HEALTHY endpoints (DRAINING ones do not
 // count), is left out. A priority left without localities is
 // dropped and the priorities after it move up, so the generated priorities
 // stay contiguous and no child sits in TRANSIENT_FAILURE only for want of
@@ -144,7 +150,18 @@
 //	  "priorities":["priority-0-0"]}}]}
 //
 // with one child per priority and one target per locality whose weight is
-// the locality's load_balancing_weight. The JSON is compact, with object
+// the locality's load_balancing_weight. An assignment with drop_overloads
+// (or [Policies] with MaxConcurrentRequests) has
+// xds_cluster_impl_experimental (package clusterimpl) above the priority
+// policy:
+//
+//	{"loadBalancingConfig":[{"xds_cluster_impl_experimental":{
+//	  "cluster":"c","dropCategories":[{"category":"throttle","requestsPerMillion":100000}],
+//	  "childPolicy":[{"priority_experimental":{...}}]}}]}
+//
+// which fails each category's share of the picks, in order, while the tree
+// is READY, with an error naming the category (gRPC's cluster_impl does
+// the same). The JSON is compact, with object
 // keys sorted, so equal assignments give byte-identical configs.
 //
 // [Namer.Convert] takes [Policies] to change the tree below the priority

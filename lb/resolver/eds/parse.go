@@ -148,7 +148,7 @@ func (p *parser) clusterLoadAssignment(cla *ClusterLoadAssignment) error {
 		case 2:
 			err = p.reject(kindList, "named endpoints (lb_endpoints[].endpoint_name) are not implemented")
 		case 3:
-			err = p.policy()
+			err = p.policy(cla)
 		}
 		return err
 	})
@@ -156,20 +156,53 @@ func (p *parser) clusterLoadAssignment(cla *ClusterLoadAssignment) error {
 
 var policyFields = []field{{"drop_overloads", "dropOverloads"}, {"overprovisioning_factor", "overprovisioningFactor"}, {"endpoint_stale_after", "endpointStaleAfter"}, {"weighted_priority_health", "weightedPriorityHealth"}}
 
-// policy rejects every set field of ClusterLoadAssignment.Policy: none is
-// supported.
-func (p *parser) policy() error {
+// policy reads ClusterLoadAssignment.Policy: drop_overloads into cla,
+// overprovisioning_factor ignored, the other fields rejected when set.
+func (p *parser) policy(cla *ClusterLoadAssignment) error {
 	return p.message(policyFields, func(i int) error {
 		switch i {
 		case 0:
-			return p.reject(kindList, "drop overloads are not implemented")
+			return p.d.Array(func(int) error {
+				cla.DropOverloads = append(cla.DropOverloads, DropOverload{})
+				return p.dropOverload(&cla.DropOverloads[len(cla.DropOverloads)-1])
+			})
 		case 1:
-			return p.reject(kindMessage, "gRPC's priority policy fails over on connectivity, not on overprovisioned health (gRFC A27), so the factor would have no effect")
+			// Ignored (gRFC A27): gRPC's priority policy fails over on
+			// connectivity, not on overprovisioned health. Its form is
+			// still a UInt32Value's.
+			_, err := p.uint32()
+			return err
 		case 2:
 			return p.reject(kindMessage, "stale endpoints are not tracked")
 		default:
 			return p.reject(kindScalar, "health-weighted priority load is not implemented")
 		}
+	})
+}
+
+var (
+	dropOverloadFields      = []field{{"category", "category"}, {"drop_percentage", "dropPercentage"}}
+	fractionalPercentFields = []field{{"numerator", "numerator"}, {"denominator", "denominator"}}
+)
+
+// dropOverload reads one element of drop_overloads into out.
+func (p *parser) dropOverload(out *DropOverload) error {
+	return p.message(dropOverloadFields, func(i int) error {
+		var err error
+		if i == 0 {
+			out.Category, err = p.str()
+			return err
+		}
+		return p.message(fractionalPercentFields, func(i int) error {
+			if i == 0 {
+				out.DropPercentage.Numerator, err = p.uint32()
+				return err
+			}
+			var d int
+			d, err = p.enum(denominatorNames[:])
+			out.DropPercentage.Denominator = Denominator(d)
+			return err
+		})
 	})
 }
 
@@ -191,7 +224,9 @@ func (p *parser) localityLbEndpoints(out *LocalityLbEndpoints) error {
 				return p.lbEndpoint(&out.LbEndpoints[len(out.LbEndpoints)-1])
 			})
 		case 2:
-			out.LoadBalancingWeight, err = p.weight()
+			// A locality weight of 0 is accepted and means the same as
+			// none: the locality is left out (gRFC A27, as grpc-go).
+			out.LoadBalancingWeight, err = p.uint32()
 		case 3:
 			out.Priority, err = p.uint32()
 		case 4:

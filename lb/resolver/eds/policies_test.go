@@ -91,3 +91,32 @@ func TestConvertRefusesABadOutlierDetectionObject(t *testing.T) {
 		t.Errorf("after refused conversions: %v, %s", err, c.State.ServiceConfig)
 	}
 }
+
+// A locality whose load_balancing_weight is 0 is left out of the tree,
+// as one without a weight is (gRFC A27; grpc-go ignores it), and the
+// assignment is accepted; so is Envoy's default overprovisioning_factor,
+// which gRPC ignores.
+func TestZeroWeightLocalityIsLeftOutAndOverprovisioningIgnored(t *testing.T) {
+	cla, err := eds.Parse([]byte(`{"clusterName": "c", "policy": {"overprovisioningFactor": 140}, "endpoints": [
+	  {"locality": {"region": "r", "zone": "a"}, "loadBalancingWeight": 0, "lbEndpoints": [
+	    {"endpoint": {"address": {"socketAddress": {"address": "10.0.0.1", "portValue": 80}}}}]},
+	  {"locality": {"region": "r", "zone": "b"}, "loadBalancingWeight": 2, "lbEndpoints": [
+	    {"endpoint": {"address": {"socketAddress": {"address": "10.0.0.2", "portValue": 80}}}}]}]}`))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	var n eds.Namer
+	c, err := n.Convert(cla, eds.Policies{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.State.Addresses) != 1 || c.State.Addresses[0].Addr != "10.0.0.2:80" {
+		t.Errorf("addresses %v, want only 10.0.0.2:80", c.State.Addresses)
+	}
+	if want := []string{`endpoints[0] (locality "r/a/", priority 0): no load_balancing_weight`}; len(c.LeftOut) != 1 || c.LeftOut[0] != want[0] {
+		t.Errorf("LeftOut = %q, want %q", c.LeftOut, want)
+	}
+	if strings.Contains(string(c.State.ServiceConfig), `"r/a/"`) {
+		t.Errorf("the zero-weight locality is in the config: %s", c.State.ServiceConfig)
+	}
+}

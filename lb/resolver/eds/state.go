@@ -24,6 +24,9 @@ const (
 	leafPolicy           = "weighted_round_robin"
 	// outlierDetectionPolicy wraps a priority's child when Policies asks.
 	outlierDetectionPolicy = "outlier_detection_experimental"
+	// clusterImplPolicy sits above the priority policy when the
+	// assignment drops requests or Policies caps them.
+	clusterImplPolicy = "xds_cluster_impl_experimental"
 )
 
 // Namer converts ClusterLoadAssignments into resolver states and names the
@@ -123,6 +126,13 @@ type Policies struct {
 	// builds for an endpoint-picking policy that xDS does not wrap in
 	// WrrLocality (gRFC A52), such as a top-level PickFirst (gRFC A62).
 	Flat bool
+	// MaxConcurrentRequests, when not nil, caps the cluster's requests in
+	// flight (a CDS cluster's circuit_breakers max_requests, gRFC A32).
+	// The tree then has xds_cluster_impl_experimental (package
+	// clusterimpl) above the priority policy with this
+	// maxConcurrentRequests, as it has for an assignment with
+	// drop_overloads; nil means no limit.
+	MaxConcurrentRequests *uint32
 }
 
 // Conversion is what [Namer.Convert] makes of one assignment.
@@ -211,12 +221,27 @@ func (n *Namer) stateAndDrops(cla *ClusterLoadAssignment, p Policies) (resolver.
 		}
 		cfg.Children[names[i]] = priorityChild{Config: child}
 	}
-	sc, err := marshal(serviceConfig{LoadBalancingConfig: []map[string]priorityConfig{{priorityPolicy: cfg}}})
+	sc, err := marshal(serviceConfig{LoadBalancingConfig: topOfTree(cla, p, cfg)})
 	if err != nil {
 		*n = *saved
 		return resolver.State{}, drops{}, fmt.Errorf("encoding the service config: %w", err)
 	}
 	return resolver.State{Addresses: addrs, ServiceConfig: sc}, dropped, nil
+}
+
+// topOfTree returns the tree's loadBalancingConfig: the priority policy,
+// under xds_cluster_impl_experimental when the assignment has drop
+// categories or p caps the requests in flight.
+func topOfTree(cla *ClusterLoadAssignment, p Policies, cfg priorityConfig) any {
+	top := []map[string]priorityConfig{{priorityPolicy: cfg}}
+	if len(cla.DropOverloads) == 0 && p.MaxConcurrentRequests == nil {
+		return top
+	}
+	ci := clusterImplConfig{Cluster: cla.ClusterName, MaxConcurrentRequests: p.MaxConcurrentRequests, ChildPolicy: top}
+	for _, d := range cla.DropOverloads {
+		ci.DropCategories = append(ci.DropCategories, dropCategory{Category: d.Category, RequestsPerMillion: d.DropPercentage.PerMillion()})
+	}
+	return []map[string]clusterImplConfig{{clusterImplPolicy: ci}}
 }
 
 // defaultLeaf is the endpoint policy of the default tree.
@@ -365,7 +390,19 @@ func (n *Namer) mint(p int) string {
 // deterministic.
 type (
 	serviceConfig struct {
-		LoadBalancingConfig []map[string]priorityConfig `json:"loadBalancingConfig"`
+		// LoadBalancingConfig is a []map[string]priorityConfig, or a
+		// []map[string]clusterImplConfig over one.
+		LoadBalancingConfig any `json:"loadBalancingConfig"`
+	}
+	clusterImplConfig struct {
+		Cluster               string         `json:"cluster"`
+		MaxConcurrentRequests *uint32        `json:"maxConcurrentRequests,omitempty"`
+		DropCategories        []dropCategory `json:"dropCategories,omitempty"`
+		ChildPolicy           any            `json:"childPolicy"`
+	}
+	dropCategory struct {
+		Category           string `json:"category"`
+		RequestsPerMillion uint32 `json:"requestsPerMillion"`
 	}
 	priorityConfig struct {
 		Children   map[string]priorityChild `json:"children"`

@@ -12,14 +12,72 @@ import (
 // other way may build one by hand and pass it to [Namer.State], which
 // checks it with [ClusterLoadAssignment.Validate] first.
 //
-// In every weight field 0 means "not set": the JSON form cannot carry an
-// explicit 0, which [Parse] rejects as Envoy does.
+// In every weight field 0 means "not set". An endpoint's explicit 0 is
+// rejected by [Parse], as Envoy and gRPC do; a locality's explicit 0 is
+// accepted and, like an unset weight, leaves the locality out of the tree,
+// as gRPC does.
 type ClusterLoadAssignment struct {
 	// ClusterName is cluster_name. It must not be empty.
 	ClusterName string
 	// Endpoints is endpoints: one entry per locality and priority, in the
 	// document's order.
 	Endpoints []LocalityLbEndpoints
+	// DropOverloads is policy.drop_overloads, in the document's order:
+	// each category drops its share of the requests that reach it, one
+	// after the other (the tree's xds_cluster_impl_experimental policy,
+	// package clusterimpl, applies them at pick time).
+	DropOverloads []DropOverload
+}
+
+// DropOverload is one element of policy.drop_overloads.
+type DropOverload struct {
+	// Category is category: the drop's name in errors and metrics, not
+	// empty.
+	Category string
+	// DropPercentage is drop_percentage; unset is 0%.
+	DropPercentage FractionalPercent
+}
+
+// FractionalPercent is envoy.type.v3.FractionalPercent.
+type FractionalPercent struct {
+	// Numerator is numerator.
+	Numerator uint32
+	// Denominator is denominator.
+	Denominator Denominator
+}
+
+// PerMillion returns the share in requests per million, at most 1,000,000:
+// a numerator above the denominator is 100%, as the proto says.
+func (f FractionalPercent) PerMillion() uint32 {
+	scale := uint64(1)
+	switch f.Denominator {
+	case DenominatorHundred:
+		scale = 10000
+	case DenominatorTenThousand:
+		scale = 100
+	}
+	return uint32(min(uint64(f.Numerator)*scale, 1_000_000))
+}
+
+// Denominator is envoy.type.v3.FractionalPercent.DenominatorType.
+type Denominator int32
+
+// The denominators.
+const (
+	DenominatorHundred     Denominator = 0
+	DenominatorTenThousand Denominator = 1
+	DenominatorMillion     Denominator = 2
+)
+
+var denominatorNames = [...]string{"HUNDRED", "TEN_THOUSAND", "MILLION"}
+
+// String returns the denominator's proto name, such as "HUNDRED", or
+// "Denominator(7)" for a value outside the enum.
+func (d Denominator) String() string {
+	if d >= 0 && int(d) < len(denominatorNames) {
+		return denominatorNames[d]
+	}
+	return "Denominator(" + strconv.Itoa(int(d)) + ")"
 }
 
 // LocalityLbEndpoints is one element of endpoints: the endpoints of one
@@ -30,7 +88,8 @@ type LocalityLbEndpoints struct {
 	// LbEndpoints is lb_endpoints, in the document's order.
 	LbEndpoints []LbEndpoint
 	// LoadBalancingWeight is the locality's load_balancing_weight; 0 means
-	// not set, and such a locality is left out of the tree (gRFC A27).
+	// not set or set to 0, and such a locality is left out of the tree
+	// (gRFC A27; grpc-go ignores it too).
 	LoadBalancingWeight uint32
 	// Priority is priority, 0 being the highest. At most [MaxPriority].
 	Priority uint32

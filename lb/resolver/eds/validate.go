@@ -28,7 +28,9 @@ import (
 //     one of the enum's values;
 //   - no address:port appears twice in the whole assignment, whatever the
 //     health status (IP literals are compared in canonical form, host
-//     names case-insensitively).
+//     names case-insensitively);
+//   - every drop category has a name of valid UTF-8 and a denominator
+//     that is one of the enum's values.
 //
 // [Parse] calls Validate; call it yourself only on a value built by hand.
 func (c *ClusterLoadAssignment) Validate() error {
@@ -91,6 +93,17 @@ func (c *ClusterLoadAssignment) validate() *Error {
 				return errorf(saPath, "address %s appears twice (first at %s)", hostPort, first)
 			}
 			addrs[hostPort] = saPath
+		}
+	}
+	for i, d := range c.DropOverloads {
+		path := index("policy.drop_overloads", i)
+		switch {
+		case d.Category == "":
+			return errorf(join(path, "category"), "required: the drop's name")
+		case !utf8.ValidString(d.Category):
+			return errorf(join(path, "category"), "not valid UTF-8")
+		case d.DropPercentage.Denominator < 0 || int(d.DropPercentage.Denominator) >= len(denominatorNames):
+			return errorf(join(path, "drop_percentage.denominator"), "unknown value %d (want 0 to %d)", int32(d.DropPercentage.Denominator), len(denominatorNames)-1)
 		}
 	}
 	// Contiguity: report the first locality, in document order, whose

@@ -1,0 +1,69 @@
+package xds
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/lbkit/lbkit/lb/clusterimpl"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// counters is the process's counters of requests in flight, one per
+// cluster name, shared by every resolver following that cluster whatever
+// its management server or Builder: gRFC A32's "global map to hold call
+// counters", a registry like clients.
+var counters = struct {
+	sync.Mutex
+	m map[string]*countedCounter
+}{m: make(map[string]*countedCounter)}
+
+type countedCounter struct {
+	c    *clusterimpl.Counter
+	refs int
+}
+
+// acquireCounter returns the counter of cluster's requests in flight,
+// counting the reference.
+func acquireCounter(cluster string) *clusterimpl.Counter {
+	counters.Lock()
+	defer counters.Unlock()
+	cc := counters.m[cluster]
+	if cc == nil {
+		cc = &countedCounter{c: clusterimpl.NewCounter()}
+		counters.m[cluster] = cc
+	}
+	cc.refs++
+	return cc.c
+}
+
+// releaseCounter drops a reference to cluster's counter, forgetting it
+// with the last: requests still in flight then count down in a counter no
+// new channel gets.
+func releaseCounter(cluster string) {
+	counters.Lock()
+	defer counters.Unlock()
+	cc := counters.m[cluster]
+	if cc.refs--; cc.refs == 0 {
+		delete(counters.m, cluster)
+	}
+}
+
+// limitFacts describes the cluster's limit of requests in flight and its
+// assignment's drop categories, for Describe. The caller holds r.mu.
+func (r *xdsResolver) limitFacts() []resolver.Fact {
+	var facts []resolver.Fact
+	if r.cfg != nil && r.cfg.Policies.MaxConcurrentRequests != nil {
+		facts = append(facts, resolver.Fact{Name: "requests in flight", Value: fmt.Sprintf("%d of at most %d (circuit_breakers max_requests, shared by the process's channels)",
+			r.counter.InFlight(), *r.cfg.Policies.MaxConcurrentRequests)})
+	}
+	if r.cla != nil && len(r.cla.DropOverloads) > 0 {
+		parts := make([]string, len(r.cla.DropOverloads))
+		for i, d := range r.cla.DropOverloads {
+			parts[i] = d.Category + " " + strconv.FormatFloat(float64(d.DropPercentage.PerMillion())/1e4, 'f', -1, 64) + "%"
+		}
+		facts = append(facts, resolver.Fact{Name: "drop categories", Value: strings.Join(parts, ", ")})
+	}
+	return facts
+}

@@ -1,0 +1,94 @@
+package clusterimpl
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/attributes"
+)
+
+// Counter counts a cluster's requests in flight (gRFC A32's call
+// counter). A balancer makes its own, which lives as long as it, across
+// its pickers; a resolver can give several channels' balancers one
+// Counter instead ([WithCounter]), as A32 shares one per cluster in the
+// process. Pickers count in it from any goroutine: it is safe for
+// concurrent use.
+type Counter struct {
+	n atomic.Int64
+	// release is the Done of a counted pick whose child has none.
+	release func(lb.DoneInfo)
+	// free holds chained Dones not in use.
+	free sync.Pool
+}
+
+// NewCounter returns a Counter with nothing in flight.
+func NewCounter() *Counter {
+	c := &Counter{}
+	c.release = func(lb.DoneInfo) { c.n.Add(-1) }
+	c.free.New = func() any {
+		d := &chained{c: c}
+		d.fn = d.finish
+		return d
+	}
+	return c
+}
+
+// acquire counts one more request in flight unless limit are already
+// counted, in which case it counts nothing and reports false. The count
+// never passes limit, however many picks race.
+func (c *Counter) acquire(limit uint32) bool {
+	for {
+		n := c.n.Load()
+		if n >= int64(limit) {
+			return false
+		}
+		if c.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// InFlight returns the requests counted now.
+func (c *Counter) InFlight() int64 { return c.n.Load() }
+
+// counterKey is the resolver state attribute holding a shared Counter.
+var counterKey = attributes.NewKey[*Counter]("lbkit/clusterimpl.Counter")
+
+// WithCounter returns a with c, for a resolver state: the
+// xds_cluster_impl_experimental balancer of the channel that receives
+// the state counts its requests in flight in c instead of its own
+// counter, so every channel given c shares one limit (gRFC A32's
+// process-wide counter per cluster). The adapters/xds resolver gives the
+// channels following one cluster one Counter.
+func WithCounter(a attributes.Attributes, c *Counter) attributes.Attributes {
+	return attributes.With(a, counterKey, c)
+}
+
+// done returns the Done of a counted pick whose child's Done is child
+// (possibly nil): it counts the request out, then calls child.
+func (c *Counter) done(child func(lb.DoneInfo)) func(lb.DoneInfo) {
+	if child == nil {
+		return c.release
+	}
+	d := c.free.Get().(*chained)
+	d.child = child
+	return d.fn
+}
+
+// chained is a reusable Done that counts a request out and calls the
+// child's Done. child is written by the Pick that takes it from the pool
+// and read by its Done, which puts it back: the pool orders them.
+type chained struct {
+	c     *Counter
+	child func(lb.DoneInfo)
+	fn    func(lb.DoneInfo) // d.finish, bound once
+}
+
+func (d *chained) finish(di lb.DoneInfo) {
+	child, c := d.child, d.c
+	d.child = nil
+	c.free.Put(d)
+	c.n.Add(-1)
+	child(di)
+}

@@ -89,26 +89,27 @@ func (ac *addrConn) updateHealthGate(restart bool) {
 		return
 	}
 	ac.gated.Store(gated)
-	ac.stopHealth()
-	ac.startHealth()
+	ac.forgetVerdict()
+	if ac.closed {
+		return
+	}
+	var s *connstate.HealthSettings
+	if gated {
+		hc := ac.c.health.hc
+		s = &connstate.HealthSettings{Interval: hc.Interval, Timeout: hc.Timeout,
+			UnhealthyThreshold: hc.UnhealthyThreshold, HealthyThreshold: hc.HealthyThreshold, Jitter: hc.Jitter}
+	}
+	// The machine runs the checks as its state calls for: A17's while
+	// READY (CONNECTING to the health-checked handles until the first
+	// answer), probes while it backs off, a passing probe ending the
+	// backoff.
+	ac.m.SetHealth(ac.health, s)
 	ac.notify()
 }
 
-// startHealth starts checking a READY, gated connection: it stays
-// CONNECTING to its health-checked handles until the first answer.
-func (ac *addrConn) startHealth() {
-	if ac.closed || ac.state != lb.Ready || !ac.gated.Load() {
-		return
-	}
-	hc := ac.c.health.hc
-	ac.health.Start(connstate.HealthSettings{Interval: hc.Interval, Timeout: hc.Timeout,
-		UnhealthyThreshold: hc.UnhealthyThreshold, HealthyThreshold: hc.HealthyThreshold, Jitter: hc.Jitter})
-}
-
-// stopHealth cancels the check in flight and the next one, and forgets the
-// verdict.
-func (ac *addrConn) stopHealth() {
-	ac.health.Stop()
+// forgetVerdict forgets what the checks found: the machine restarts them
+// at every change of state.
+func (ac *addrConn) forgetVerdict() {
 	ac.verdict, ac.verdictErr = healthUnknown, nil
 	ac.healthy.Store(false)
 }

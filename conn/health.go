@@ -170,10 +170,12 @@ func (ac *addrConn) onHealthResult(gen uint64, err error) {
 		return
 	}
 	if errors.Is(err, ErrHealthCheckUnimplemented) {
-		if ac.health.Awaits(gen) {
+		// A probe of a connection in backoff that finds this passes
+		// without a word; the check of the connection it leads to logs.
+		if ac.health.Awaits(gen) && ac.state == lb.Ready {
 			ac.c.logger.Error("the backend does not implement health checking; treating it as healthy and not checking again", "addr", ac.addr.Load().Addr, "error", err)
-			ac.health.Unimplemented(gen, err)
 		}
+		ac.health.Unimplemented(gen, err)
 	} else {
 		ac.health.Result(gen, err)
 	}

@@ -162,7 +162,8 @@ func (p *probeModel) earliest() int {
 // answer or timeout; a passing probe ends the backoff at once (IDLE, the
 // failures still counted in the next attempt's timeout); while READY, A17
 // checks run from the first instant; in other states nothing is checked;
-// stale answers change nothing.
+// an answer that the backend does not implement checks passes a probe and
+// ends READY's checks (A17); stale answers change nothing.
 func TestMachineProbesDuringBackoff(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		sched := &vsched{}
@@ -248,21 +249,36 @@ func TestMachineProbesDuringBackoff(t *testing.T) {
 					model.answered(false, sched.now, set.Interval, set.Timeout)
 				}
 			case 5: // an answer to the check in flight, or a stale one
-				pass := rapid.Bool().Draw(t, "pass")
-				var err error
-				if !pass {
-					err = errors.New("down")
-				}
 				cid := own.lastStart
 				stale := rapid.IntRange(0, 4).Draw(t, "staleCheck") == 0
 				if stale {
 					cid--
 				}
-				applied := h.Result(cid, err)
-				if want := model.inFlight && !stale; applied != want {
+				want := model.inFlight && !stale
+				if rapid.IntRange(0, 5).Draw(t, "unimplemented") == 0 {
+					// A17: passing, and no further check while READY; a
+					// probe that finds it passes.
+					if applied := h.Unimplemented(cid, errors.New("unimplemented")); applied != want {
+						t.Fatalf("Unimplemented(%d) applied %v, want %v (in %v)", cid, applied, want, model.state)
+					}
+					if want {
+						ready := model.state == lb.Ready
+						model.answered(true, sched.now, set.Interval, set.Timeout)
+						if ready {
+							model.deadlines[tNextCheck] = -1
+						}
+					}
+					break
+				}
+				pass := rapid.Bool().Draw(t, "pass")
+				var err error
+				if !pass {
+					err = errors.New("down")
+				}
+				if applied := h.Result(cid, err); applied != want {
 					t.Fatalf("Result(%d) applied %v, want %v (in %v)", cid, applied, want, model.state)
 				}
-				if applied {
+				if want {
 					model.answered(pass, sched.now, set.Interval, set.Timeout)
 				}
 			case 6: // health checking turned on (again) or off

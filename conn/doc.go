@@ -37,8 +37,11 @@
 //
 // A SubConn is IDLE until Connect; CONNECTING while dialling its addresses
 // in order; READY on success; on failure TRANSIENT_FAILURE for the backoff
-// period (gRPC's connection-backoff: 1 s, ×1.6, jitter 0.2, at most 120 s,
-// each attempt given at least 20 s), then IDLE; a lost connection goes IDLE.
+// period (gRPC's connection-backoff schedule with a 10 s cap: 1 s, ×1.6,
+// jitter 0.2, at most 10 s, each attempt given at least 20 s), then IDLE,
+// or sooner when health checking is on and a probe, sent every health-check
+// interval while the connection backs off, passes; a lost connection goes
+// IDLE.
 // The transport is a [Dialer]. The default, [TCPDialer], checks that a TCP
 // connection (or a Unix socket's, for an address starting with "/" or
 // "@") can be made, and closes it at once: the SubConn is then READY until

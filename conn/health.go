@@ -89,26 +89,27 @@ func (ac *addrConn) updateHealthGate(restart bool) {
 		return
 	}
 	ac.gated.Store(gated)
-	ac.stopHealth()
-	ac.startHealth()
+	ac.forgetVerdict()
+	if ac.closed {
+		return
+	}
+	var s *connstate.HealthSettings
+	if gated {
+		hc := ac.c.health.hc
+		s = &connstate.HealthSettings{Interval: hc.Interval, Timeout: hc.Timeout,
+			UnhealthyThreshold: hc.UnhealthyThreshold, HealthyThreshold: hc.HealthyThreshold, Jitter: hc.Jitter}
+	}
+	// The machine runs the checks as its state calls for: A17's while
+	// READY (CONNECTING to the health-checked handles until the first
+	// answer), probes while it backs off, a passing probe ending the
+	// backoff.
+	ac.m.SetHealth(ac.health, s)
 	ac.notify()
 }
 
-// startHealth starts checking a READY, gated connection: it stays
-// CONNECTING to its health-checked handles until the first answer.
-func (ac *addrConn) startHealth() {
-	if ac.closed || ac.state != lb.Ready || !ac.gated.Load() {
-		return
-	}
-	hc := ac.c.health.hc
-	ac.health.Start(connstate.HealthSettings{Interval: hc.Interval, Timeout: hc.Timeout,
-		UnhealthyThreshold: hc.UnhealthyThreshold, HealthyThreshold: hc.HealthyThreshold, Jitter: hc.Jitter})
-}
-
-// stopHealth cancels the check in flight and the next one, and forgets the
-// verdict.
-func (ac *addrConn) stopHealth() {
-	ac.health.Stop()
+// forgetVerdict forgets what the checks found: the machine restarts them
+// at every change of state.
+func (ac *addrConn) forgetVerdict() {
 	ac.verdict, ac.verdictErr = healthUnknown, nil
 	ac.healthy.Store(false)
 }
@@ -169,10 +170,12 @@ func (ac *addrConn) onHealthResult(gen uint64, err error) {
 		return
 	}
 	if errors.Is(err, ErrHealthCheckUnimplemented) {
-		if ac.health.Awaits(gen) {
+		// A probe of a connection in backoff that finds this passes
+		// without a word; the check of the connection it leads to logs.
+		if ac.health.Awaits(gen) && ac.state == lb.Ready {
 			ac.c.logger.Error("the backend does not implement health checking; treating it as healthy and not checking again", "addr", ac.addr.Load().Addr, "error", err)
-			ac.health.Unimplemented(gen, err)
 		}
+		ac.health.Unimplemented(gen, err)
 	} else {
 		ac.health.Result(gen, err)
 	}

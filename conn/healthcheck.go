@@ -68,9 +68,14 @@ var ErrHealthCheckUnimplemented = errors.New("conn: the backend does not impleme
 // Health Checking"), given to [WithHealthCheck]. A SubConn whose policy
 // asks for health checking ([lb.NewSubConnOptions].HealthCheck) is, once
 // connected, CONNECTING until its first check, READY while checks pass and
-// TRANSIENT_FAILURE while they fail; only a READY SubConn is picked. Every
-// interval and timeout runs on the channel's clock; the jitter comes from
-// the channel's seeded randomness.
+// TRANSIENT_FAILURE while they fail; only a READY SubConn is picked. While
+// such a connection backs off after a failed dial, the checker probes it
+// every Interval (the first probe one Interval after the failure), and the
+// first passing probe ends the backoff: the policy dials it at once, so a
+// restarted backend takes traffic within one Interval plus one connection
+// attempt, however long the backoff had grown. Every interval and timeout
+// runs on the channel's clock; the jitter comes from the channel's seeded
+// randomness.
 type HealthCheck struct {
 	// Checker checks a backend. If nil, it is [TCPHealthCheck].
 	Checker HealthChecker

@@ -54,7 +54,7 @@ func defaultConfig() config {
 	return config{
 		defaultScheme:     "dns",
 		idleTimeout:       DefaultIdleTimeout,
-		backoff:           backoff.Default(),
+		backoff:           backoff.ChannelDefault(),
 		minConnectTimeout: DefaultMinConnectTimeout,
 	}
 }
@@ -144,8 +144,12 @@ func WithIdleTimeout(d time.Duration) Option {
 }
 
 // WithBackoff sets the connection backoff, also used between
-// re-resolutions. If this option is not supplied, it is [backoff.Default]:
-// 1 s, ×1.6, jitter 0.2, at most 120 s.
+// re-resolutions. If this option is not supplied, it is
+// [backoff.ChannelDefault]: 1 s, ×1.6, jitter 0.2, at most 10 s (gRPC's
+// schedule with its 120 s cap lowered to the default health-check
+// interval). With health checking on, a connection backing off is also
+// probed at the health-check interval, and a passing probe ends the
+// backoff ([HealthCheck]).
 func WithBackoff(b backoff.Config) Option {
 	return optionFunc(func(cfg *config) { cfg.backoff = b })
 }

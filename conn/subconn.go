@@ -219,8 +219,7 @@ func (ac *addrConn) setState(s lb.ConnectivityState, err error) {
 	}
 	ac.state, ac.err = s, err
 	ac.readyState.Store(int32(s))
-	ac.stopHealth()
-	ac.startHealth()
+	ac.forgetVerdict() // the machine restarts its checks after this call
 	ac.notify()
 }
 
@@ -340,8 +339,8 @@ func (ac *addrConn) close() {
 		return
 	}
 	ac.closed = true
-	ac.stopHealth()
-	ac.m.Close()
+	ac.m.Close() // stops the checks too
+	ac.forgetVerdict()
 	ac.dropConn()
 	ac.c.metrics.stateChanged(lb.Shutdown)
 	ac.state = lb.Shutdown

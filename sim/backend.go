@@ -59,12 +59,24 @@ type backend struct {
 	dials    int    // connection attempts of every client (tests read it)
 	peak     int    // most attempts served or queued at once
 	sec      secondStats
+	tracked  time.Duration // when sec.area was last brought up to date
 }
 
 // secondStats is a backend's current second of the time series.
 type secondStats struct {
 	requests uint32
 	peak     int
+	area     int64 // attempts in flight × nanoseconds, this second
+}
+
+// track brings the in-flight area up to now; it is called before every
+// change of the attempts in flight, after the seconds before now are
+// closed (their areas end at their boundaries).
+func (b *backend) track() {
+	b.run.rollSecond()
+	now := b.run.e.now
+	b.sec.area += int64(b.inFlight()) * int64(now-b.tracked)
+	b.tracked = now
 }
 
 // inFlight returns the attempts served or queued.
@@ -98,7 +110,7 @@ func (b *backend) reach(a *attempt, measured bool) {
 // arrive takes a new attempt: served at once when below the concurrency
 // limit, else queued.
 func (b *backend) arrive(a *attempt, measured bool) {
-	b.run.rollSecond()
+	b.track()
 	if measured {
 		b.requests++
 	}
@@ -168,6 +180,7 @@ func (b *backend) complete(a *attempt) {
 		b.run.freeAttempt(a)
 		return
 	}
+	b.track()
 	b.load.account(b.run.e.now, len(b.serving))
 	b.load.served++
 	last := len(b.serving) - 1
@@ -235,6 +248,7 @@ func (b *backend) unhealthy(now time.Duration) bool {
 // stop takes the backend down: every attempt served or queued fails with
 // ErrConnectionLost and every READY connection to it is lost (IDLE).
 func (b *backend) stop() {
+	b.track()
 	b.down = true
 	// Connections go first, so that a retry picks another backend.
 	for _, sc := range b.conns {

@@ -95,6 +95,28 @@ func TestHealthChecksGateTraffic(t *testing.T) {
 	}
 }
 
+// A client that checks health probes a connection backing off at the
+// health-check interval (lb/connstate, as conn does), and a passing probe
+// ends the backoff: a backend refused for 20 s, whose backoff has grown to
+// 10.5 s by then, serves again before 20.6 s (one 0.5 s interval, a 1 ms
+// dial and A17's first check), while without health checks it is not
+// dialled again until about 26 s and serves nothing by then (issue 27).
+func TestHealthCheckedClientProbesDuringBackoff(t *testing.T) {
+	const sc = `{"name": "probe", "duration": "20.6s", "drain": "0s",
+		"policies": [{"serviceConfig": {"loadBalancingConfig": [{"round_robin": {}}]}}],
+		"clients": [{"rate": 200, "backoff": {"baseDelay": "1s", "multiplier": 1.6, "jitter": 0, "maxDelay": "120s"} %s}],
+		"backends": [{"name": "b", "count": 2, "connectDelay": "0.001s", "service": {"constant": "0.001s"}}],
+		"faults": [{"backend": "b1", "from": "0s", "until": "20s", "refuse": {}}]}`
+	checked := run1(t, fmt.Sprintf(sc, `, "healthCheck": {"interval": "0.5s", "timeout": "0.1s", "jitter": 0}`)).Policies[0]
+	plain := run1(t, fmt.Sprintf(sc, "")).Policies[0]
+	if got := checked.Backends[1].Requests; got == 0 {
+		t.Error("with health checks: b1 served nothing within one interval and a connection attempt of its return")
+	}
+	if got := plain.Backends[1].Requests; got != 0 {
+		t.Errorf("without health checks: b1 served %d requests before its backoff ended", got)
+	}
+}
+
 // A backend's rtt is added to every request, half on the way out and half
 // on the way back.
 func TestNetworkLatencyAddsTheRoundTrip(t *testing.T) {

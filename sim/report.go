@@ -129,6 +129,9 @@ type Second struct {
 	Backends []uint32 `json:"backends"`
 	// PeakInFlight is each backend's most attempts served or queued.
 	PeakInFlight []int `json:"peakInFlight"`
+	// MeanInFlight is each backend's attempts served or queued, averaged
+	// over the second (the time integral over 1 s), to 0.001.
+	MeanInFlight []float64 `json:"meanInFlight"`
 }
 
 // stats accumulates one run's measurements in bounded memory: histograms,
@@ -157,8 +160,13 @@ func (s *stats) flush(r *run) {
 	c.P50Ms, c.P99Ms = ms(s.sec.Quantile(0.5)), ms(s.sec.Quantile(0.99))
 	c.Backends = make([]uint32, len(r.backends))
 	c.PeakInFlight = make([]int, len(r.backends))
+	c.MeanInFlight = make([]float64, len(r.backends))
+	end := time.Duration(c.T+1) * time.Second
 	for i, b := range r.backends {
+		area := b.sec.area + int64(b.inFlight())*int64(end-b.tracked)
+		b.tracked = end
 		c.Backends[i], c.PeakInFlight[i] = b.sec.requests, b.sec.peak
+		c.MeanInFlight[i] = math.Round(float64(area)/float64(time.Second)*1000) / 1000
 		b.sec = secondStats{peak: b.inFlight()}
 	}
 	s.series = append(s.series, c)

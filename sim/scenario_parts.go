@@ -24,7 +24,7 @@ func (s *Scenario) parseClients(o object) error {
 
 // parseClient reads one entry of clients.
 func (s *Scenario) parseClient(c object) error {
-	spec := clientSpec{name: "client", backoff: backoff.Default(), minConnectTimeout: defaultMinConnectTimeout}
+	spec := clientSpec{name: "client", backoff: backoff.ChannelDefault(), minConnectTimeout: defaultMinConnectTimeout}
 	var count, conc, retries int64 = 1, 0, 0
 	err := firstErr(
 		func() error { return c.str("name", &spec.name) },
@@ -226,8 +226,8 @@ func parseFaultKind(f object, spec *faultSpec) error {
 const defaultMinConnectTimeout = 20 * time.Second
 
 // parseBackoff reads a client's "backoff": {"baseDelay", "multiplier",
-// "jitter", "maxDelay"}, each defaulting to gRPC's schedule
-// (lb/backoff.Default) as conn's WithBackoff does.
+// "jitter", "maxDelay"}, each defaulting to conn's schedule
+// (lb/backoff.ChannelDefault) as conn's WithBackoff does.
 func parseBackoff(c object, b *backoff.Config) error {
 	if !c.has("backoff") {
 		return nil

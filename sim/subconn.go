@@ -17,7 +17,8 @@ import (
 // A17 health checking with its thresholds. Only the I/O is simulated: a
 // dial ends after the backend's connectDelay (refused while the backend is
 // stopped or refusing), a check answers after it (failing while the backend
-// is stopped, refusing or unhealthy). The state the policy sees reaches its
+// is stopped, refusing or unhealthy); a connection backing off is probed at
+// the health-check interval, and a passing probe ends its backoff. The state the policy sees reaches its
 // listener as an event, in order, never re-entrantly.
 type subConn struct {
 	c         *client
@@ -36,17 +37,12 @@ var _ lb.SubConn = (*subConn)(nil)
 // scOwner is a subConn as the I/O side of its machine and health checks.
 type scOwner subConn
 
-// SetState takes the connection's new state: health checks start on READY
-// and stop otherwise, and the policy hears the state it sees.
+// SetState takes the connection's new state, and the policy hears the
+// state it sees. The machine then runs the checks the state calls for
+// (A17's while READY, probes while backing off).
 func (o *scOwner) SetState(st lb.ConnectivityState, err error) {
 	sc := (*subConn)(o)
 	sc.connState, sc.connErr = st, err
-	if sc.health != nil {
-		sc.health.Stop()
-		if st == lb.Ready {
-			sc.health.Start(sc.c.spec.health)
-		}
-	}
 	sc.publish()
 }
 
@@ -136,10 +132,7 @@ func (sc *subConn) Shutdown() {
 	if sc.state == lb.Shutdown {
 		return
 	}
-	sc.m.Close()
-	if sc.health != nil {
-		sc.health.Stop()
-	}
+	sc.m.Close() // stops the health checks too
 	sc.setState(lb.Shutdown, nil)
 	conns := sc.b.conns
 	last := len(conns) - 1
@@ -179,6 +172,7 @@ func (c *client) NewSubConn(addrs []resolver.Address, opts lb.NewSubConnOptions)
 		MinConnectTimeout: c.spec.minConnectTimeout, Rand: c.connRand}, (*scOwner)(sc))
 	if opts.HealthCheck && c.spec.health.Interval > 0 {
 		sc.health = connstate.NewHealth(sched, c.connRand, (*scOwner)(sc))
+		sc.m.SetHealth(sc.health, &c.spec.health)
 	}
 	b.conns = append(b.conns, sc)
 	return sc, nil

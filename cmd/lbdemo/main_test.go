@@ -53,7 +53,7 @@ func TestDemoShortRun(t *testing.T) {
 	}
 	for _, want := range []string{"primary-b2 answers 503", "outlier detection ejects primary-b2", "outlier detection returns primary-b2",
 		"primary stopped", "primary restarted", "summary:", "timeline: " + svg, "debug page at http://127.0.0.1:",
-		"plus outlier detection per priority (added by the demo", "reconnect backoff 100ms ×1.6 to 1s (default 1s to 2m0s)"} {
+		"plus outlier detection per priority (added by the demo", "reconnect backoff 100ms ×1.6 to 1s (default 1s to 10s)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q\n%s", want, out.String())
 		}

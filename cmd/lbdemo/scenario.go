@@ -30,7 +30,7 @@ type scenario struct {
 }
 
 // demoBackoff reconnects quickly so the demo's phases are short. A
-// production channel keeps gRPC's default (1 s growing to 120 s).
+// production channel keeps conn's default (1 s growing to 10 s).
 var demoBackoff = backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}
 
 func newScenario(o options) *scenario {
@@ -80,7 +80,7 @@ func builtinScenario(o options) (*scenario, error) {
 	sc.About = fmt.Sprintf("eds:///%s plus outlier detection per priority (added by the demo, as xDS would); "+
 		"reconnect backoff %v ×%v to %v (default %v to %v)",
 		filepath.ToSlash(strings.TrimPrefix(path, "/")), demoBackoff.BaseDelay, demoBackoff.Multiplier, demoBackoff.MaxDelay,
-		backoff.Default().BaseDelay, backoff.Default().MaxDelay)
+		backoff.ChannelDefault().BaseDelay, backoff.ChannelDefault().MaxDelay)
 	sc.monitor = &outlierMonitor{log: &odLog{}, nameOf: sc.NameOf}
 	sc.Monitor = sc.monitor
 	d := o.Duration

@@ -16,6 +16,7 @@ import (
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/conn/debugpage"
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/draining"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/manual"
 )
@@ -127,5 +128,34 @@ func TestOutlierDetectionThatCannotEjectIsShown(t *testing.T) {
 		if _, body := get(t, h, http.MethodGet, target); !strings.Contains(body, want) {
 			t.Errorf("GET %s does not show %q:\n%s", target, want, body)
 		}
+	}
+}
+
+// An endpoint the resolver marks draining carries the page's draining mark
+// beside its state, and the JSON's "draining" (issue 27; the browser test
+// internal/browsertest.TestDebugPageShowsDrainingEndpoints watches it come
+// and go).
+func TestDrainingEndpointIsMarked(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	r := manual.NewBuilder("test", manual.WithInitialState(resolver.State{Addresses: []resolver.Address{draining.Set(resolver.Address{Addr: addr})}}))
+	ch, err := conn.New("test:///svc", conn.WithResolver(r), conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`),
+		conn.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := ch.Pick(ctx, conn.PickOptions{WaitForReady: true}); err != nil {
+		t.Fatalf("Pick: %v", err)
+	}
+	h := debugpage.New(ch)
+	if _, body := get(t, h, http.MethodGet, "/?format=json"); !strings.Contains(body, `"draining": true`) {
+		t.Errorf("JSON without the draining mark:\n%s", body)
+	}
+	if _, body := get(t, h, http.MethodGet, "/"); !strings.Contains(body, `data-role="draining"`) {
+		t.Errorf("page without the draining mark:\n%s", body)
 	}
 }

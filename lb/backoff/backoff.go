@@ -37,6 +37,17 @@ func Default() Config {
 	return Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 120 * time.Second}
 }
 
+// ChannelDefault returns the default schedule of lbkit's channel (package
+// conn) and of the simulator's clients: gRPC's, with the cap lowered to
+// 10 s, the default health-check interval: 1 s, ×1.6, jitter 0.2, at most
+// 10 s. A backend that comes back is then dialled again within 12 s
+// without health checks (docs/choices.md, "The backoff and probe model").
+func ChannelDefault() Config {
+	c := Default()
+	c.MaxDelay = 10 * time.Second
+	return c
+}
+
 // Delay returns the delay after retries earlier failures in a row (0 for the
 // first): min(BaseDelay·Multiplier^retries, MaxDelay), spread by ±Jitter
 // with r. A nil r means no jitter.

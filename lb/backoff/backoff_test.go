@@ -59,3 +59,20 @@ func TestBackoffValidation(t *testing.T) {
 		t.Errorf("default backoff rejected: %v", err)
 	}
 }
+
+// The channel's default is gRPC's schedule with a 10 s cap: the first five
+// delays are gRPC's, the sixth is capped.
+func TestChannelDefault(t *testing.T) {
+	c, g := ChannelDefault(), Default()
+	if err := c.Validate("ChannelDefault"); err != nil {
+		t.Fatal(err)
+	}
+	for k := range 5 {
+		if c.Delay(k, nil) != g.Delay(k, nil) {
+			t.Errorf("Delay(%d) = %v, gRPC's %v", k, c.Delay(k, nil), g.Delay(k, nil))
+		}
+	}
+	if got := c.Delay(5, nil); got != 10*time.Second {
+		t.Errorf("Delay(5) = %v, want the 10s cap", got)
+	}
+}

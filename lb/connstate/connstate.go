@@ -61,6 +61,9 @@ type Machine struct {
 	attempt uint64 // identifies the current dial or connection
 	retries int    // failed attempts in a row
 	backoff lb.Timer
+
+	health   *Health         // nil: no health checking
+	settings *HealthSettings // nil: health checking off
 }
 
 // New returns an IDLE machine.
@@ -99,12 +102,58 @@ func (m *Machine) Connected(id uint64) bool {
 	return true
 }
 
+// SetHealth makes the machine run h with s from now on, restarting it: A17
+// checks ([Health.Start]) while READY; probes ([Health.Probe]) while
+// TRANSIENT_FAILURE, the first one s.Interval after the failure (or after
+// this call), a passing one ending the backoff at once (the machine goes
+// IDLE, keeping its count of failures, so the owner's next Connect dials);
+// nothing in the other states. A nil h or s stops h and turns checking
+// off. h must be used by this machine alone.
+func (m *Machine) SetHealth(h *Health, s *HealthSettings) {
+	if m.health != nil && m.health != h {
+		m.health.Stop()
+	}
+	m.health, m.settings = h, s
+	m.followHealth()
+}
+
+// followHealth stops the checks of the last state and starts those of the
+// current one.
+func (m *Machine) followHealth() {
+	if m.health == nil {
+		return
+	}
+	m.health.Stop()
+	if m.settings == nil {
+		return
+	}
+	switch m.state {
+	case lb.Ready:
+		m.health.Start(*m.settings)
+	case lb.TransientFailure:
+		m.health.Probe(*m.settings, m.probePassed)
+	}
+}
+
+// probePassed ends the backoff: a probe found the backend answering.
+func (m *Machine) probePassed() {
+	if m.state != lb.TransientFailure {
+		return
+	}
+	if m.backoff != nil {
+		m.backoff.Stop()
+		m.backoff = nil
+	}
+	m.set(lb.Idle, nil)
+}
+
 // errNoAddress stands for a failure reported without an error.
 var errNoAddress = errors.New("conn: no address to dial")
 
 // Failed reports that attempt id failed with err: the machine enters
-// TRANSIENT_FAILURE, and IDLE after the backoff delay it returns. ok is
-// false, and nothing changes, if id is stale.
+// TRANSIENT_FAILURE, and IDLE after the backoff delay it returns, or
+// sooner when a probe passes (see [Machine.SetHealth]). ok is false, and
+// nothing changes, if id is stale.
 func (m *Machine) Failed(id uint64, err error) (delay time.Duration, ok bool) {
 	if id != m.attempt || m.state != lb.Connecting {
 		return 0, false
@@ -137,7 +186,8 @@ func (m *Machine) Lost(id uint64) bool {
 }
 
 // Close ends the machine for good: it enters SHUTDOWN without telling the
-// owner, stops its timer, and every result reported later is stale.
+// owner, stops its timer and its health checks, and every result reported
+// later is stale.
 func (m *Machine) Close() {
 	if m.state == lb.Shutdown {
 		return
@@ -148,9 +198,12 @@ func (m *Machine) Close() {
 		m.backoff = nil
 	}
 	m.state = lb.Shutdown
+	m.followHealth()
 }
 
+// set enters s, tells the owner, and then starts the checks s calls for.
 func (m *Machine) set(s lb.ConnectivityState, err error) {
 	m.state = s
 	m.owner.SetState(s, err)
+	m.followHealth()
 }

@@ -69,3 +69,55 @@ func ExampleMachine() {
 	// dial #2, timeout 20s
 	// state READY <nil>
 }
+
+// timers is an lb.Scheduler that prints each timer it is given and runs
+// one when the example says, as time passing would.
+type timers struct{ fs []func() }
+
+func (s *timers) Schedule(f func()) bool { s.fs = append(s.fs, f); return true }
+func (s *timers) AfterFunc(d time.Duration, f func()) lb.Timer {
+	fmt.Printf("timer %d: %v\n", len(s.fs), d)
+	s.fs = append(s.fs, f)
+	return stopped{}
+}
+
+// probeOwner is the I/O side of the example's health checks.
+type probeOwner struct{ last uint64 }
+
+func (p *probeOwner) StartCheck(id uint64) {
+	p.last = id
+	fmt.Println("probe starts")
+}
+func (p *probeOwner) CancelCheck()                        {}
+func (p *probeOwner) SetVerdict(connstate.Verdict, error) {}
+func (p *probeOwner) Checked(err error)                   { fmt.Println("answer:", err) }
+
+// A connection refused while health checking is on: its backoff is a
+// minute, but the backend is probed every second; the first passing probe
+// ends the backoff, and the owner's next Connect dials at once.
+func ExampleMachine_SetHealth() {
+	o, sched, p := &printOwner{}, &timers{}, &probeOwner{}
+	m := connstate.New(connstate.Config{Scheduler: sched, MinConnectTimeout: 20 * time.Second,
+		Backoff: backoff.Config{BaseDelay: time.Minute, Multiplier: 1, MaxDelay: time.Minute}}, o)
+	h := connstate.NewHealth(sched, nil, p)
+	m.SetHealth(h, &connstate.HealthSettings{Interval: time.Second, Timeout: 100 * time.Millisecond})
+	m.Connect()
+	m.Failed(o.last, errors.New("connection refused"))
+	// Timer 0 is the first probe, timer 1 the backoff, and timer 2 (once
+	// the probe starts) the probe's timeout.
+	sched.fs[0]() // one second later: the probe starts
+	h.Result(p.last, nil)
+	m.Connect()
+	// Output:
+	// state CONNECTING <nil>
+	// dial #1, timeout 1m0s
+	// state TRANSIENT_FAILURE connection refused
+	// timer 0: 1s
+	// timer 1: 1m0s
+	// timer 2: 100ms
+	// probe starts
+	// answer: <nil>
+	// state IDLE <nil>
+	// state CONNECTING <nil>
+	// dial #2, timeout 1m0s
+}

@@ -51,8 +51,8 @@ type HealthOwner interface {
 	// error.
 	SetVerdict(v Verdict, err error)
 	// Checked is told every answer applied (nil: passed; a timeout's
-	// error included), after the verdict it led to: SetVerdict, when the
-	// verdict changed, comes first.
+	// error included), probes' too, after the verdict it led to:
+	// SetVerdict, when the verdict changed, comes first.
 	Checked(err error)
 }
 
@@ -80,6 +80,7 @@ type Health struct {
 	gen           uint64 // identifies the check in flight
 	inFlight      bool
 	timer         lb.Timer // the check's timeout, or the next check
+	passed        func()   // set while probing: called at the first pass
 }
 
 // NewHealth returns a Health that is not checking. r jitters the
@@ -98,10 +99,23 @@ func (h *Health) Start(s HealthSettings) {
 	h.runCheck()
 }
 
+// Probe checks a backend that has no connection (one backing off after a
+// failed dial), with s: the first check starts s.Interval (jittered) from
+// now, the next one s.Interval after each failed answer, each bounded by
+// s.Timeout. A probe decides no verdict (it stays Unknown, the thresholds
+// play no part): the first pass (or an answer that the backend does not
+// implement checks) stops the probing and calls passed. The owner hears
+// every answer through Checked.
+func (h *Health) Probe(s HealthSettings, passed func()) {
+	h.Stop()
+	h.set, h.on, h.passed = s, true, passed
+	h.scheduleNext()
+}
+
 // Stop cancels the check in flight and the next one and forgets the
-// verdict, without telling the owner of it.
+// verdict, without telling the owner of it; it ends probing too.
 func (h *Health) Stop() {
-	h.on = false
+	h.on, h.passed = false, nil
 	h.gen++ // a result still on its way is stale
 	h.cancel()
 	if h.timer != nil {
@@ -151,6 +165,10 @@ func (h *Health) Result(id uint64, err error) bool {
 	if !h.answered(id) {
 		return false
 	}
+	if h.passed != nil {
+		h.probed(err, err == nil)
+		return true
+	}
 	if err == nil {
 		h.passes, h.fails = h.passes+1, 0
 		if h.verdict == Unknown || (h.verdict == Failing && h.passes >= h.set.HealthyThreshold) {
@@ -166,21 +184,43 @@ func (h *Health) Result(id uint64, err error) bool {
 		}
 	}
 	h.owner.Checked(err)
+	h.scheduleNext()
+	return true
+}
+
+// probed applies a probe's answer err: a pass ends the probing and calls
+// passed; a failure schedules the next probe.
+func (h *Health) probed(err error, pass bool) {
+	h.owner.Checked(err)
+	if !pass {
+		h.scheduleNext()
+		return
+	}
+	passed := h.passed
+	h.Stop()
+	passed()
+}
+
+// scheduleNext starts the next check one interval (jittered) from now.
+func (h *Health) scheduleNext() {
 	h.timer = h.sched.AfterFunc(h.jittered(), func() {
 		h.timer = nil
 		if h.on {
 			h.runCheck()
 		}
 	})
-	return true
 }
 
 // Unimplemented applies check id's finding, err, that the backend does
 // not implement health checking: it is passing, and not checked again
-// (A17).
+// (A17). A probe that finds it passes.
 func (h *Health) Unimplemented(id uint64, err error) bool {
 	if !h.answered(id) {
 		return false
+	}
+	if h.passed != nil {
+		h.probed(err, true) // the backend answers: that is all a probe asks
+		return true
 	}
 	h.setVerdict(Passing, nil)
 	h.owner.Checked(err)

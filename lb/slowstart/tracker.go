@@ -126,6 +126,18 @@ func (t *Tracker[K]) Factor(k K) float64 {
 	return t.cfg.Factor(t.clk.Now().Sub(s))
 }
 
+// InWindow reports whether k is in its slow start period: a config is in
+// force and less than its SlowStartWindow has passed, on the tracker's
+// clock, since k became READY. It is what gRFC A100's
+// endpoints_in_slow_start counts.
+func (t *Tracker[K]) InWindow(k K) bool {
+	if t.cfg == nil {
+		return false
+	}
+	s, ok := t.since[k]
+	return ok && t.clk.Now().Sub(s) < t.cfg.SlowStartWindow
+}
+
 // Resolution returns the multiplier a policy applies to every base weight
 // of a picker (through [Tracker.Weight]) so that factors keep their
 // precision in integer weights: 1 when no endpoint ramps (weights are

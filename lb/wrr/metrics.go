@@ -21,6 +21,12 @@ var (
 	MetricEndpointWeightStale = lb.RegisterMetric(&lb.MetricDesc{Name: "grpc.lb.wrr.endpoint_weight_stale", Unit: "{endpoint}",
 		Description: "Number of endpoints from each scheduler update whose latest weight is older than the expiration period.",
 		Labels:      []string{lb.LabelTarget, lb.LabelLocality}})
+	// MetricEndpointsInSlowStart counts, per weighted_round_robin picker
+	// built, the READY endpoints in their slow start window (gRFC A100's
+	// draft).
+	MetricEndpointsInSlowStart = lb.RegisterMetric(&lb.MetricDesc{Name: "grpc.lb.wrr.endpoints_in_slow_start", Unit: "{endpoint}",
+		Description: "Number of endpoints currently in the slow start period. This is incremented when a new scheduler is created.",
+		Labels:      []string{lb.LabelTarget, lb.LabelLocality}})
 	// MetricEndpointWeights records, per weighted_round_robin picker
 	// built, each READY endpoint's weight from its load reports (0 when
 	// it has no usable one).

@@ -2,8 +2,11 @@ package wrr_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/slowstart"
 	"github.com/lbkit/lbkit/lb/wrr"
 )
 
@@ -39,4 +42,36 @@ func TestDescribeListsEndpointsWithWeights(t *testing.T) {
 	if b.Address != "b" || b.Weight != 1 || b.State == lb.Ready {
 		t.Errorf("endpoint b = %+v, want not READY, weight 1", b)
 	}
+}
+
+// gRFC A100's endpoints_in_slow_start: each picker built (a scheduler, in
+// A100's words) adds its READY endpoints in their slow start window. A warm
+// endpoint never counts; a new one counts in the picker of its READY and in
+// each of the 99 re-weighting ticks of its 10 s window, not in the tick at
+// the window's end (exact on the mock clock); it counts again when it comes
+// back READY.
+func TestMetricEndpointsInSlowStart(t *testing.T) {
+	h := lbtest.New(t)
+	h.Build(wrr.Builder{})
+	m, target := h.Metrics, h.CC.Target()
+	if err := h.UpdateAddresses(wrr.Config{}, ep("a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	h.SubConn(0).Ready() // warm: READY before slow start
+	cfg := wrr.Config{SlowStart: &slowstart.Config{SlowStartWindow: 10 * time.Second, Aggression: 1, MinWeightPercent: 10}}
+	if err := h.UpdateAddresses(cfg, ep("a", 1), ep("b", 1)); err != nil {
+		t.Fatal(err)
+	}
+	m.Want(t, 0, wrr.MetricEndpointsInSlowStart.Name, target, "")
+	b := h.SubConnFor("b")
+	b.Ready()
+	m.Want(t, 1, wrr.MetricEndpointsInSlowStart.Name, target, "")
+	h.Advance(10*time.Second - time.Nanosecond)
+	m.Want(t, 100, wrr.MetricEndpointsInSlowStart.Name, target, "")
+	h.Advance(time.Nanosecond) // the last tick: b's window has passed
+	m.Want(t, 100, wrr.MetricEndpointsInSlowStart.Name, target, "")
+	b.Idle()
+	b.Connecting()
+	b.Ready() // back: its ramp restarts
+	m.Want(t, 101, wrr.MetricEndpointsInSlowStart.Name, target, "")
 }

@@ -76,6 +76,7 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 		rand: opts.Rand, logger: opts.PolicyLogger(Name),
 		rrFallback:   opts.Metrics.Counter(MetricRRFallback, cc.Target(), ""),
 		notYetUsable: opts.Metrics.Counter(MetricEndpointWeightNotYetUsable, cc.Target(), ""),
+		inSlowStart:  opts.Metrics.Counter(MetricEndpointsInSlowStart, cc.Target(), ""),
 		loadState:    loadState{clock: opts.Clock, sched: opts.Scheduler},
 	}
 	b.buildLoadMetrics(opts.Metrics, cc.Target())

@@ -2,7 +2,6 @@ package xds_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/lbkit/lbkit/adapters/xds"
+	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -37,22 +37,9 @@ func lbDoneInfo() lb.DoneInfo { return lb.DoneInfo{} }
 func (standInConn) Lost() <-chan struct{} { return nil }
 func (standInConn) Close() error          { return nil }
 
-// bigAssignment returns an assignment of n endpoints in localities of 1000
-// over two priorities; set (0 or 1) chooses one of two disjoint address
-// sets.
-func bigAssignment(name string, n, set int) *endpointv3.ClusterLoadAssignment {
-	const perLocality = 1000
-	var ls []locality
-	for l := range (n + perLocality - 1) / perLocality {
-		loc := locality{Zone: "z" + strconv.Itoa(l), Priority: uint32(l % 2), Weight: 1}
-		for e := range min(perLocality, n-l*perLocality) {
-			i := l*perLocality + e
-			loc.Addrs = append(loc.Addrs, fmt.Sprintf("10.%d.%d.%d:80", set*64+i>>16, i>>8&255, i&255))
-		}
-		ls = append(ls, loc)
-	}
-	return assignment(name, ls...)
-}
+// bigAssignment is the benchmarks' 10,000-endpoint assignment in two
+// disjoint address sets.
+var bigAssignment = controlplane.BigAssignment
 
 // BenchmarkEDSUpdate10k times a 10,000-endpoint EDS update from its
 // source to the channel's first pick of a new endpoint: the resolver's

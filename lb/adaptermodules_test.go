@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -30,12 +31,19 @@ type listed struct {
 	Module                             *struct{ Path string }
 }
 
-// The adapter modules (each directory under adapters/ with its own go.mod)
+// The adapter modules (each directory under adapters/ with its own go.mod,
+// adapters/xds/internal/grpcbench included)
 // follow the core's layers (see layers) and import none of the core
 // module's internal/ packages, in their code or in their tests.
 func TestAdapterModulesPackageOrder(t *testing.T) {
 	const root = "github.com/lbkit/lbkit/"
-	mods, err := filepath.Glob("../adapters/*/go.mod")
+	var mods []string
+	err := filepath.WalkDir("../adapters", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == "go.mod" {
+			mods = append(mods, path)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

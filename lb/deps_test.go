@@ -67,9 +67,10 @@ var layers = []struct {
 	{"lb/slowstart", 4}, // slow start's ramp and tracker, shared by the weighted leaf policies
 	{"lb/", 5},          // the policies
 	{"conn", 6},
-	{"sim", 6},                // the fleet simulator: runs the policies and lb/connstate, never conn
-	{"conn/", 7},              // conn/debugpage
-	{"adapters/xds/cmd/", 10}, // the xDS demo, a program like cmd/
+	{"sim", 6},                             // the fleet simulator: runs the policies and lb/connstate, never conn
+	{"conn/", 7},                           // conn/debugpage
+	{"adapters/xds/cmd/", 10},              // the xDS demo, a program like cmd/
+	{"adapters/xds/internal/grpcbench", 9}, // lbkit's xDS client against grpc-go's, its own module
 	{"adapters/", 8},
 	{"internal/demo", 9}, // the demos' runner, under cmd/lbdemo and adapters/xds/cmd/xdsdemo
 	{"cmd/", 10},

@@ -48,6 +48,7 @@ var layers = []struct {
 	{"internal/option", 0},                    // functional options checked for nil, imports nothing of lbkit
 	{"lb/edf/edfbench", 0},                    // the EDF benchmarks' weights and heap baseline, imports nothing of lbkit
 	{"adapters/xds/internal/controlplane", 0}, // a go-control-plane server for tests, imports nothing of lbkit
+	{"adapters/xds/internal/cputime", 0},      // the xDS benchmarks' process CPU clock, imports nothing of lbkit
 	{"lb/edf", 0},
 	{"lb/backoff", 0},
 	{"lb/resolver/internal/", 0}, // helpers of the resolvers

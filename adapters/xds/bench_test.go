@@ -15,6 +15,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
+	"github.com/lbkit/lbkit/adapters/xds/internal/cputime"
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -108,12 +109,15 @@ func BenchmarkEDSUpdate10k(b *testing.B) {
 // update, which publishes address set 0 or 1 and returns which, and picks
 // until a pick returns an address of that set. Between picks it sleeps
 // 50 µs, so that the picking goroutine leaves the cores to the update.
+// Besides the wall time it reports the process's CPU time per update
+// (cpu-ns/op), which a loaded machine does not stretch.
 func measureUpdates(b *testing.B, ch *conn.Channel, update func() int) {
 	ctx := context.Background()
 	if _, err := ch.Pick(ctx, conn.PickOptions{WaitForReady: true}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	defer cputime.Start().Report(b)
 	for b.Loop() {
 		prefix := "10." + strconv.Itoa(update()*64) + "."
 		for {
@@ -139,7 +143,8 @@ func measureUpdates(b *testing.B, ch *conn.Channel, update func() int) {
 // message written as proto3 JSON and read by eds.Parse);
 // impl=proto-unmarshal is protobuf decoding alone, the floor any client
 // pays; impl=eds-file is the eds file resolver's parse of the same
-// assignment as JSON.
+// assignment as JSON. Each reports the process's CPU time per decode too
+// (cpu-ns/op).
 func BenchmarkDecodeEndpoints10k(b *testing.B) {
 	cla := bigAssignment("bench", 10_000, 0)
 	raw, err := proto.Marshal(cla)
@@ -152,6 +157,7 @@ func BenchmarkDecodeEndpoints10k(b *testing.B) {
 	}
 	b.Run("impl=xds", func(b *testing.B) {
 		b.ReportAllocs()
+		defer cputime.Start().Report(b)
 		for b.Loop() {
 			if _, _, err := xds.DecodeEndpoints(raw); err != nil {
 				b.Fatal(err)
@@ -160,6 +166,7 @@ func BenchmarkDecodeEndpoints10k(b *testing.B) {
 	})
 	b.Run("impl=json-detour", func(b *testing.B) {
 		b.ReportAllocs()
+		defer cputime.Start().Report(b)
 		for b.Loop() {
 			var m endpointv3.ClusterLoadAssignment
 			if err := proto.Unmarshal(raw, &m); err != nil {
@@ -176,6 +183,7 @@ func BenchmarkDecodeEndpoints10k(b *testing.B) {
 	})
 	b.Run("impl=proto-unmarshal", func(b *testing.B) {
 		b.ReportAllocs()
+		defer cputime.Start().Report(b)
 		for b.Loop() {
 			var m endpointv3.ClusterLoadAssignment
 			if err := proto.Unmarshal(raw, &m); err != nil {
@@ -185,6 +193,7 @@ func BenchmarkDecodeEndpoints10k(b *testing.B) {
 	})
 	b.Run("impl=eds-file", func(b *testing.B) {
 		b.ReportAllocs()
+		defer cputime.Start().Report(b)
 		for b.Loop() {
 			c, err := eds.Parse(js)
 			if err == nil {

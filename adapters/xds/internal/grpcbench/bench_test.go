@@ -20,6 +20,7 @@ import (
 
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
+	"github.com/lbkit/lbkit/adapters/xds/internal/cputime"
 	"github.com/lbkit/lbkit/conn"
 )
 
@@ -158,6 +159,7 @@ func measure(tb testing.TB, endpoints int, start func(testing.TB, string) client
 	}
 	if b, ok := tb.(*testing.B); ok {
 		b.ReportAllocs()
+		defer cputime.Start().Report(b)
 		for b.Loop() {
 			update()
 		}
@@ -174,7 +176,9 @@ func measure(tb testing.TB, endpoints int, start func(testing.TB, string) client
 // impl=grpc-go through grpc-go's xds resolver and balancer tree in a
 // grpc.ClientConn. Both run the same observer as the leaf, so the leaves
 // cost the same: SubConns made and shut down, never connected. The
-// in-process server's work and allocations are counted in both.
+// in-process server's work and allocations are counted in both. Besides
+// the wall time each reports the process's CPU time per update
+// (cpu-ns/op), which a loaded machine does not stretch.
 func BenchmarkXDSClients10k(b *testing.B) {
 	b.Run("impl=lbkit", func(b *testing.B) { measure(b, 10_000, startLBKit) })
 	b.Run("impl=grpc-go", func(b *testing.B) { measure(b, 10_000, startGRPC) })

@@ -43,7 +43,7 @@ func (c *ClusterLoadAssignment) validate() *Error {
 	}
 	localities := make(map[uint32]map[Locality]string) // priority → locality → path
 	localitySums := make(map[uint32]uint64)
-	var unique endpointSet
+	unique := endpointSet{size: c.endpointCount()}
 	for i, le := range c.Endpoints {
 		path := index("endpoints", i)
 		if le.Priority > MaxPriority {
@@ -120,8 +120,18 @@ func socketAddressPath(i, j int) string {
 // without building their strings: IP literals in canonical form
 // (unmapped, zone kept) and host names in lower case, each with its port.
 type endpointSet struct {
+	size  int // the number of endpoints, to size a map once
 	ips   map[netip.AddrPort]struct{}
 	names map[namePort]struct{}
+}
+
+// endpointCount returns the number of endpoints of c.
+func (c *ClusterLoadAssignment) endpointCount() int {
+	n := 0
+	for _, le := range c.Endpoints {
+		n += len(le.LbEndpoints)
+	}
+	return n
 }
 
 // namePort is a host name in lower case and a port.
@@ -139,7 +149,7 @@ func (s *endpointSet) add(ep LbEndpoint) bool {
 			return false
 		}
 		if s.ips == nil {
-			s.ips = make(map[netip.AddrPort]struct{})
+			s.ips = make(map[netip.AddrPort]struct{}, s.size)
 		}
 		s.ips[k] = struct{}{}
 		return true
@@ -149,7 +159,7 @@ func (s *endpointSet) add(ep LbEndpoint) bool {
 		return false
 	}
 	if s.names == nil {
-		s.names = make(map[namePort]struct{})
+		s.names = make(map[namePort]struct{}, s.size)
 	}
 	s.names[k] = struct{}{}
 	return true

@@ -9,7 +9,6 @@ import (
 
 	"github.com/benbjohnson/clock"
 
-	"github.com/lbkit/lbkit/internal/warnlog"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -229,7 +228,7 @@ func (c *config) withDefaults() {
 		c.clock = clock.New()
 	}
 	if c.logger == nil {
-		c.logger = warnlog.Default()
+		c.logger = DefaultLogger()
 	}
 	if c.dialer == nil {
 		c.dialer = TCPDialer{}

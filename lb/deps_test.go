@@ -31,7 +31,8 @@ func TestCoreDoesNotDependOnGRPC(t *testing.T) {
 	}
 }
 
-// layers ranks the core module's packages: a package may import only
+// layers ranks the packages of the core module and of the adapter modules
+// (TestAdapterModulesPackageOrder): a package may import only
 // packages of a lower rank (tests aside). An entry ending in "/" matches
 // every package below it, any other entry one package; the first match
 // wins, so the list runs from the most specific entry to the least.
@@ -40,12 +41,14 @@ var layers = []struct {
 	rank int
 }{
 	{"lb/attributes", 0},
-	{"internal/httpbackend", 0}, // a test server, imports nothing of lbkit
-	{"internal/dnstest", 0},     // a DNS server for tests, imports nothing of lbkit
-	{"internal/testpki", 0},     // throwaway certificates for tests, imports nothing of lbkit
-	{"internal/regularfile", 0}, // bounded reads of regular files, imports nothing of lbkit
-	{"internal/option", 0},      // functional options checked for nil, imports nothing of lbkit
-	{"internal/warnlog", 0},     // the default logger (WARN and up to slog.Default), imports nothing of lbkit
+	{"internal/httpbackend", 0},               // a test server, imports nothing of lbkit
+	{"internal/dnstest", 0},                   // a DNS server for tests, imports nothing of lbkit
+	{"lb/lbtest/testpki", 0},                  // throwaway certificates for tests, imports nothing of lbkit
+	{"lb/resolver/regularfile", 0},            // bounded reads of regular files, imports nothing of lbkit
+	{"internal/option", 0},                    // functional options checked for nil, imports nothing of lbkit
+	{"lb/edf/edfbench", 0},                    // the EDF benchmarks' weights and heap baseline, imports nothing of lbkit
+	{"adapters/xds/internal/controlplane", 0}, // a go-control-plane server for tests, imports nothing of lbkit
+	{"adapters/xds/internal/cputime", 0},      // the xDS benchmarks' process CPU clock, imports nothing of lbkit
 	{"lb/edf", 0},
 	{"lb/backoff", 0},
 	{"lb/resolver/internal/", 0}, // helpers of the resolvers
@@ -65,8 +68,10 @@ var layers = []struct {
 	{"lb/slowstart", 4}, // slow start's ramp and tracker, shared by the weighted leaf policies
 	{"lb/", 5},          // the policies
 	{"conn", 6},
-	{"sim", 6},   // the fleet simulator: runs the policies and lb/connstate, never conn
-	{"conn/", 7}, // conn/debugpage
+	{"sim", 6},                             // the fleet simulator: runs the policies and lb/connstate, never conn
+	{"conn/", 7},                           // conn/debugpage
+	{"adapters/xds/cmd/", 10},              // the xDS demo, a program like cmd/
+	{"adapters/xds/internal/grpcbench", 9}, // lbkit's xDS client against grpc-go's, its own module
 	{"adapters/", 8},
 	{"internal/demo", 9}, // the demos' runner, under cmd/lbdemo and adapters/xds/cmd/xdsdemo
 	{"cmd/", 10},

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/balancer"
 	grpcresolver "google.golang.org/grpc/resolver"
 
-	"github.com/lbkit/lbkit/internal/warnlog"
+	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
@@ -47,7 +47,7 @@ var _ balancer.Balancer = (*bridge)(nil)
 func newBridge(bb *Builder, cc balancer.ClientConn, bopts balancer.BuildOptions) *bridge {
 	o := bb.opts
 	if o.logger == nil {
-		o.logger = warnlog.Default()
+		o.logger = conn.DefaultLogger()
 	}
 	b := &bridge{
 		cc:     cc,

@@ -13,8 +13,8 @@ import (
 	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
 	"google.golang.org/grpc/balancer"
 
-	"github.com/lbkit/lbkit/internal/edfbench"
 	"github.com/lbkit/lbkit/lb/edf"
+	"github.com/lbkit/lbkit/lb/edf/edfbench"
 )
 
 // BenchmarkEDFPick measures one pick, at the weight ranges and sizes of

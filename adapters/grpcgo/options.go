@@ -15,7 +15,7 @@ type Option interface{ apply(*options) }
 
 type options struct {
 	clock    clock.Clock
-	logger   *slog.Logger // nil: warnlog.Default() at each Build
+	logger   *slog.Logger // nil: conn.DefaultLogger() at each Build
 	newRand  func() *rand.Rand
 	observer func(*lb.Serializer)
 }

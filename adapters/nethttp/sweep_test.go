@@ -15,7 +15,7 @@ import (
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
-	"github.com/lbkit/lbkit/internal/testpki"
+	"github.com/lbkit/lbkit/lb/lbtest/testpki"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/manual"
 	_ "github.com/lbkit/lbkit/lb/roundrobin"

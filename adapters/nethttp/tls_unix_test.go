@@ -13,7 +13,7 @@ import (
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
-	"github.com/lbkit/lbkit/internal/testpki"
+	"github.com/lbkit/lbkit/lb/lbtest/testpki"
 )
 
 // The certificate is checked against the request's host, and that host is

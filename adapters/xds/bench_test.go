@@ -2,7 +2,6 @@ package xds_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,8 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/lbkit/lbkit/adapters/xds"
+	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
+	"github.com/lbkit/lbkit/adapters/xds/internal/cputime"
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -37,22 +38,9 @@ func lbDoneInfo() lb.DoneInfo { return lb.DoneInfo{} }
 func (standInConn) Lost() <-chan struct{} { return nil }
 func (standInConn) Close() error          { return nil }
 
-// bigAssignment returns an assignment of n endpoints in localities of 1000
-// over two priorities; set (0 or 1) chooses one of two disjoint address
-// sets.
-func bigAssignment(name string, n, set int) *endpointv3.ClusterLoadAssignment {
-	const perLocality = 1000
-	var ls []locality
-	for l := range (n + perLocality - 1) / perLocality {
-		loc := locality{Zone: "z" + strconv.Itoa(l), Priority: uint32(l % 2), Weight: 1}
-		for e := range min(perLocality, n-l*perLocality) {
-			i := l*perLocality + e
-			loc.Addrs = append(loc.Addrs, fmt.Sprintf("10.%d.%d.%d:80", set*64+i>>16, i>>8&255, i&255))
-		}
-		ls = append(ls, loc)
-	}
-	return assignment(name, ls...)
-}
+// bigAssignment is the benchmarks' 10,000-endpoint assignment in two
+// disjoint address sets.
+var bigAssignment = controlplane.BigAssignment
 
 // BenchmarkEDSUpdate10k times a 10,000-endpoint EDS update from its
 // source to the channel's first pick of a new endpoint: the resolver's
@@ -121,12 +109,15 @@ func BenchmarkEDSUpdate10k(b *testing.B) {
 // update, which publishes address set 0 or 1 and returns which, and picks
 // until a pick returns an address of that set. Between picks it sleeps
 // 50 µs, so that the picking goroutine leaves the cores to the update.
+// Besides the wall time it reports the process's CPU time per update
+// (cpu-ns/op), which a loaded machine does not stretch.
 func measureUpdates(b *testing.B, ch *conn.Channel, update func() int) {
 	ctx := context.Background()
 	if _, err := ch.Pick(ctx, conn.PickOptions{WaitForReady: true}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	defer cputime.Start().Report(b)
 	for b.Loop() {
 		prefix := "10." + strconv.Itoa(update()*64) + "."
 		for {
@@ -152,7 +143,8 @@ func measureUpdates(b *testing.B, ch *conn.Channel, update func() int) {
 // message written as proto3 JSON and read by eds.Parse);
 // impl=proto-unmarshal is protobuf decoding alone, the floor any client
 // pays; impl=eds-file is the eds file resolver's parse of the same
-// assignment as JSON.
+// assignment as JSON. Each reports the process's CPU time per decode too
+// (cpu-ns/op).
 func BenchmarkDecodeEndpoints10k(b *testing.B) {
 	cla := bigAssignment("bench", 10_000, 0)
 	raw, err := proto.Marshal(cla)
@@ -165,6 +157,7 @@ func BenchmarkDecodeEndpoints10k(b *testing.B) {
 	}
 	b.Run("impl=xds", func(b *testing.B) {
 		b.ReportAllocs()
+		defer cputime.Start().Report(b)
 		for b.Loop() {
 			if _, _, err := xds.DecodeEndpoints(raw); err != nil {
 				b.Fatal(err)
@@ -173,6 +166,7 @@ func BenchmarkDecodeEndpoints10k(b *testing.B) {
 	})
 	b.Run("impl=json-detour", func(b *testing.B) {
 		b.ReportAllocs()
+		defer cputime.Start().Report(b)
 		for b.Loop() {
 			var m endpointv3.ClusterLoadAssignment
 			if err := proto.Unmarshal(raw, &m); err != nil {
@@ -189,6 +183,7 @@ func BenchmarkDecodeEndpoints10k(b *testing.B) {
 	})
 	b.Run("impl=proto-unmarshal", func(b *testing.B) {
 		b.ReportAllocs()
+		defer cputime.Start().Report(b)
 		for b.Loop() {
 			var m endpointv3.ClusterLoadAssignment
 			if err := proto.Unmarshal(raw, &m); err != nil {
@@ -198,6 +193,7 @@ func BenchmarkDecodeEndpoints10k(b *testing.B) {
 	})
 	b.Run("impl=eds-file", func(b *testing.B) {
 		b.ReportAllocs()
+		defer cputime.Start().Report(b)
 		for b.Loop() {
 			c, err := eds.Parse(js)
 			if err == nil {

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lbkit/lbkit/internal/regularfile"
+	"github.com/lbkit/lbkit/lb/resolver/regularfile"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc"

@@ -25,8 +25,8 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/lbkit/lbkit/adapters/xds"
-	"github.com/lbkit/lbkit/internal/testpki"
 	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/lbtest/testpki"
 )
 
 // testPKI is a CA with a server certificate for 127.0.0.1 and a client

@@ -24,7 +24,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/lbkit/lbkit/internal/regularfile"
+	"github.com/lbkit/lbkit/lb/resolver/regularfile"
 	"github.com/lbkit/lbkit/sim"
 )
 

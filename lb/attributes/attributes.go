@@ -48,16 +48,19 @@ func NewKey[T comparable](name string) Key[T] {
 // Name returns the key's name.
 func (k Key[T]) Name() string { return k.name }
 
-// entry is one link of an immutable list kept sorted by (name, typ). It is a
-// value, not a pointer, and next holds either nil or another entry value, so
-// comparing two lists with == compares them element by element.
+// entry is one link of an immutable list kept sorted by (name, typ), the
+// key's identity. It is a value, not a pointer, and next holds either nil
+// or another entry value, so comparing two lists with == compares them
+// element by element.
 type entry struct {
 	name string
 	typ  string
-	key  any // a Key[T]
 	val  any // a T
 	next any // nil or entry
 }
+
+// is reports whether e holds the value of the key (name, typ).
+func (e entry) is(name, typ string) bool { return e.name == name && e.typ == typ }
 
 // Attributes is an immutable set of typed values. The zero value is the empty
 // set. Attributes are comparable with ==; see the package documentation.
@@ -67,11 +70,13 @@ type Attributes struct {
 
 // Get returns the value stored under k in a, and whether it was present.
 func Get[T comparable](a Attributes, k Key[T]) (T, bool) {
-	var key any = k
 	for cur := a.head; cur != nil; {
 		e := cur.(entry)
-		if e.key == key {
-			return e.val.(T), true
+		if e.is(k.name, k.typ) {
+			// Two types may print alike (a.T and b.T of packages both
+			// named p): the value is k's only if it has k's type.
+			v, ok := e.val.(T)
+			return v, ok
 		}
 		cur = e.next
 	}
@@ -82,7 +87,7 @@ func Get[T comparable](a Attributes, k Key[T]) (T, bool) {
 // With returns a copy of a in which k maps to v, replacing any earlier value
 // of k. a itself is unchanged.
 func With[T comparable](a Attributes, k Key[T], v T) Attributes {
-	n := entry{name: k.name, typ: k.typ, key: k, val: v}
+	n := entry{name: k.name, typ: k.typ, val: v}
 	return Attributes{head: insert(a.head, n)}
 }
 
@@ -91,7 +96,7 @@ func Without[T comparable](a Attributes, k Key[T]) Attributes {
 	if _, ok := Get(a, k); !ok {
 		return a
 	}
-	return Attributes{head: remove(a.head, k)}
+	return Attributes{head: remove(a.head, k.name, k.typ)}
 }
 
 func compareEntries(a, b entry) int {
@@ -119,15 +124,15 @@ func insert(cur any, n entry) any {
 	}
 }
 
-func remove(cur, key any) any {
+func remove(cur any, name, typ string) any {
 	if cur == nil {
 		return nil
 	}
 	e := cur.(entry)
-	if e.key == key {
+	if e.is(name, typ) {
 		return e.next
 	}
-	e.next = remove(e.next, key)
+	e.next = remove(e.next, name, typ)
 	return e
 }
 

@@ -20,8 +20,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/lbkit/lbkit/internal/edfbench"
 	"github.com/lbkit/lbkit/lb/edf"
+	"github.com/lbkit/lbkit/lb/edf/edfbench"
 )
 
 // picker is what every implementation under benchmark provides.

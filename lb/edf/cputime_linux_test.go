@@ -10,8 +10,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/lbkit/lbkit/internal/edfbench"
 	"github.com/lbkit/lbkit/lb/edf"
+	"github.com/lbkit/lbkit/lb/edf/edfbench"
 )
 
 // BenchmarkPickCPU measures Pick against the round-robin floor (serial)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/lbkit/lbkit/internal/edfbench"
+	"github.com/lbkit/lbkit/lb/edf/edfbench"
 )
 
 // BenchmarkGenerate measures the ring's generator alone, one block at a

@@ -21,6 +21,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/lbkit/lbkit/lb/attributes"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -39,13 +40,29 @@ func Set(addr resolver.Address, path []string) resolver.Address {
 		addr.Attributes = attributes.Without(addr.Attributes, pathKey)
 		return addr
 	}
-	var buf []byte
+	// One allocation: the encoding is written straight into the string.
+	n := 0
 	for _, p := range path {
-		buf = binary.AppendUvarint(buf, uint64(len(p)))
-		buf = append(buf, p...)
+		n += uvarintLen(len(p)) + len(p)
 	}
-	addr.Attributes = attributes.With(addr.Attributes, pathKey, encodedPath{enc: string(buf)})
+	var b strings.Builder
+	b.Grow(n)
+	var lenBuf [binary.MaxVarintLen64]byte
+	for _, p := range path {
+		b.Write(binary.AppendUvarint(lenBuf[:0], uint64(len(p))))
+		b.WriteString(p)
+	}
+	addr.Attributes = attributes.With(addr.Attributes, pathKey, encodedPath{enc: b.String()})
 	return addr
+}
+
+// uvarintLen is the length of n's uvarint encoding.
+func uvarintLen(n int) int {
+	l := 1
+	for ; n >= 0x80; n >>= 7 {
+		l++
+	}
+	return l
 }
 
 // Get returns addr's path, and whether it has one. The returned slice is

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lbkit/lbkit/internal/regularfile"
+	"github.com/lbkit/lbkit/lb/resolver/regularfile"
 )
 
 // DefaultMaxFileSize is the largest file a resolver reads without

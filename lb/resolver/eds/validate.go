@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -46,7 +45,7 @@ func (c *ClusterLoadAssignment) validate() *Error {
 	}
 	localities := make(map[uint32]map[Locality]string) // priority → locality → path
 	localitySums := make(map[uint32]uint64)
-	addrs := make(map[string]string) // canonical host:port → path
+	unique := endpointSet{size: c.endpointCount()}
 	for i, le := range c.Endpoints {
 		path := index("endpoints", i)
 		if le.Priority > MaxPriority {
@@ -72,27 +71,23 @@ func (c *ClusterLoadAssignment) validate() *Error {
 		}
 		var endpointSum uint64
 		for j, ep := range le.LbEndpoints {
-			epPath := index(join(path, "lb_endpoints"), j)
 			endpointSum += uint64(max(ep.LoadBalancingWeight, 1))
 			if endpointSum > math.MaxUint32 {
-				return errorf(join(epPath, "load_balancing_weight"), "the endpoint weights of locality %q sum to more than %d", le.Locality.Name(), uint32(math.MaxUint32))
+				return errorf(join(endpointPath(i, j), "load_balancing_weight"), "the endpoint weights of locality %q sum to more than %d", le.Locality.Name(), uint32(math.MaxUint32))
 			}
 			if !ep.HealthStatus.valid() {
-				return errorf(join(epPath, "health_status"), "unknown value %d", int32(ep.HealthStatus))
+				return errorf(join(endpointPath(i, j), "health_status"), "unknown value %d", int32(ep.HealthStatus))
 			}
-			saPath := join(epPath, "endpoint.address.socket_address")
-			host, err := canonicalHost(ep.Address)
-			if err != nil {
-				return &Error{Path: join(saPath, "address"), Err: err}
+			if err := checkAddress(ep.Address); err != nil {
+				return &Error{Path: join(socketAddressPath(i, j), "address"), Err: err}
 			}
 			if ep.Port < 1 || ep.Port > 65535 {
-				return errorf(join(saPath, "port_value"), "%d out of range 1..65535", ep.Port)
+				return errorf(join(socketAddressPath(i, j), "port_value"), "%d out of range 1..65535", ep.Port)
 			}
-			hostPort := net.JoinHostPort(host, strconv.FormatUint(uint64(ep.Port), 10))
-			if first, dup := addrs[hostPort]; dup {
-				return errorf(saPath, "address %s appears twice (first at %s)", hostPort, first)
+			if !unique.add(ep) {
+				fi, fj := c.firstWith(ep)
+				return errorf(socketAddressPath(i, j), "address %s appears twice (first at %s)", ep.hostPort(), socketAddressPath(fi, fj))
 			}
-			addrs[hostPort] = saPath
 		}
 	}
 	for i, d := range c.DropOverloads {
@@ -122,22 +117,122 @@ func (c *ClusterLoadAssignment) validate() *Error {
 	return nil
 }
 
+// endpointPath is the JSON path of endpoint j of locality i; the paths
+// are built only for an error, so that a valid assignment allocates none.
+func endpointPath(i, j int) string {
+	return index(join(index("endpoints", i), "lb_endpoints"), j)
+}
+
+// socketAddressPath is the JSON path of the socket address of endpoint j
+// of locality i.
+func socketAddressPath(i, j int) string {
+	return join(endpointPath(i, j), "endpoint.address.socket_address")
+}
+
+// endpointSet holds the addresses seen so far for the duplicate check,
+// without building their strings: IP literals in canonical form
+// (unmapped, zone kept) and host names in lower case, each with its port.
+type endpointSet struct {
+	size  int // the number of endpoints, to size a map once
+	ips   map[netip.AddrPort]struct{}
+	names map[namePort]struct{}
+}
+
+// endpointCount returns the number of endpoints of c.
+func (c *ClusterLoadAssignment) endpointCount() int {
+	n := 0
+	for _, le := range c.Endpoints {
+		n += len(le.LbEndpoints)
+	}
+	return n
+}
+
+// namePort is a host name in lower case and a port.
+type namePort struct {
+	name string
+	port uint16
+}
+
+// add adds ep's address, valid and with a valid port, and reports whether
+// it was new.
+func (s *endpointSet) add(ep LbEndpoint) bool {
+	if ip, err := netip.ParseAddr(ep.Address); err == nil {
+		k := netip.AddrPortFrom(ip.Unmap(), uint16(ep.Port))
+		if _, dup := s.ips[k]; dup {
+			return false
+		}
+		if s.ips == nil {
+			s.ips = make(map[netip.AddrPort]struct{}, s.size)
+		}
+		s.ips[k] = struct{}{}
+		return true
+	}
+	k := namePort{strings.ToLower(ep.Address), uint16(ep.Port)}
+	if _, dup := s.names[k]; dup {
+		return false
+	}
+	if s.names == nil {
+		s.names = make(map[namePort]struct{}, s.size)
+	}
+	s.names[k] = struct{}{}
+	return true
+}
+
+// firstWith returns the indices of the first endpoint whose address is
+// ep's, for the error about a duplicate.
+func (c *ClusterLoadAssignment) firstWith(ep LbEndpoint) (int, int) {
+	want := ep.hostPort()
+	for i, le := range c.Endpoints {
+		for j, e := range le.LbEndpoints {
+			if e.hostPort() == want {
+				return i, j
+			}
+		}
+	}
+	return 0, 0 // not reached: ep itself is in c
+}
+
+// checkAddress returns why s is neither an IP literal nor a host name.
+func checkAddress(s string) error {
+	_, err := canonicalHost(s)
+	return err
+}
+
 // hostPort returns the address the tree publishes for ep, which Validate
-// has accepted.
+// has accepted, in one allocation.
 func (ep LbEndpoint) hostPort() string {
 	host, _ := canonicalHost(ep.Address)
-	return net.JoinHostPort(host, strconv.FormatUint(uint64(ep.Port), 10))
+	var port [5]byte
+	p := strconv.AppendUint(port[:0], uint64(ep.Port), 10)
+	var b strings.Builder
+	b.Grow(len(host) + 3 + len(p))
+	if strings.IndexByte(host, ':') >= 0 {
+		b.WriteByte('[')
+		b.WriteString(host)
+		b.WriteByte(']')
+	} else {
+		b.WriteString(host)
+	}
+	b.WriteByte(':')
+	b.Write(p)
+	return b.String()
 }
 
 // canonicalHost returns the published form of an endpoint's address: an
 // IP literal in canonical form (an IPv4-mapped IPv6 address unmapped, the
-// zone kept), or a host name in lower case.
+// zone kept), or a host name in lower case. An address already in that
+// form is returned as it is, without allocating.
 func canonicalHost(s string) (string, error) {
 	if s == "" {
 		return "", errors.New("required")
 	}
 	if ip, err := netip.ParseAddr(s); err == nil {
-		return ip.Unmap().String(), nil
+		ip = ip.Unmap()
+		var buf [64]byte
+		if string(ip.AppendTo(buf[:0])) == s {
+			return s, nil
+		}
+		return ip.String(), nil
 	}
 	if err := checkHostname(s); err != nil {
 		return "", fmt.Errorf("%q is not an IP literal or a host name: %w", s, err)
@@ -158,8 +253,8 @@ func checkHostname(s string) error {
 	if len(name) > 253 {
 		return fmt.Errorf("longer than 253 bytes")
 	}
-	labels := strings.Split(name, ".")
-	for _, l := range labels {
+	last := ""
+	for l := range strings.SplitSeq(name, ".") {
 		if l == "" {
 			return errors.New("empty label")
 		}
@@ -175,8 +270,9 @@ func checkHostname(s string) error {
 				return fmt.Errorf("character %q not allowed", c)
 			}
 		}
+		last = l
 	}
-	if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+	if strings.Trim(last, "0123456789") == "" {
 		return errors.New("the last label is all digits")
 	}
 	return nil

@@ -14,9 +14,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"github.com/envoyproxy/go-control-plane/pkg/cache/types"
 	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
-	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -116,18 +114,7 @@ func (cp *Server) Restart() error {
 
 // Set publishes a snapshot of version v for [Node].
 func (cp *Server) Set(v string, clusters []*clusterv3.Cluster, assignments []*endpointv3.ClusterLoadAssignment) error {
-	res := map[resourcev3.Type][]types.Resource{resourcev3.ClusterType: nil, resourcev3.EndpointType: nil}
-	for _, c := range clusters {
-		res[resourcev3.ClusterType] = append(res[resourcev3.ClusterType], c)
-	}
-	for _, a := range assignments {
-		res[resourcev3.EndpointType] = append(res[resourcev3.EndpointType], a)
-	}
-	snap, err := cachev3.NewSnapshot(v, res)
-	if err != nil {
-		return fmt.Errorf("controlplane: %w", err)
-	}
-	return cp.cache.SetSnapshot(context.Background(), Node, snap)
+	return cp.SetWithListeners(v, nil, clusters, assignments)
 }
 
 // WaitRequest waits until the server has received a request that match

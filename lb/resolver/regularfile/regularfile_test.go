@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/lbkit/lbkit/internal/regularfile"
+	"github.com/lbkit/lbkit/lb/resolver/regularfile"
 )
 
 func TestReadRefusesWhatIsNotARegularFileWithoutBlocking(t *testing.T) {

@@ -1,19 +1,18 @@
-// Package warnlog is the logger lbkit's entry points use when the user
-// gives none: WARN and ERROR records go to [slog.Default]'s handler, so a
-// mistake (a misspelt config key, a refused config, a failing resolver) is
-// seen by a user who configured nothing, and the routine INFO and DEBUG
-// records are dropped. conn.New and the grpc-go adapter's builder use it.
-package warnlog
+package conn
 
 import (
 	"context"
 	"log/slog"
 )
 
-// Default returns a logger passing the records at WARN and above to the
-// handler of [slog.Default] as it is when Default is called. It is safe
-// for concurrent use, as that handler is.
-func Default() *slog.Logger { return slog.New(warnings{slog.Default().Handler()}) }
+// DefaultLogger returns the logger [New] uses when [WithLogger] is not
+// given: it passes the records at WARN and above (a misspelt config key, a
+// refused config, a failing resolver) to the handler of [slog.Default] as
+// it is when DefaultLogger is called, and drops the routine INFO and DEBUG
+// records. Adapters that build lbkit's policies without a channel (the
+// grpc-go adapter's builder) use it for the same default. The logger is
+// safe for concurrent use, as that handler is.
+func DefaultLogger() *slog.Logger { return slog.New(warnings{slog.Default().Handler()}) }
 
 // warnings passes h the records at WARN and above.
 type warnings struct{ h slog.Handler }

@@ -194,11 +194,13 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts res
 			label = target.String()
 		}
 		r.metrics = newResolverMetrics(b.cfg.metrics, b.cfg, label, c.cfg.server.URI)
-		c.addStreamMetrics(r.metrics)
 	}
-	r.mu.Lock()
-	r.cdsWatch = c.watch(ClusterType, name, clusterWatcher{r}, r.metrics)
-	r.mu.Unlock()
+	c.ser.Schedule(func() {
+		if r.metrics != nil {
+			c.addStreamMetrics(r.metrics)
+		}
+		r.start()
+	})
 	return r, nil
 }
 

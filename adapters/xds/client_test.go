@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"context"
 	"log/slog"
 	"testing"
 	"time"
@@ -10,10 +11,21 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/lbkit/lbkit/lb/backoff"
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/anypb"
 )
+
+// run runs f inside c's serializer and waits for it.
+func run(t *testing.T, c *client, f func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	if err := c.ser.Run(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // recordingWatcher records which callbacks ran.
 type recordingWatcher struct{ calls chan string }
@@ -51,8 +63,10 @@ func TestWholeSetResponseDeletesOnlyWhatWasReceived(t *testing.T) {
 	}
 	defer c.close()
 	w1, w2 := recordingWatcher{make(chan string, 8)}, recordingWatcher{make(chan string, 8)}
-	c.watch(ClusterType, "c1", w1, nil)
-	c.watch(ClusterType, "c2", w2, nil)
+	run(t, c, func() {
+		c.watch(ClusterType, "c1", w1, nil)
+		c.watch(ClusterType, "c2", w2, nil)
+	})
 	for _, w := range []recordingWatcher{w1, w2} {
 		if got := w.next(t); got != "failed" { // the stream's error, at once
 			t.Fatalf("first callback %q, want failed", got)
@@ -69,7 +83,7 @@ func TestWholeSetResponseDeletesOnlyWhatWasReceived(t *testing.T) {
 			}
 			resp.Resources = append(resp.Resources, a)
 		}
-		c.handle(resp)
+		run(t, c, func() { c.handle(&adsStream{}, resp) })
 	}
 	respond("1", "c1")
 	if got := w1.next(t); got != "update" {
@@ -104,37 +118,43 @@ func TestRewatchedKeptResourceGetsItsTimer(t *testing.T) {
 	}
 	defer c.close()
 	w1 := recordingWatcher{make(chan string, 8)}
-	s1 := c.watch(EndpointType, "e1", w1, nil)
+	var s1 *subscription
+	run(t, c, func() { s1 = c.watch(EndpointType, "e1", w1, nil) })
 	if got := w1.next(t); got != "failed" { // the stream's error; the client then backs off
 		t.Fatalf("first callback %q, want failed", got)
 	}
-	timed := func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.types[EndpointType].resources["e1"].timer != nil
+	timed := func() (has bool) {
+		run(t, c, func() { has = c.types[EndpointType].resources["e1"].timer != nil })
+		return has
 	}
-	c.mu.Lock()
-	c.live = true // as if a stream had sent the subscription
-	ts := c.types[EndpointType]
-	ts.sent, ts.dirty = true, false
-	c.mu.Unlock()
-	c.startTimers(&discoveryv3.DiscoveryRequest{TypeUrl: EndpointType, ResourceNames: []string{"e1"}})
+	run(t, c, func() {
+		c.live = true // as if a stream had sent the subscription
+		ts := c.types[EndpointType]
+		ts.sent, ts.dirty = true, false
+		c.startTimers(&discoveryv3.DiscoveryRequest{TypeUrl: EndpointType, ResourceNames: []string{"e1"}})
+	})
 	if !timed() {
 		t.Fatal("no timer after the request")
 	}
-	s1.Cancel() // e1 is the last endpoints resource: kept, its timer stopped
+	run(t, c, s1.cancel) // e1 is the last endpoints resource: kept, its timer stopped
 	if timed() {
 		t.Fatal("the timer of a resource without watchers still runs")
 	}
 	w2 := recordingWatcher{make(chan string, 8)}
-	c.watch(EndpointType, "e1", w2, nil)
+	run(t, c, func() { c.watch(EndpointType, "e1", w2, nil) })
 	if !timed() {
 		t.Fatal("watched again: no timer, so it would never be found missing")
 	}
 	if got := w2.next(t); got != "failed" { // a new watcher learns the stream's last error
 		t.Fatalf("first callback %q, want failed", got)
 	}
-	clk.Add(DefaultResourceTimeout)
+	lbtest.AdvanceSerializers(t, clk, DefaultResourceTimeout-time.Nanosecond, c.ser)
+	select {
+	case got := <-w2.calls:
+		t.Fatalf("a nanosecond before the timeout: %q", got)
+	default:
+	}
+	lbtest.AdvanceSerializers(t, clk, time.Nanosecond, c.ser)
 	if got := w2.next(t); got != "missing" {
 		t.Fatalf("after the timeout: %q, want missing", got)
 	}

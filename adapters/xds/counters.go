@@ -51,16 +51,16 @@ func releaseCounter(cluster string) {
 }
 
 // limitFacts describes the cluster's limit of requests in flight and its
-// assignment's drop categories, for Describe. The caller holds r.mu.
-func (r *xdsResolver) limitFacts() []resolver.Fact {
+// assignment's drop categories, for Describe, from v, the resolver's view.
+func (r *xdsResolver) limitFacts(v *resolverView) []resolver.Fact {
 	var facts []resolver.Fact
-	if r.cfg != nil && r.cfg.Policies.MaxConcurrentRequests != nil {
+	if v.cfg != nil && v.cfg.Policies.MaxConcurrentRequests != nil {
 		facts = append(facts, resolver.Fact{Name: "requests in flight", Value: fmt.Sprintf("%d of at most %d (circuit_breakers max_requests, shared by the process's channels)",
-			r.counter.InFlight(), *r.cfg.Policies.MaxConcurrentRequests)})
+			r.counter.InFlight(), *v.cfg.Policies.MaxConcurrentRequests)})
 	}
-	if r.cla != nil && len(r.cla.DropOverloads) > 0 {
-		parts := make([]string, len(r.cla.DropOverloads))
-		for i, d := range r.cla.DropOverloads {
+	if v.cla != nil && len(v.cla.DropOverloads) > 0 {
+		parts := make([]string, len(v.cla.DropOverloads))
+		for i, d := range v.cla.DropOverloads {
 			parts[i] = d.Category + " " + strconv.FormatFloat(float64(d.DropPercentage.PerMillion())/1e4, 'f', -1, 64) + "%"
 		}
 		facts = append(facts, resolver.Fact{Name: "drop categories", Value: strings.Join(parts, ", ")})

@@ -54,7 +54,7 @@ func newMetricsCase(t *testing.T, clusters []*clusterv3.Cluster, assignments []*
 // resolver leaves at 0.
 func TestXdsClientMetrics(t *testing.T) {
 	c := newMetricsCase(t, []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
-	cp, m, clk, logs, cc, r, target := c.cp, c.m, c.clk, c.logs, c.cc, c.r, c.target
+	cp, m, clk, cc, r, target := c.cp, c.m, c.clk, c.cc, c.r, c.target
 	server := cp.addr
 	states := func(typ string, want map[string]int64) {
 		t.Helper()
@@ -94,13 +94,13 @@ func TestXdsClientMetrics(t *testing.T) {
 	// The server goes away: the stream had responses, so its end is not
 	// a failure (gRFC A57); the reconnection that finds no server is.
 	cp.stop()
-	waitLog(t, logs, 1, "reconnecting after backoff")
+	waitBackoff(t, r, clk, 1)
 	m.Want(t, 0, "grpc.xds_client.connected", target, server)
 	m.Want(t, 1, "grpc.xds_client.server_failure", target, server)
 
 	// Back, and answering: connected again; no other failure.
 	cp.restart()
-	clk.Add(time.Second)
+	advance(t, r, clk, time.Second)
 	cp.set("3", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{
 		assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.5:80"}}),
 	})
@@ -121,10 +121,10 @@ func TestXdsClientMetrics(t *testing.T) {
 // requested until the resource timer says it does not exist.
 func TestXdsClientMetricsOfAMissingCluster(t *testing.T) {
 	c := newMetricsCase(t, []*clusterv3.Cluster{clusterNamed("other")}, nil)
-	m, clk, logs, cc, target := c.m, c.clk, c.logs, c.cc, c.target
-	waitLog(t, logs, 1, "waiting for the resource")
+	m, clk, cc, r, target := c.m, c.clk, c.cc, c.r, c.target
+	waitTimer(t, r, "cluster/c1")
 	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "requested", cdsType)
-	clk.Add(xds.DefaultResourceTimeout)
+	advance(t, r, clk, xds.DefaultResourceTimeout)
 	cc.NextState(t) // the empty tree of a cluster that does not exist
 	m.Want(t, 0, "grpc.xds_client.resources", target, "#old", "requested", cdsType)
 	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "does_not_exist", cdsType)
@@ -146,9 +146,9 @@ func TestObservabilityDocListsTheXdsClientMetrics(t *testing.T) {
 // received but not valid), not "does_not_exist" (found by review).
 func TestInvalidCopyOfAMissingResourceIsNacked(t *testing.T) {
 	c := newMetricsCase(t, []*clusterv3.Cluster{clusterNamed("c1")}, nil)
-	cp, m, clk, logs, cc, target := c.cp, c.m, c.clk, c.logs, c.cc, c.target
-	waitLog(t, logs, 1, "waiting for the resource", "type=endpoints")
-	clk.Add(xds.DefaultResourceTimeout)
+	cp, m, clk, cc, r, target := c.cp, c.m, c.clk, c.cc, c.r, c.target
+	waitTimer(t, r, "endpoints/c1")
+	advance(t, r, clk, xds.DefaultResourceTimeout)
 	cc.NextState(t) // the empty tree: the endpoints do not exist
 	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "does_not_exist", edsType)
 
@@ -185,10 +185,10 @@ func TestTwoChannelsOfOneTargetCountOnce(t *testing.T) {
 	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "acked", cdsType)
 
 	cp.stop()
-	waitLog(t, logs, 1, "reconnecting after backoff")
+	waitBackoff(t, r1, clk, 1)
 	m.Want(t, 1, "grpc.xds_client.server_failure", target, cp.addr)
 	cp.restart()
-	clk.Add(time.Second)
+	advance(t, r1, clk, time.Second)
 	cp.set("2", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{
 		assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.5:80"}}),
 	})

@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -52,8 +54,9 @@ func decodeEndpoints(raw []byte) (string, any, error) {
 
 // xdsResolver follows one cluster: its CDS resource says which EDS
 // resource to follow and with which policies; each valid pair is
-// published as the eds package's tree. Its state is guarded by mu; the
-// client calls it on its callback goroutine.
+// published as the eds package's tree, straight to cc. Its state is owned
+// by its client's serializer, where its watchers' callbacks run; Describe
+// reads a copy (view) replaced after each of them.
 type xdsResolver struct {
 	c       *client
 	key     poolKey
@@ -65,10 +68,11 @@ type xdsResolver struct {
 	metrics *resolverMetrics
 	// counter counts the cluster's requests in flight, shared by the
 	// process's resolvers of the cluster (gRFC A32); each state carries it.
-	counter *clusterimpl.Counter
+	counter   *clusterimpl.Counter
+	closeOnce sync.Once
+	view      atomic.Pointer[resolverView]
 
-	mu        sync.Mutex
-	closed    bool
+	// Owned by c's serializer.
 	cdsWatch  *subscription
 	edsWatch  *subscription
 	edsName   string
@@ -83,15 +87,38 @@ type xdsResolver struct {
 	cdsErr, edsErr, treeErr error
 }
 
+// resolverView is what Describe shows of a resolver's own state.
+type resolverView struct {
+	edsName   string
+	cfg       *ClusterConfig
+	cla       *eds.ClusterLoadAssignment
+	published *resolver.State
+	problems  []error
+}
+
+// start subscribes to the cluster. It runs inside the serializer.
+func (r *xdsResolver) start() {
+	r.cdsWatch = r.c.watch(ClusterType, r.cluster, clusterWatcher{r}, r.metrics)
+	r.saveView()
+}
+
+// saveView replaces the copy Describe reads. It runs inside the
+// serializer, at the end of every callback.
+func (r *xdsResolver) saveView() {
+	r.view.Store(&resolverView{edsName: r.edsName, cfg: r.cfg, cla: r.cla, published: r.published, problems: []error{r.cdsErr, r.edsErr, r.treeErr}})
+}
+
 // Describe says what the resolver follows and where it stands, for the
 // channel's snapshot and debug page: the cluster, the server and its
 // stream, the versions accepted, the policies and the addresses published.
-// It is safe for concurrent use and does no I/O.
+// It is safe for concurrent use, does no I/O and never waits.
 func (r *xdsResolver) Describe() resolver.Description {
 	cdsVersion, live := r.c.typeStatus(ClusterType)
 	edsVersion, _ := r.c.typeStatus(EndpointType)
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	v := r.view.Load()
+	if v == nil {
+		v = &resolverView{}
+	}
 	stream := "down (reconnecting)"
 	if live {
 		stream = "up"
@@ -102,33 +129,33 @@ func (r *xdsResolver) Describe() resolver.Description {
 		{Name: "ADS stream", Value: stream},
 		{Name: "clusters version", Value: cdsVersion},
 	}
-	if r.edsName != "" {
-		facts = append(facts, resolver.Fact{Name: "endpoints resource", Value: r.edsName}, resolver.Fact{Name: "endpoints version", Value: edsVersion})
+	if v.edsName != "" {
+		facts = append(facts, resolver.Fact{Name: "endpoints resource", Value: v.edsName}, resolver.Fact{Name: "endpoints version", Value: edsVersion})
 	}
-	if r.cfg != nil {
-		leaf := string(r.cfg.Policies.Endpoint)
+	if v.cfg != nil {
+		leaf := string(v.cfg.Policies.Endpoint)
 		if leaf == "" {
 			leaf = "default"
 		}
 		od := "off"
-		if len(r.cfg.Policies.OutlierDetection) > 0 {
-			od = string(r.cfg.Policies.OutlierDetection)
+		if len(v.cfg.Policies.OutlierDetection) > 0 {
+			od = string(v.cfg.Policies.OutlierDetection)
 		}
 		facts = append(facts, resolver.Fact{Name: "endpoint policy", Value: leaf}, resolver.Fact{Name: "outlier detection", Value: od})
 	}
-	facts = append(facts, r.limitFacts()...)
-	if r.published != nil {
-		facts = append(facts, resolver.Fact{Name: "addresses published", Value: strconv.Itoa(len(r.published.Addresses))})
+	facts = append(facts, r.limitFacts(v)...)
+	if v.published != nil {
+		facts = append(facts, resolver.Fact{Name: "addresses published", Value: strconv.Itoa(len(v.published.Addresses))})
 	}
 	d := resolver.Description{Facts: facts}
 	// The reason of the state published last is left out: the channel's
 	// snapshot shows it as the tree applies it (resolver.Description).
 	var reason string
-	if r.published != nil && r.published.Degraded != nil {
-		reason = r.published.Degraded.Error()
+	if v.published != nil && v.published.Degraded != nil {
+		reason = v.published.Degraded.Error()
 	}
 	var problems []string
-	for _, err := range []error{r.cdsErr, r.edsErr, r.treeErr} {
+	for _, err := range v.problems {
 		if err != nil && err.Error() != reason && !slices.Contains(problems, err.Error()) {
 			problems = append(problems, err.Error())
 		}
@@ -141,34 +168,24 @@ func (r *xdsResolver) Describe() resolver.Description {
 func (r *xdsResolver) ResolveNow() {}
 
 // Close ends the subscriptions and releases the shared client; no call
-// to the ClientConn happens after it returns.
+// to the ClientConn happens after it returns. It waits for a callback of
+// the client that is running (never for I/O).
 func (r *xdsResolver) Close() {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return
-	}
-	r.closed = true
-	cds, edsw := r.cdsWatch, r.edsWatch
-	r.mu.Unlock()
-	cds.Cancel()
-	if edsw != nil {
-		edsw.Cancel()
-	}
-	if r.metrics != nil {
-		r.c.removeStreamMetrics(r.metrics)
-	}
-	release(r.key)
-	releaseCounter(r.cluster)
-}
-
-// locked runs fn with r.mu held, unless r is closed.
-func (r *xdsResolver) locked(fn func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.closed {
-		fn()
-	}
+	r.closeOnce.Do(func() {
+		// Run comes after the scheduled start, so the subscriptions it
+		// cancels exist; after it, no callback of theirs runs.
+		r.c.ser.Run(context.Background(), func() {
+			r.cdsWatch.cancel()
+			if r.edsWatch != nil {
+				r.edsWatch.cancel()
+			}
+			if r.metrics != nil {
+				r.c.removeStreamMetrics(r.metrics)
+			}
+		})
+		release(r.key)
+		releaseCounter(r.cluster)
+	})
 }
 
 // clusterWatcher receives the cluster's CDS resource.
@@ -176,29 +193,27 @@ type clusterWatcher struct{ r *xdsResolver }
 
 func (w clusterWatcher) update(v any) {
 	r := w.r
-	r.locked(func() {
-		cfg := v.(ClusterConfig)
-		if len(cfg.Ignored) > 0 && (r.cfg == nil || !slices.Equal(r.cfg.Ignored, cfg.Ignored)) {
-			r.logger.Warn("xds: the cluster sets fields lbkit ignores", "fields", cfg.Ignored)
-		}
-		r.cfg, r.cdsErr = &cfg, nil
-		if cfg.EDSServiceName != r.edsName {
-			r.followEndpoints(cfg.EDSServiceName)
-		}
-		r.publish()
-	})
+	defer r.saveView()
+	cfg := v.(ClusterConfig)
+	if len(cfg.Ignored) > 0 && (r.cfg == nil || !slices.Equal(r.cfg.Ignored, cfg.Ignored)) {
+		r.logger.Warn("xds: the cluster sets fields lbkit ignores", "fields", cfg.Ignored)
+	}
+	r.cfg, r.cdsErr = &cfg, nil
+	if cfg.EDSServiceName != r.edsName {
+		r.followEndpoints(cfg.EDSServiceName)
+	}
+	r.publish()
 }
 
-func (w clusterWatcher) failed(err error) { w.r.locked(func() { w.r.failed(&w.r.cdsErr, err) }) }
+func (w clusterWatcher) failed(err error) { w.r.failed(&w.r.cdsErr, err) }
 
 func (w clusterWatcher) missing() {
 	r := w.r
-	r.locked(func() {
-		r.cfg = nil
-		r.followEndpoints("")
-		r.cdsErr = fmt.Errorf("xds: cluster %q does not exist on the management server %s", r.cluster, r.c.cfg.server.URI)
-		r.publishEmpty(r.cdsErr)
-	})
+	defer r.saveView()
+	r.cfg = nil
+	r.followEndpoints("")
+	r.cdsErr = fmt.Errorf("xds: cluster %q does not exist on the management server %s", r.cluster, r.c.cfg.server.URI)
+	r.publishEmpty(r.cdsErr)
 }
 
 // endpointWatcher receives the cluster's EDS resource.
@@ -206,28 +221,26 @@ type endpointWatcher struct{ r *xdsResolver }
 
 func (w endpointWatcher) update(v any) {
 	r := w.r
-	r.locked(func() {
-		r.cla, r.edsErr = v.(*eds.ClusterLoadAssignment), nil
-		r.publish()
-	})
+	defer r.saveView()
+	r.cla, r.edsErr = v.(*eds.ClusterLoadAssignment), nil
+	r.publish()
 }
 
-func (w endpointWatcher) failed(err error) { w.r.locked(func() { w.r.failed(&w.r.edsErr, err) }) }
+func (w endpointWatcher) failed(err error) { w.r.failed(&w.r.edsErr, err) }
 
 func (w endpointWatcher) missing() {
 	r := w.r
-	r.locked(func() {
-		r.cla = nil
-		r.edsErr = fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", r.cluster, r.edsName, r.c.cfg.server.URI)
-		r.publishEmpty(r.edsErr)
-	})
+	defer r.saveView()
+	r.cla = nil
+	r.edsErr = fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", r.cluster, r.edsName, r.c.cfg.server.URI)
+	r.publishEmpty(r.edsErr)
 }
 
 // followEndpoints switches the EDS subscription to name ("" for none).
-// The caller holds r.mu.
+//
 func (r *xdsResolver) followEndpoints(name string) {
 	if r.edsWatch != nil {
-		r.edsWatch.Cancel()
+		r.edsWatch.cancel()
 		r.edsWatch = nil
 	}
 	r.edsName, r.cla, r.namer = name, nil, eds.Namer{}
@@ -238,8 +251,9 @@ func (r *xdsResolver) followEndpoints(name string) {
 
 // failed reports err to the channel when nothing good was published yet;
 // otherwise the last good state stays in use and err is logged (gRFC
-// A57). The caller holds r.mu.
+// A57).
 func (r *xdsResolver) failed(on *error, err error) {
+	defer r.saveView()
 	*on = err
 	if r.published == nil {
 		r.cc.ReportError(err)
@@ -249,7 +263,7 @@ func (r *xdsResolver) failed(on *error, err error) {
 }
 
 // publish publishes the tree of the current cluster and assignment, when
-// both are known and it changed. The caller holds r.mu.
+// both are known and it changed.
 func (r *xdsResolver) publish() {
 	if r.cfg == nil || r.cla == nil {
 		return
@@ -288,7 +302,7 @@ func (r *xdsResolver) publish() {
 
 // publishEmpty publishes a tree without endpoints whose reason
 // (resolver.State.Degraded) is err, so that picks fail with err from the
-// first picker of that tree. The caller holds r.mu.
+// first picker of that tree.
 func (r *xdsResolver) publishEmpty(err error) {
 	r.logger.Warn("xds: no endpoints to serve", "error", err)
 	conv, cerr := r.namer.Convert(&eds.ClusterLoadAssignment{ClusterName: r.cluster}, eds.Policies{})

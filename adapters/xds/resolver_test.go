@@ -42,18 +42,37 @@ const hangGuard = 20 * time.Second
 // delay.
 var noJitter = backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, MaxDelay: 120 * time.Second}
 
-// waitLog waits until n lines of logs contain every one of substrs and
-// returns the n-th: the client logs right after it starts a timer, so a
-// test that waited for the line can advance the mock clock past it.
-func waitLog(t testing.TB, logs *lbtest.Logs, n int, substrs ...string) string {
+// waitBackoff waits until r's client has seen its n-th stream in a row
+// end without a response, and returns the backoff it waits before the
+// next: the delay of its pending timer on clk.
+func waitBackoff(t testing.TB, r resolver.Resolver, clk *clock.Mock, n int) time.Duration {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	line, err := logs.Wait(ctx, n, substrs...)
-	if err != nil {
-		t.Fatal(err)
+	xds.WaitClient(t, r, func(v xds.ClientView) bool { return v.Retries == n })
+	next, ok := xds.SerializerOf(r).NextDeadline()
+	if !ok {
+		t.Fatalf("retry %d: no backoff timer", n)
 	}
-	return line
+	return next.Sub(clk.Now())
+}
+
+// waitTimer waits until r's client runs the does-not-exist timer of
+// resource ("kind/name").
+func waitTimer(t testing.TB, r resolver.Resolver, resource string) {
+	t.Helper()
+	xds.WaitClient(t, r, func(v xds.ClientView) bool { return slices.Contains(v.Waiting, resource) })
+}
+
+// logged reports whether a line of logs contains substr. Tests look
+// only after a barrier that orders the logging before the look.
+func logged(logs *lbtest.Logs, substr string) bool {
+	return slices.ContainsFunc(logs.Lines(), func(l string) bool { return strings.Contains(l, substr) })
+}
+
+// advance moves clk forward by d and waits until r's client has run
+// every timer due and what they caused.
+func advance(t testing.TB, r resolver.Resolver, clk *clock.Mock, d time.Duration) {
+	t.Helper()
+	lbtest.AdvanceSerializers(t, clk, d, xds.SerializerOf(r))
 }
 
 // testNode is the node id of every test's bootstrap.
@@ -304,8 +323,7 @@ func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
 	cp := startControlPlane(t)
 	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	clk := clock.NewMock()
-	logs := &lbtest.Logs{}
-	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, logs)
+	cc, r := follow(t, testBuilder(t, cp.addr), "c1", clk, &lbtest.Logs{})
 	cc.NextState(t)
 	ctx := ctxFor(t)
 	cp.waitRequest(ctx, acked(xds.EndpointType, "1"))
@@ -313,12 +331,12 @@ func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
 	cp.stop()
 	// The stream had responses: one attempt at once, then backoff on the
 	// injected clock: 1 s, 1.6 s.
-	if m := waitLog(t, logs, 1, "reconnecting after backoff"); !strings.Contains(m, "backoff=1s") {
-		t.Errorf("first backoff: %q, want a delay of 1s", m)
+	if d := waitBackoff(t, r, clk, 1); d != time.Second {
+		t.Errorf("first backoff: %v, want 1s", d)
 	}
-	clk.Add(time.Second)
-	if m := waitLog(t, logs, 2, "reconnecting after backoff"); !strings.Contains(m, "backoff=1.6s") {
-		t.Errorf("second backoff: %q, want a delay of 1.6s", m)
+	advance(t, r, clk, time.Second)
+	if d := waitBackoff(t, r, clk, 2); d != 1600*time.Millisecond {
+		t.Errorf("second backoff: %v, want 1.6s", d)
 	}
 	if n := cc.Events.Pending(); n != 0 {
 		t.Errorf("while the server is down the resolver reported %v; want the last good state kept silently", cc.Events.Peek())
@@ -326,7 +344,7 @@ func TestServerRestartKeepsServingAndSubscribesAgain(t *testing.T) {
 
 	streams := cp.streamCount()
 	cp.restart()
-	clk.Add(1600 * time.Millisecond)
+	advance(t, r, clk, 1600*time.Millisecond)
 	// The new stream asks again for what it follows, from the versions it
 	// accepted.
 	again := cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
@@ -372,14 +390,16 @@ func TestRemovedClusterFailsWithAClearError(t *testing.T) {
 func TestUnsentResourceDoesNotExistAfterTheTimeout(t *testing.T) {
 	cp := startControlPlane(t) // no snapshot: the server never answers
 	clk := clock.NewMock()
-	logs := &lbtest.Logs{}
-	cc, _ := follow(t, testBuilder(t, cp.addr, xds.WithResourceTimeout(15*time.Second)), "c1", clk, logs)
-	waitLog(t, logs, 1, "waiting for the resource")
-	clk.Add(15*time.Second - time.Nanosecond)
-	if n := logs.Count(slog.LevelDebug, "does not exist"); n != 0 {
-		t.Fatalf("a resource counted as missing before its timeout")
+	cc, r := follow(t, testBuilder(t, cp.addr, xds.WithResourceTimeout(15*time.Second)), "c1", clk, &lbtest.Logs{})
+	waitTimer(t, r, "cluster/c1")
+	advance(t, r, clk, 15*time.Second-time.Nanosecond)
+	if n := cc.Events.Pending(); n != 0 {
+		t.Fatalf("a resource counted as missing before its timeout: %v", cc.Events.Peek())
 	}
-	clk.Add(time.Nanosecond)
+	advance(t, r, clk, time.Nanosecond)
+	if n := cc.Events.Pending(); n != 1 {
+		t.Fatalf("at the timeout: %d events, want the empty state at once", n)
+	}
 	st := cc.NextState(t)
 	if len(st.Addresses) != 0 {
 		t.Errorf("state %v, want no address", endpoints(st))
@@ -433,20 +453,25 @@ func TestNoServerReportsErrorsAndBacksOff(t *testing.T) {
 	cp := startControlPlane(t)
 	cp.stop() // nothing listens on cp.addr
 	clk := clock.NewMock()
-	logs := &lbtest.Logs{}
-	cc, _ := follow(t, testBuilder(t, cp.addr), "c1", clk, logs)
+	cc, r := follow(t, testBuilder(t, cp.addr), "c1", clk, &lbtest.Logs{})
 	if err := cc.NextError(t); !strings.Contains(err.Error(), "ADS stream to "+cp.addr) {
 		t.Errorf("error %q does not name the stream", err)
 	}
 	var elapsed time.Duration
-	for i, want := range []string{"backoff=1s", "backoff=1.6s", "backoff=2.56s", "backoff=4.096s"} {
-		m := waitLog(t, logs, i+1, "reconnecting after backoff")
-		if !strings.Contains(m, want) {
-			t.Errorf("attempt %d: %q, want %s", i+1, m, want)
+	for i, want := range []time.Duration{time.Second, 1600 * time.Millisecond, 2560 * time.Millisecond, 4096 * time.Millisecond} {
+		if d := waitBackoff(t, r, clk, i+1); d != want {
+			t.Errorf("attempt %d: backoff %v, want %v", i+1, d, want)
 		}
-		d, _ := time.ParseDuration(strings.TrimPrefix(want, "backoff="))
-		clk.Add(d)
-		elapsed += d
+		// No new stream a nanosecond before the backoff ends; one at its end.
+		advance(t, r, clk, want-time.Nanosecond)
+		if v := xds.WaitClient(t, r, func(xds.ClientView) bool { return true }); v.Connecting || v.Retries != i+1 {
+			t.Fatalf("attempt %d: %+v a nanosecond before the backoff ends", i+1, v)
+		}
+		advance(t, r, clk, time.Nanosecond)
+		if v := xds.WaitClient(t, r, func(xds.ClientView) bool { return true }); !v.Connecting && v.Retries == i+1 {
+			t.Fatalf("attempt %d: %+v at the end of the backoff, want a new stream", i+1, v)
+		}
+		elapsed += want
 	}
 	if elapsed != 9256*time.Millisecond {
 		t.Errorf("elapsed %v", elapsed)
@@ -603,7 +628,10 @@ func TestLoadBalancingPolicyReachesTheTree(t *testing.T) {
 	if _, err := lb.ParseLoadBalancingConfig(json.RawMessage(sc[len(`{"loadBalancingConfig":`) : len(sc)-1])); err != nil {
 		t.Errorf("the tree does not parse: %v", err)
 	}
-	waitLog(t, logs, 1, "load_balancing_policy.policies[0].typed_extension_config.typed_config: skipped (gRFC A52)")
+	// The warning was logged before the state was published.
+	if !logged(logs, "load_balancing_policy.policies[0].typed_extension_config.typed_config: skipped (gRFC A52)") {
+		t.Errorf("the skipped policy was not logged:\n%s", logs)
+	}
 
 	// Nothing supported left: a NACK naming the types; the tree stays.
 	c = clusterNamed("c1")
@@ -711,11 +739,15 @@ func TestIgnoreResourceDeletionKeepsTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &lbtest.Logs{}
-	cc, _ := follow(t, b, "c1", clock.NewMock(), logs)
+	cc, r := follow(t, b, "c1", clock.NewMock(), logs)
 	cc.NextState(t)
 	cp.set("2", nil, nil)
-	waitLog(t, logs, 1, "keeping it (ignore_resource_deletion)")
+	// The ACK is built after the response is handled.
 	cp.waitRequest(ctxFor(t), acked(xds.ClusterType, "2"))
+	xds.Sync(t, r)
+	if !logged(logs, "keeping it (ignore_resource_deletion)") {
+		t.Errorf("the kept cluster was not logged:\n%s", logs)
+	}
 	if n := cc.Events.Pending(); n != 0 {
 		t.Errorf("published %v after a deletion the server asked to ignore", cc.Events.Peek())
 	}

@@ -46,21 +46,26 @@
 //
 // # Goroutines and locks
 //
-// Each ADS client runs, while it is open: the stream loop (connects,
-// receives, reconnects with backoff), one sender per live stream, the
-// callback queue (which calls resolvers' watchers one at a time, in the
-// order the client saw the events, never with the client's lock held), and
-// grpc-go's goroutines of its connection. A resolver runs none of its own.
-// Closing the last resolver of a client ends all of them before Close
-// returns.
+// Each ADS client has one [lb.Serializer] (the shape of grpc-go's xDS
+// authority): the resource cache, versions, nonces, NACK state, watchers,
+// the stream's state, the does-not-exist and reconnection timers (on the
+// injected clock), the metrics it records, and the state of every resolver
+// using the client are owned by it, and the resolvers' watchers run inside
+// it, publishing straight to their channels. No lock of this package
+// guards any of that.
 //
-// Four mutexes guard shared state, always taken in this order when nested:
-// a resolver's (its cluster, assignment and what it published), then the
-// client's (resources, versions, nonces, watchers, stream health), then the
-// callback queue's (pending callbacks); the process's client registry is
-// taken alone, and so is a fifth, its registry of per-cluster counters of
-// requests in flight. Watchers run on the callback queue's goroutine without the
-// client's or the queue's lock, and take their resolver's.
+// Goroutines, while a client is open: per live stream, its receiver (it
+// dials, then hands each response to the serializer) and its sender (it
+// sends the requests the serializer builds); the serializer's own, only
+// while it has work; and grpc-go's goroutines of the stream's connection.
+// A resolver runs none of its own. Closing the last resolver of a client
+// ends all of them before Close returns.
+//
+// Locks: two, each taken alone: the process's client registry (which
+// resolvers share which client) and its registry of per-cluster counters
+// of requests in flight. A resolver's Close waits on the serializer for a
+// callback that is running; Describe reads copies the serializer
+// publishes and never waits.
 //
 // # Metrics
 //

@@ -237,7 +237,6 @@ func (w endpointWatcher) missing() {
 }
 
 // followEndpoints switches the EDS subscription to name ("" for none).
-//
 func (r *xdsResolver) followEndpoints(name string) {
 	if r.edsWatch != nil {
 		r.edsWatch.cancel()

@@ -409,6 +409,20 @@ func TestUnsentResourceDoesNotExistAfterTheTimeout(t *testing.T) {
 	}
 }
 
+// TestDoesNotExistTimerOnTheRealClock runs the does-not-exist timer on
+// the real clock, as production does: a short timeout, a server that
+// never answers. The client's first version read, in the timer's
+// callback, the timer its creator wrote without the lock: -race failed
+// this test (issue 29). Mock clocks never showed it.
+func TestDoesNotExistTimerOnTheRealClock(t *testing.T) {
+	cp := startControlPlane(t) // no snapshot: the server never answers
+	cc, _ := follow(t, testBuilder(t, cp.addr, xds.WithResourceTimeout(5*time.Millisecond)), "c1", clock.New(), &lbtest.Logs{})
+	st := cc.NextState(t)
+	if err := st.Degraded; len(st.Addresses) != 0 || err == nil || !strings.Contains(err.Error(), `cluster "c1" does not exist`) {
+		t.Errorf("state %v (reason %v), want no address because the cluster does not exist", endpoints(st), err)
+	}
+}
+
 func TestResolversShareOneStreamPerServer(t *testing.T) {
 	cp := startControlPlane(t)
 	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1"), clusterNamed("c2")}, []*endpointv3.ClusterLoadAssignment{

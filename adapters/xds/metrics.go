@@ -91,8 +91,8 @@ type streamMetrics struct {
 	failures  lb.Counter
 }
 
-// watchMetrics are one subscription's handles. state is guarded by the
-// client's mutex.
+// watchMetrics are one subscription's handles. state is owned by the
+// client's serializer.
 type watchMetrics struct {
 	valid, invalid lb.Counter
 	states         [numCacheStates]lb.Gauge
@@ -148,8 +148,8 @@ func (m *resolverMetrics) watch(typeURL string) *watchMetrics {
 	return w
 }
 
-// note records that the subscription's resource is in state s. The
-// caller holds the client's mutex.
+// note records that the subscription's resource is in state s. It runs
+// inside the client's serializer.
 func (w *watchMetrics) note(s cacheState) {
 	if w == nil || w.state == s {
 		return

@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -130,11 +131,14 @@ var clients = struct {
 
 // poolKey says which resolvers share a client.
 type poolKey struct {
-	server          Server
-	node            string // the node's deterministic protobuf encoding
-	clock           clock.Clock
-	resourceTimeout time.Duration
-	backoff         backoff.Config
+	server Server // the first
+	// fallbacks are the other servers, encoded; target is the channel
+	// target when there are any.
+	fallbacks, target string
+	node              string // the node's deterministic protobuf encoding
+	clock             clock.Clock
+	resourceTimeout   time.Duration
+	backoff           backoff.Config
 	// owner is the Builder when it has dial options, else nil.
 	owner *Builder
 }
@@ -183,17 +187,17 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts res
 		return nil, err
 	}
 	opts = opts.WithDefaults()
-	c, key, err := b.acquire(opts)
+	label := opts.ChannelTarget
+	if label == "" {
+		label = target.String()
+	}
+	c, key, err := b.acquire(opts, label)
 	if err != nil {
 		return nil, err
 	}
 	r := &xdsResolver{c: c, key: key, cc: cc, cluster: name, logger: opts.Logger.With("cluster", name), counter: acquireCounter(name)}
 	if b.cfg != nil && b.cfg.metrics != nil {
-		label := opts.ChannelTarget
-		if label == "" {
-			label = target.String()
-		}
-		r.metrics = newResolverMetrics(b.cfg.metrics, b.cfg, label, c.cfg.server.URI)
+		r.metrics = newResolverMetrics(b.cfg.metrics, b.cfg, label, c.cfg.servers[0].URI)
 	}
 	c.ser.Schedule(func() {
 		if r.metrics != nil {
@@ -225,20 +229,29 @@ func (b *Builder) config() (builderConfig, error) {
 	return cfg, nil
 }
 
-// acquire returns the client for the bootstrap's first server and opts'
-// clock, starting it if needed, and counts the reference.
-func (b *Builder) acquire(opts resolver.BuildOptions) (*client, poolKey, error) {
+// acquire returns the client for the bootstrap's servers and opts'
+// clock, starting it if needed, and counts the reference. With more than
+// one server, each channel target has a client of its own (gRFC A71: a
+// channel that needs a resource not cached falls back alone).
+func (b *Builder) acquire(opts resolver.BuildOptions, target string) (*client, poolKey, error) {
 	cfg, err := b.config()
 	if err != nil {
 		return nil, poolKey{}, err
 	}
-	server := cfg.bootstrap.Servers[0]
+	servers := cfg.bootstrap.Servers
 	node := cfg.bootstrap.Node.Proto()
 	nodeKey, err := proto.MarshalOptions{Deterministic: true}.Marshal(node)
 	if err != nil {
 		return nil, poolKey{}, fmt.Errorf("xds: encoding the node: %w", err)
 	}
-	key := poolKey{server: server, node: string(nodeKey), clock: clockKey(opts.Clock), resourceTimeout: cfg.resourceTimeout, backoff: cfg.backoff}
+	key := poolKey{server: servers[0], node: string(nodeKey), clock: clockKey(opts.Clock), resourceTimeout: cfg.resourceTimeout, backoff: cfg.backoff}
+	if len(servers) > 1 {
+		rest, err := json.Marshal(servers[1:]) // plain strings and booleans
+		if err != nil {
+			return nil, poolKey{}, fmt.Errorf("xds: encoding the servers: %w", err)
+		}
+		key.fallbacks, key.target = string(rest), target
+	}
 	if len(cfg.dialOptions) > 0 {
 		key.owner = b
 	}
@@ -248,16 +261,19 @@ func (b *Builder) acquire(opts resolver.BuildOptions) (*client, poolKey, error) 
 		p.refs++
 		return p.c, key, nil
 	}
-	dial, err := server.DialOptions()
-	if err != nil {
-		return nil, poolKey{}, err
+	var scs []serverConfig
+	for _, server := range servers {
+		dial, err := server.DialOptions()
+		if err != nil {
+			return nil, poolKey{}, err
+		}
+		scs = append(scs, serverConfig{Server: server, dialOptions: append(dial, cfg.dialOptions...)})
 	}
 	c, err := newClient(clientConfig{
-		server:          server,
+		servers:         scs,
 		node:            node,
-		dialOptions:     append(dial, cfg.dialOptions...),
 		clock:           opts.Clock,
-		logger:          opts.Logger.With("server", server.URI),
+		logger:          opts.Logger.With("server", servers[0].URI),
 		backoff:         cfg.backoff,
 		resourceTimeout: cfg.resourceTimeout,
 		seed:            opts.Rand.Uint64(),

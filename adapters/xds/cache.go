@@ -12,21 +12,20 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
-// handle applies one response of s: every valid resource is taken (gRFC
-// A46: the valid resources of a NACKed response are used), every invalid
-// one keeps its last valid value, and the response is ACKed or, when any
-// resource is invalid, NACKed with an error detail naming each bad
-// resource and field. Watchers hear of it once the cache is updated.
-func (c *client) handle(s *adsStream, resp *discoveryv3.DiscoveryResponse) {
-	s.received = true
-	c.connErr = nil
-	c.setHealth(healthy) // any response: the stream works
+// handle applies one response from sc, the source: every valid resource
+// is taken (gRFC A46: the valid resources of a NACKed response are used),
+// every invalid one keeps its last valid value, and the response is ACKed
+// or, when any resource is invalid, NACKed with an error detail naming
+// each bad resource and field. Watchers hear of it once the cache is
+// updated.
+func (c *client) handle(sc *serverConn, resp *discoveryv3.DiscoveryResponse) {
 	ts := c.types[resp.GetTypeUrl()]
 	if ts == nil {
 		c.cfg.logger.Warn("xds: response of a type never asked for; ignored", "type_url", resp.GetTypeUrl())
 		return
 	}
-	ts.nonce = resp.GetNonce()
+	w := sc.wire[ts.rt.url]
+	w.nonce = resp.GetNonce()
 	var tell []func()
 	problems, seen := c.apply(ts, resp, &tell)
 	if ts.rt.wholeSet {
@@ -39,7 +38,7 @@ func (c *client) handle(s *adsStream, resp *discoveryv3.DiscoveryResponse) {
 			if seen[name] || !r.has {
 				continue
 			}
-			if c.cfg.server.IgnoreResourceDeletion {
+			if sc.IgnoreResourceDeletion {
 				c.cfg.logger.Warn("xds: the server deleted a resource; keeping it (ignore_resource_deletion)", "type", ts.rt.kind, "resource", name)
 				continue
 			}
@@ -48,19 +47,22 @@ func (c *client) handle(s *adsStream, resp *discoveryv3.DiscoveryResponse) {
 		}
 	}
 	if len(problems) > 0 {
-		ts.nack = strings.Join(problems, "; ")
+		w.nack = strings.Join(problems, "; ")
 		level := slog.LevelWarn
-		if ts.nack == ts.lastNack {
+		if w.nack == w.lastNack {
 			level = slog.LevelDebug // the same refusal again
 		}
-		ts.lastNack = ts.nack
-		c.cfg.logger.Log(context.Background(), level, "xds: NACK", "type", ts.rt.kind, "version", resp.GetVersionInfo(), "nonce", resp.GetNonce(), "error", ts.nack)
+		w.lastNack = w.nack
+		c.cfg.logger.Log(context.Background(), level, "xds: NACK", "type", ts.rt.kind, "version", resp.GetVersionInfo(), "nonce", resp.GetNonce(), "error", w.nack)
 	} else {
-		ts.version, ts.nack, ts.lastNack = resp.GetVersionInfo(), "", ""
+		w.version, w.nack, w.lastNack = resp.GetVersionInfo(), "", ""
 		c.publishStatus()
-		c.cfg.logger.Debug("xds: ACK", "type", ts.rt.kind, "version", ts.version, "nonce", resp.GetNonce(), "resources", len(resp.GetResources()))
+		c.cfg.logger.Debug("xds: ACK", "type", ts.rt.kind, "version", w.version, "nonce", resp.GetNonce(), "resources", len(resp.GetResources()))
 	}
-	c.requestSoon(ts)
+	w.dirty = true
+	if sc.stream != nil {
+		sc.stream.signal()
+	}
 	for _, f := range tell {
 		f()
 	}
@@ -145,7 +147,7 @@ func (c *client) startTimers(req *discoveryv3.DiscoveryRequest) {
 // [lb.Serializer] timer, so Stop is final and the callback needs no check
 // that it is still wanted.
 func (c *client) armTimer(ts *typeState, name string, r *resource) {
-	if !c.live {
+	if !c.anyLive() {
 		return
 	}
 	r.timer = c.ser.AfterFunc(c.cfg.resourceTimeout, func() {

@@ -56,9 +56,10 @@ type watcher interface {
 
 // clientConfig is what a client is made with.
 type clientConfig struct {
-	server          Server
+	// servers are the bootstrap's management servers, in priority order
+	// (gRFC A71), each with its dial options.
+	servers         []serverConfig
 	node            *corev3.Node
-	dialOptions     []grpc.DialOption
 	clock           clock.Clock
 	logger          *slog.Logger
 	backoff         backoff.Config
@@ -66,17 +67,27 @@ type clientConfig struct {
 	seed            uint64
 }
 
-// client is one ADS stream to one management server, shared by every
+// serverConfig is one management server and the options to dial it.
+type serverConfig struct {
+	Server
+	dialOptions []grpc.DialOption
+}
+
+// client is one ADS stream to a management server, shared by every
 // resolver of a [Builder] that uses that server. It keeps the last valid
 // value of every subscribed resource across stream failures, so resolvers
-// keep serving while it reconnects with backoff (gRFC A57).
+// keep serving while it reconnects with backoff (gRFC A57). With more
+// than one server it falls back to the next while the first cannot be
+// reached and a watched resource is not cached, and back when the first
+// answers (gRFC A71; see fallback.go).
 //
 // One [lb.Serializer] owns everything below ser: the resource cache,
-// versions, nonces, NACK state, watchers, the stream's state, the
+// versions, nonces, NACK state, watchers, the streams' state, the
 // reconnection and does-not-exist timers, and the state of the resolvers
-// watching (their callbacks run inside it). The stream's goroutines only
+// watching (their callbacks run inside it). The streams' goroutines only
 // hand it what they receive and send what it builds (see stream.go).
-// Every method but newClient, close and status runs inside the serializer.
+// Every method but newClient, close and typeStatus runs inside the
+// serializer.
 type client struct {
 	cfg    clientConfig
 	ser    *lb.Serializer
@@ -87,10 +98,11 @@ type client struct {
 	status atomic.Pointer[clientStatus]
 
 	// Owned by ser.
-	types   map[string]*typeState
-	stream  *adsStream // the current stream; nil between streams
-	live    bool       // stream has been created and not ended
-	retries int        // streams in a row that ended without a response
+	types map[string]*typeState
+	// conns are the links to cfg.servers, in the same order; source is
+	// the index of the one whose resources the cache holds.
+	conns  []*serverConn
+	source int
 	// connErr is why the last stream failed, until a response arrives on
 	// a new one; a new watcher of a resource without a value is told.
 	connErr error
@@ -105,6 +117,7 @@ type client struct {
 // clientStatus is a copy of what [xdsResolver.Describe] shows of the
 // client, replaced whenever it changes.
 type clientStatus struct {
+	server   string // the source's URI
 	live     bool
 	versions map[string]string // by type URL
 }
@@ -134,6 +147,12 @@ const (
 // typeState is the client's state for one resource type.
 type typeState struct {
 	rt *resourceType
+	// resources are the subscribed resources, by name.
+	resources map[string]*resource
+}
+
+// wireState is what one server was told of one resource type.
+type wireState struct {
 	// version is the last accepted version_info; nonce the nonce of the
 	// last response on the current stream.
 	version, nonce string
@@ -141,8 +160,6 @@ type typeState struct {
 	// lastNack is the last one sent, so that a server resending a
 	// refused version is logged once.
 	nack, lastNack string
-	// resources are the subscribed resources, by name.
-	resources map[string]*resource
 	// dirty is true when a request must be sent; sent when one was sent
 	// on the current stream.
 	dirty, sent bool
@@ -174,13 +191,15 @@ type subscription struct {
 
 // newClient starts a client: its first stream starts at once.
 func newClient(cfg clientConfig, types ...*resourceType) (*client, error) {
-	// Each stream has a connection of its own (see stream.go); this one
-	// only checks the server URI and the options.
-	conn, err := grpc.NewClient(cfg.server.URI, cfg.dialOptions...)
-	if err != nil {
-		return nil, fmt.Errorf("xds: server %q: %w", cfg.server.URI, err)
+	// Each stream has a connection of its own (see stream.go); these
+	// only check the server URIs and the options.
+	for _, sc := range cfg.servers {
+		conn, err := grpc.NewClient(sc.URI, sc.dialOptions...)
+		if err != nil {
+			return nil, fmt.Errorf("xds: server %q: %w", sc.URI, err)
+		}
+		conn.Close()
 	}
-	conn.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &client{
 		cfg:     cfg,
@@ -194,8 +213,11 @@ func newClient(cfg clientConfig, types ...*resourceType) (*client, error) {
 	for _, rt := range types {
 		c.types[rt.url] = &typeState{rt: rt, resources: make(map[string]*resource)}
 	}
+	for i, sc := range cfg.servers {
+		c.conns = append(c.conns, newServerConn(i, sc, types))
+	}
 	c.publishStatus()
-	c.ser.Schedule(c.startStream)
+	c.ser.Schedule(func() { c.startStream(c.conns[0]) })
 	return c, nil
 }
 
@@ -227,7 +249,7 @@ func (c *client) watch(url, name string, w watcher, rm *resolverMetrics) *subscr
 		r = &resource{watchers: make(map[*subscription]struct{})}
 		ts.resources[name] = r
 		c.requestSoon(ts)
-	} else if !ts.dirty && !r.has && !r.missing && r.err == nil && r.timer == nil {
+	} else if !c.requestPending(ts) && !r.has && !r.missing && r.err == nil && r.timer == nil {
 		// A resource kept subscribed after its last watcher left (see
 		// cancel) lost its timer then; no request will restart it.
 		c.armTimer(ts, name, r)
@@ -301,7 +323,7 @@ func (sub *subscription) cancel() {
 		return
 	}
 	stopTimer(r)
-	if len(ts.resources) == 1 && ts.sent {
+	if len(ts.resources) == 1 && c.conns[c.source].wire[ts.rt.url].sent {
 		// The last resource of its type stays subscribed, and its value
 		// kept up to date, until another is watched: a request with no
 		// names is a wildcard subscription to many servers (the "legacy
@@ -376,19 +398,25 @@ func boolGauge(b bool) int64 {
 
 // publishStatus replaces the status Describe reads with the current one.
 func (c *client) publishStatus() {
-	st := &clientStatus{live: c.live, versions: make(map[string]string, len(c.types))}
-	for url, ts := range c.types {
-		st.versions[url] = ts.version
+	src := c.conns[c.source]
+	st := &clientStatus{server: src.URI, live: src.live, versions: make(map[string]string, len(c.types))}
+	for url, w := range src.wire {
+		st.versions[url] = w.version
 	}
 	c.status.Store(st)
 }
 
-// typeStatus returns the last version of type url the client accepted,
-// and whether its stream is up. It is safe for concurrent use.
-func (c *client) typeStatus(url string) (version string, live bool) {
+// typeStatus returns the server whose resources the client uses, the last
+// version of type url the client accepted from it, and whether its stream
+// is up. It is safe for concurrent use.
+func (c *client) typeStatus(url string) (server, version string, live bool) {
 	st := c.status.Load()
-	return st.versions[url], st.live
+	return st.server, st.versions[url], st.live
 }
+
+// serverURI is the URI of the server whose resources the client uses.
+// It is safe for concurrent use.
+func (c *client) serverURI() string { return c.status.Load().server }
 
 // typeURLs returns the client's types in a fixed order (CDS before EDS).
 func (c *client) typeURLs() []string {

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
+var insecureDial = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+
 // run runs f inside c's serializer and waits for it.
 func run(t *testing.T, c *client, f func()) {
 	t.Helper()
@@ -50,9 +52,8 @@ func (w recordingWatcher) next(t *testing.T) string {
 // left out is deleted.
 func TestWholeSetResponseDeletesOnlyWhatWasReceived(t *testing.T) {
 	c, err := newClient(clientConfig{
-		server:          Server{URI: "127.0.0.1:1"}, // nothing listens: the stream never starts
+		servers:         []serverConfig{{Server{URI: "127.0.0.1:1"}, insecureDial}}, // nothing listens: the stream never starts
 		node:            &corev3.Node{Id: "n"},
-		dialOptions:     []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
 		clock:           clock.NewMock(),
 		logger:          slog.New(slog.DiscardHandler),
 		backoff:         backoff.Default(),
@@ -83,7 +84,7 @@ func TestWholeSetResponseDeletesOnlyWhatWasReceived(t *testing.T) {
 			}
 			resp.Resources = append(resp.Resources, a)
 		}
-		run(t, c, func() { c.handle(&adsStream{}, resp) })
+		run(t, c, func() { c.handle(c.conns[0], resp) })
 	}
 	respond("1", "c1")
 	if got := w1.next(t); got != "update" {
@@ -105,9 +106,8 @@ func TestWholeSetResponseDeletesOnlyWhatWasReceived(t *testing.T) {
 func TestRewatchedKeptResourceGetsItsTimer(t *testing.T) {
 	clk := clock.NewMock()
 	c, err := newClient(clientConfig{
-		server:          Server{URI: "127.0.0.1:1"},
+		servers:         []serverConfig{{Server{URI: "127.0.0.1:1"}, insecureDial}},
 		node:            &corev3.Node{Id: "n"},
-		dialOptions:     []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
 		clock:           clk,
 		logger:          slog.New(slog.DiscardHandler),
 		backoff:         backoff.Config{BaseDelay: time.Hour, Multiplier: 1, MaxDelay: time.Hour}, // no retry within the test
@@ -128,9 +128,9 @@ func TestRewatchedKeptResourceGetsItsTimer(t *testing.T) {
 		return has
 	}
 	run(t, c, func() {
-		c.live = true // as if a stream had sent the subscription
-		ts := c.types[EndpointType]
-		ts.sent, ts.dirty = true, false
+		c.conns[0].live = true // as if a stream had sent the subscription
+		w := c.conns[0].wire[EndpointType]
+		w.sent, w.dirty = true, false
 		c.startTimers(&discoveryv3.DiscoveryRequest{TypeUrl: EndpointType, ResourceNames: []string{"e1"}})
 	})
 	if !timed() {

@@ -33,8 +33,12 @@ func Sync(tb testing.TB, r resolver.Resolver) {
 }
 
 // ClientView is what a test can see of a client's state, read inside its
-// serializer.
+// serializer. Live, Connecting and Retries are about the first server.
 type ClientView struct {
+	// Source is the index of the server whose resources are used, and
+	// InUse those of the servers streamed to or waited for.
+	Source int
+	InUse  []int
 	// Live is true while a stream is up.
 	Live bool
 	// Connecting is true while a stream is being made or is up: false
@@ -49,7 +53,13 @@ type ClientView struct {
 }
 
 func (c *client) view() ClientView {
-	v := ClientView{Live: c.live, Connecting: c.stream != nil, Retries: c.retries}
+	first := c.conns[0]
+	v := ClientView{Live: first.live, Connecting: first.stream != nil, Retries: first.retries, Source: c.source}
+	for _, sc := range c.conns {
+		if sc.inUse() {
+			v.InUse = append(v.InUse, sc.index)
+		}
+	}
 	for _, ts := range c.types {
 		for name, r := range ts.resources {
 			if r.timer != nil {

@@ -113,8 +113,8 @@ func (r *xdsResolver) saveView() {
 // stream, the versions accepted, the policies and the addresses published.
 // It is safe for concurrent use, does no I/O and never waits.
 func (r *xdsResolver) Describe() resolver.Description {
-	cdsVersion, live := r.c.typeStatus(ClusterType)
-	edsVersion, _ := r.c.typeStatus(EndpointType)
+	server, cdsVersion, live := r.c.typeStatus(ClusterType)
+	_, edsVersion, _ := r.c.typeStatus(EndpointType)
 	v := r.view.Load()
 	if v == nil {
 		v = &resolverView{}
@@ -125,7 +125,7 @@ func (r *xdsResolver) Describe() resolver.Description {
 	}
 	facts := []resolver.Fact{
 		{Name: "cluster", Value: r.cluster},
-		{Name: "management server", Value: r.c.cfg.server.URI},
+		{Name: "management server", Value: server},
 		{Name: "ADS stream", Value: stream},
 		{Name: "clusters version", Value: cdsVersion},
 	}
@@ -212,7 +212,7 @@ func (w clusterWatcher) missing() {
 	defer r.saveView()
 	r.cfg = nil
 	r.followEndpoints("")
-	r.cdsErr = fmt.Errorf("xds: cluster %q does not exist on the management server %s", r.cluster, r.c.cfg.server.URI)
+	r.cdsErr = fmt.Errorf("xds: cluster %q does not exist on the management server %s", r.cluster, r.c.serverURI())
 	r.publishEmpty(r.cdsErr)
 }
 
@@ -232,7 +232,7 @@ func (w endpointWatcher) missing() {
 	r := w.r
 	defer r.saveView()
 	r.cla = nil
-	r.edsErr = fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", r.cluster, r.edsName, r.c.cfg.server.URI)
+	r.edsErr = fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", r.cluster, r.edsName, r.c.serverURI())
 	r.publishEmpty(r.edsErr)
 }
 

@@ -2,15 +2,44 @@ package xds
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/lbkit/lbkit/lb"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 )
+
+// serverConn is the client's link to one management server of its list:
+// its stream, its reconnection backoff, and what the server was told. It
+// is owned by the client's serializer.
+type serverConn struct {
+	serverConfig
+	index   int        // priority: the server's place in the bootstrap's list
+	stream  *adsStream // the current stream; nil between streams and when not in use
+	live    bool       // stream has been created and not ended
+	retries int        // streams in a row that ended without a response
+	retry   lb.Timer   // the pending backoff; nil when none
+	// down is true from a connectivity failure (a stream that could not
+	// be made, or ended without a response: gRFC A57) to the next
+	// response.
+	down bool
+	wire map[string]*wireState // by type URL
+}
+
+func newServerConn(i int, sc serverConfig, types []*resourceType) *serverConn {
+	c := &serverConn{serverConfig: sc, index: i, wire: make(map[string]*wireState, len(types))}
+	for _, rt := range types {
+		c.wire[rt.url] = &wireState{}
+	}
+	return c
+}
+
+// inUse reports whether the client keeps a stream to sc, or waits to
+// make one.
+func (sc *serverConn) inUse() bool { return sc.stream != nil || sc.retry != nil }
 
 // adsStream is one ADS stream. Two goroutines serve it: run dials,
 // receives and hands every response to the client's serializer; send
@@ -18,6 +47,7 @@ import (
 // due. Neither touches the client's state.
 type adsStream struct {
 	c      *client
+	sc     *serverConn
 	ctx    context.Context
 	cancel context.CancelFunc
 	wake   chan struct{} // capacity 1: requests are due
@@ -27,17 +57,17 @@ type adsStream struct {
 	received bool // a response arrived
 }
 
-// startStream starts a new stream. It runs inside the serializer.
-func (c *client) startStream() {
+// startStream starts a new stream to sc.
+func (c *client) startStream(sc *serverConn) {
 	ctx, cancel := context.WithCancel(c.ctx)
-	s := &adsStream{c: c, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1)}
-	c.stream = s
+	s := &adsStream{c: c, sc: sc, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1)}
+	sc.stream, sc.retry = s, nil
 	c.wg.Add(1)
 	go s.run()
 }
 
-// run runs the stream until it fails or the client closes, then hands the
-// end to the serializer.
+// run runs the stream until it fails, is stopped or the client closes,
+// then hands the end to the serializer.
 //
 // Every stream has a connection of its own, opened for it and closed with
 // it, and fails fast when the connection cannot be made: so the only
@@ -47,7 +77,7 @@ func (s *adsStream) run() {
 	defer s.c.wg.Done()
 	defer s.cancel()
 	c := s.c
-	conn, err := grpc.NewClient(c.cfg.server.URI, c.cfg.dialOptions...)
+	conn, err := grpc.NewClient(s.sc.URI, s.sc.dialOptions...)
 	if err != nil {
 		c.ser.Schedule(func() { c.streamEnded(s, err) }) // newClient checked the same call
 		return
@@ -73,7 +103,7 @@ func (s *adsStream) run() {
 			c.ser.Schedule(func() { c.streamEnded(s, err) })
 			return
 		}
-		c.ser.Schedule(func() { c.handle(s, resp) })
+		c.ser.Schedule(func() { c.received(s, resp) })
 	}
 }
 
@@ -99,65 +129,89 @@ func (s *adsStream) send(stream grpc.BidiStreamingClient[discoveryv3.DiscoveryRe
 	}
 }
 
+// current reports whether s is its server's current stream: false once
+// the client stopped using the server (fallback.go), so that what its
+// goroutines hand over after that is dropped.
+func (s *adsStream) current() bool { return s.sc.stream == s }
+
 // streamUp records that s was created: the server counts as healthy the
 // first time (gRFC A78), and everything subscribed is asked for again.
 func (c *client) streamUp(s *adsStream) {
-	c.live = true
-	if c.health == healthUnknown {
+	if !s.current() {
+		return
+	}
+	sc := s.sc
+	sc.live = true
+	if sc.index == 0 && c.health == healthUnknown {
 		c.setHealth(healthy)
 	}
-	for _, ts := range c.types {
-		ts.nonce, ts.sent, ts.nack = "", false, "" // a NACK of the old stream means nothing on this one
-		ts.dirty = len(ts.resources) > 0
+	for url, w := range sc.wire {
+		w.nonce, w.sent, w.nack = "", false, "" // a NACK of the old stream means nothing on this one
+		w.dirty = len(c.types[url].resources) > 0
 	}
 	c.publishStatus()
 	s.signal()
 }
 
-// streamEnded records the end of s: every resource keeps its value, every
-// watcher hears why, and the next stream starts at once after a stream
-// that received a response, else after gRPC's backoff on the client's
-// clock. The server counts as failed (gRFC A57) unless s received a
-// response.
+// streamEnded records the end of s: every resource keeps its value, the
+// client falls back to the next server if it should (fallback.go), and
+// the next stream starts at once after a stream that received a response,
+// else after gRPC's backoff on the client's clock.
 func (c *client) streamEnded(s *adsStream, err error) {
-	c.stream, c.live = nil, false
+	if !s.current() {
+		return
+	}
+	sc := s.sc
+	sc.stream, sc.live = nil, false
 	c.publishStatus()
-	for _, ts := range c.types {
-		for _, r := range ts.resources {
-			stopTimer(r)
+	if !c.anyLive() {
+		for _, ts := range c.types {
+			for _, r := range ts.resources {
+				stopTimer(r)
+			}
 		}
 	}
 	if c.ctx.Err() != nil {
 		return // closing
 	}
-	err = fmt.Errorf("xds: ADS stream to %s: %w", c.cfg.server.URI, err)
-	c.cfg.logger.Warn("xds: stream failed; serving the last resources received", "error", err)
 	if !s.received {
-		c.setHealth(healthUnhealthy)
-	}
-	c.connErr = err
-	for _, url := range c.typeURLs() {
-		for _, r := range c.types[url].resources {
-			r.notify(func(w watcher) { w.failed(err) })
+		sc.down = true
+		if sc.index == 0 {
+			c.setHealth(healthUnhealthy)
 		}
 	}
+	c.streamFailed(sc, err)
 	if s.received {
-		c.retries = 0
-		c.startStream()
+		sc.retries = 0
+		c.startStream(sc)
 		return
 	}
-	delay := c.cfg.backoff.Delay(c.retries, c.rng)
-	c.retries++
-	c.cfg.logger.Info("xds: reconnecting after backoff", "backoff", delay, "attempt", c.retries)
-	c.ser.AfterFunc(delay, c.startStream)
+	delay := c.cfg.backoff.Delay(sc.retries, c.rng)
+	sc.retries++
+	c.cfg.logger.Info("xds: reconnecting after backoff", "server_index", sc.index, "backoff", delay, "attempt", sc.retries)
+	sc.retry = c.ser.AfterFunc(delay, func() { c.startStream(sc) })
 }
 
-// requestSoon marks ts as needing a request and wakes the sender.
+// anyLive reports whether a stream is up.
+func (c *client) anyLive() bool {
+	return slices.ContainsFunc(c.conns, func(sc *serverConn) bool { return sc.live })
+}
+
+// requestSoon marks ts as needing a request on every stream and wakes
+// their senders.
 func (c *client) requestSoon(ts *typeState) {
-	ts.dirty = true
-	if c.stream != nil {
-		c.stream.signal()
+	for _, sc := range c.conns {
+		sc.wire[ts.rt.url].dirty = true
+		if sc.stream != nil {
+			sc.stream.signal()
+		}
 	}
+}
+
+// requestPending reports whether a request for ts waits to be sent to the
+// source.
+func (c *client) requestPending(ts *typeState) bool {
+	return c.conns[c.source].wire[ts.rt.url].dirty
 }
 
 // signal wakes the sender.
@@ -168,35 +222,36 @@ func (s *adsStream) signal() {
 	}
 }
 
-// requests returns the requests due on s, and counts them as sent. s is
-// the current stream: its end is scheduled only after its sender, the
-// caller, has returned.
+// requests returns the requests due on s, and counts them as sent.
 func (c *client) requests(s *adsStream) []*discoveryv3.DiscoveryRequest {
+	if !s.current() {
+		return nil
+	}
 	var reqs []*discoveryv3.DiscoveryRequest
 	for _, url := range c.typeURLs() {
-		ts := c.types[url]
-		if !ts.dirty {
+		ts, w := c.types[url], s.sc.wire[url]
+		if !w.dirty {
 			continue
 		}
-		ts.dirty = false
-		if len(ts.resources) == 0 && !ts.sent {
+		w.dirty = false
+		if len(ts.resources) == 0 && !w.sent {
 			continue // nothing asked for on this stream yet
 		}
 		req := &discoveryv3.DiscoveryRequest{
 			TypeUrl:       url,
-			VersionInfo:   ts.version,
-			ResponseNonce: ts.nonce,
+			VersionInfo:   w.version,
+			ResponseNonce: w.nonce,
 			ResourceNames: slices.Sorted(maps.Keys(ts.resources)),
 		}
-		if ts.nack != "" {
-			req.ErrorDetail = &statuspb.Status{Code: int32(codes.InvalidArgument), Message: ts.nack}
-			ts.nack = ""
+		if w.nack != "" {
+			req.ErrorDetail = &statuspb.Status{Code: int32(codes.InvalidArgument), Message: w.nack}
+			w.nack = ""
 		}
 		if !s.nodeSent {
 			req.Node = c.cfg.node
 			s.nodeSent = true
 		}
-		ts.sent = true
+		w.sent = true
 		reqs = append(reqs, req)
 	}
 	return reqs

@@ -50,9 +50,10 @@ const (
 // [LoadBootstrap], or by hand. A Bootstrap is a plain value: safe for
 // concurrent reads, never changed by this package.
 type Bootstrap struct {
-	// Servers are the management servers from xds_servers, in order; a
-	// parsed Bootstrap has at least one. The first is the one used: lbkit
-	// does not fail over to the others (gRFC A71's fallback).
+	// Servers are the management servers from xds_servers, in order of
+	// priority; a parsed Bootstrap has at least one. The first is used
+	// while it can be reached or everything watched is cached; the others
+	// are fallbacks (gRFC A71, see [Builder]).
 	Servers []Server
 	// Node identifies this client to the management servers (node).
 	Node Node

@@ -112,6 +112,13 @@ func WithMetrics(rec lb.MetricsRecorder) Option {
 // [WithDialOptions] shares only among its own resolvers (dial options
 // cannot be compared).
 //
+// A bootstrap that lists more than one server gets gRFC A71's fallback:
+// while the servers before it cannot be reached and a resource a channel
+// watches is not cached, the client streams to the next server and uses
+// its resources, until an earlier server answers again. Each channel
+// target then has a client of its own, so that one channel's fallback
+// moves no other.
+//
 // The zero Builder, which importing this package registers, reads its
 // bootstrap from the environment ([LoadBootstrap]) when it builds its first
 // resolver and uses the defaults of every option. Use [NewBuilder] and
@@ -178,7 +185,7 @@ func clusterName(t resolver.Target) (string, error) {
 }
 
 // Build subscribes to the cluster the target names ("xds:///CLUSTER")
-// over the shared ADS stream to the bootstrap's first server, and reports
+// over the shared ADS stream to the bootstrap's servers, and reports
 // its tree to cc as the resources arrive. It fails when the target names
 // no cluster or no bootstrap can be had.
 func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts resolver.BuildOptions) (resolver.Resolver, error) {

@@ -28,7 +28,8 @@
 // shares only among its own resolvers). The first resolver opens it and the
 // last one's Close closes it. Each resolver subscribes to its cluster and
 // that cluster's endpoints; a resource watched by several resolvers is
-// requested once.
+// requested once. A bootstrap with more than one server gives each
+// channel target a client of its own (gRFC A71, below).
 //
 // # Failures (gRFC A57)
 //
@@ -44,22 +45,32 @@
 // the resource timeout while the stream is up) becomes an empty tree whose
 // reason ([resolver.State.Degraded]) every failed pick carries.
 //
+// # Fallback (gRFC A71)
+//
+// The bootstrap's servers are used in order. While the servers before it
+// cannot be reached and a watched resource is neither received nor known
+// not to exist, the client also streams to the next server and uses its
+// resources; it keeps reconnecting to the earlier ones and goes back to
+// the first that answers, closing the streams after it. Watchers hear of
+// a connectivity failure only when no server can serve.
+//
 // # Goroutines and locks
 //
 // Each ADS client has one [lb.Serializer] (the shape of grpc-go's xDS
 // authority): the resource cache, versions, nonces, NACK state, watchers,
-// the stream's state, the does-not-exist and reconnection timers (on the
+// the streams' state, the does-not-exist and reconnection timers (on the
 // injected clock), the metrics it records, and the state of every resolver
 // using the client are owned by it, and the resolvers' watchers run inside
 // it, publishing straight to their channels. No lock of this package
 // guards any of that.
 //
-// Goroutines, while a client is open: per live stream, its receiver (it
-// dials, then hands each response to the serializer) and its sender (it
-// sends the requests the serializer builds); the serializer's own, only
-// while it has work; and grpc-go's goroutines of the stream's connection.
-// A resolver runs none of its own. Closing the last resolver of a client
-// ends all of them before Close returns.
+// Goroutines, while a client is open: per stream (one, or one per server
+// in use during a fallback), its receiver (it dials, then hands each
+// response to the serializer) and, once the stream is made, its sender
+// (it sends the requests the serializer builds); the serializer's own,
+// only while it has work; and grpc-go's goroutines of the stream's
+// connection. A resolver runs none of its own. Closing the last resolver
+// of a client ends all of them before Close returns.
 //
 // Locks: two, each taken alone: the process's client registry (which
 // resolvers share which client) and its registry of per-cluster counters

@@ -65,6 +65,10 @@ type clientConfig struct {
 	backoff         backoff.Config
 	resourceTimeout time.Duration
 	seed            uint64
+	// runStream runs a stream on a goroutine of its own; nil means
+	// (*adsStream).run, which dials the server. Tests of the client's
+	// state machine give their own and play the server's part.
+	runStream func(*adsStream)
 }
 
 // serverConfig is one management server and the options to dial it.

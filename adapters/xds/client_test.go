@@ -17,6 +17,23 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
+// clusterResponse is a CDS response of version (also its nonce) with a
+// valid EDS cluster for each of names.
+func clusterResponse(t lbtest.TB, version string, names ...string) *discoveryv3.DiscoveryResponse {
+	t.Helper()
+	resp := &discoveryv3.DiscoveryResponse{TypeUrl: ClusterType, VersionInfo: version, Nonce: version}
+	for _, n := range names {
+		a, err := anypb.New(&clusterv3.Cluster{Name: n, ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
+			EdsClusterConfig: &clusterv3.Cluster_EdsClusterConfig{EdsConfig: &corev3.ConfigSource{
+				ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}}})
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		resp.Resources = append(resp.Resources, a)
+	}
+	return resp
+}
+
 var insecureDial = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 
 // run runs f inside c's serializer and waits for it.
@@ -74,16 +91,7 @@ func TestWholeSetResponseDeletesOnlyWhatWasReceived(t *testing.T) {
 		}
 	}
 	respond := func(version string, names ...string) {
-		resp := &discoveryv3.DiscoveryResponse{TypeUrl: ClusterType, VersionInfo: version, Nonce: version}
-		for _, n := range names {
-			a, err := anypb.New(&clusterv3.Cluster{Name: n, ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
-				EdsClusterConfig: &clusterv3.Cluster_EdsClusterConfig{EdsConfig: &corev3.ConfigSource{
-					ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Resources = append(resp.Resources, a)
-		}
+		resp := clusterResponse(t, version, names...)
 		run(t, c, func() { c.handle(c.conns[0], resp) })
 	}
 	respond("1", "c1")

@@ -31,20 +31,21 @@ func (c *client) received(s *adsStream, resp *discoveryv3.DiscoveryResponse) {
 	switch {
 	case sc.index < c.source:
 		c.cfg.logger.Warn("xds: back to a server before the fallback", "server_index", sc.index)
-		c.useSource(sc.index)
 	case sc.index > c.source:
 		if !c.conns[c.source].down {
 			return // the source answers again; this stream is about to close
 		}
 		c.cfg.logger.Warn("xds: falling back to the next server", "server_index", sc.index)
-		c.useSource(sc.index)
 	}
+	// Also when sc was the source: a fallback started since, not yet
+	// answering, is no longer needed (found by TestPropertyFallback).
+	c.useSource(sc.index)
 	c.connErr = nil
 	c.handle(sc, resp)
 }
 
 // useSource makes conns[i] the source and stops the streams to the
-// servers after it. The servers before it forget the versions they sent:
+// servers after it, if any. The servers before it forget the versions they sent:
 // the cache no longer holds them, so each must send everything again
 // when it answers.
 func (c *client) useSource(i int) {

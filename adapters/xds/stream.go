@@ -62,8 +62,15 @@ func (c *client) startStream(sc *serverConn) {
 	ctx, cancel := context.WithCancel(c.ctx)
 	s := &adsStream{c: c, sc: sc, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1)}
 	sc.stream, sc.retry = s, nil
+	run := c.cfg.runStream
+	if run == nil {
+		run = (*adsStream).run
+	}
 	c.wg.Add(1)
-	go s.run()
+	go func() {
+		defer c.wg.Done()
+		run(s)
+	}()
 }
 
 // run runs the stream until it fails, is stopped or the client closes,
@@ -74,7 +81,6 @@ func (c *client) startStream(sc *serverConn) {
 // reconnection backoff is the client's own, on its clock, and no
 // connection attempt happens between streams.
 func (s *adsStream) run() {
-	defer s.c.wg.Done()
 	defer s.cancel()
 	c := s.c
 	conn, err := grpc.NewClient(s.sc.URI, s.sc.dialOptions...)

@@ -45,9 +45,9 @@ func (c *client) received(s *adsStream, resp *discoveryv3.DiscoveryResponse) {
 }
 
 // useSource makes conns[i] the source and stops the streams to the
-// servers after it, if any. The servers before it forget the versions they sent:
-// the cache no longer holds them, so each must send everything again
-// when it answers.
+// servers after it, if any. The servers before it forget the versions
+// they sent: the cache no longer holds them, so each must send
+// everything again when it answers.
 func (c *client) useSource(i int) {
 	c.source = i
 	for _, sc := range c.conns[:i] {

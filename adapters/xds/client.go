@@ -193,7 +193,9 @@ type subscription struct {
 	canceled bool
 }
 
-// newClient starts a client: its first stream starts at once.
+// newClient starts a client: its first stream starts with the first
+// watch, so that a failure of that stream finds a watcher waiting (gRFC
+// A71 falls back only then).
 func newClient(cfg clientConfig, types ...*resourceType) (*client, error) {
 	// Each stream has a connection of its own (see stream.go); these
 	// only check the server URIs and the options.
@@ -221,7 +223,6 @@ func newClient(cfg clientConfig, types ...*resourceType) (*client, error) {
 		c.conns = append(c.conns, newServerConn(i, sc, types))
 	}
 	c.publishStatus()
-	c.ser.Schedule(func() { c.startStream(c.conns[0]) })
 	return c, nil
 }
 
@@ -260,6 +261,9 @@ func (c *client) watch(url, name string, w watcher, rm *resolverMetrics) *subscr
 	}
 	sub := &subscription{c: c, url: url, name: name, w: w, rm: rm}
 	r.watchers[sub] = struct{}{}
+	if first := c.conns[0]; !first.inUse() {
+		c.startStream(first) // the first watch
+	}
 	if rm != nil {
 		key := rm.key()
 		e := r.metrics[key]

@@ -2,6 +2,7 @@ package nethttp
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,7 +36,7 @@ func (t *Transport) doneWithLoad(done func(lb.DoneInfo), info lb.DoneInfo) {
 		return
 	}
 	r := reports.Get().(*lb.LoadReport)
-	if err := ParseLoadReport(vals[0], r); err != nil {
+	if err := ParseLoadReportWith(vals[0], r, t.DecodeBinLoadReport); err != nil {
 		t.Channel.CountMalformedLoadReport()
 	} else {
 		info.Load = r
@@ -53,15 +54,33 @@ func (t *Transport) doneWithLoad(done func(lb.DoneInfo), info lb.DoneInfo) {
 // or "BIN " followed by the base64 of its binary encoding.
 const LoadReportHeader = "endpoint-load-metrics"
 
-// MaxLoadReportLen is the longest header value [ParseLoadReport] reads;
+// MaxLoadReportLen is the longest header value [ParseLoadReportWith] reads;
 // a longer one is refused without being looked at.
 const MaxLoadReportLen = 16 << 10
 
-// ErrLoadReport is wrapped by every error of [ParseLoadReport].
+// ErrLoadReport is wrapped by every error of [ParseLoadReportWith] (and so of
+// [ParseLoadReport]).
 var ErrLoadReport = errors.New("nethttp: malformed endpoint-load-metrics")
 
+// BinLoadReportDecoder decodes the payload of the BIN form of
+// [LoadReportHeader], the serialized xds.data.orca.v3.OrcaLoadReport
+// (after base64 decoding), into dst, which it resets first; an error means
+// the report is malformed, and dst is then unspecified. It must not keep
+// payload or dst after it returns, must not panic, and is called
+// concurrently, once per response that carries such a report. The core
+// module has no protobuf: adapters/grpcgo's ParseLoadReport is one.
+type BinLoadReportDecoder func(payload []byte, dst *lb.LoadReport) error
+
 // ParseLoadReport parses the value of the [LoadReportHeader] header into
-// dst, which it resets first. It accepts the TEXT and JSON forms:
+// dst, which it resets first, without a BIN decoder:
+// ParseLoadReportWith(value, dst, nil).
+func ParseLoadReport(value string, dst *lb.LoadReport) error {
+	return ParseLoadReportWith(value, dst, nil)
+}
+
+// ParseLoadReportWith parses the value of the [LoadReportHeader] header into
+// dst, which it resets first. It accepts the TEXT and JSON forms, and the
+// BIN form when bin is not nil:
 //
 //   - TEXT: entries separated by commas, each a name and a value separated
 //     by ':' or '=', with optional spaces around both; names are
@@ -73,15 +92,19 @@ var ErrLoadReport = errors.New("nethttp: malformed endpoint-load-metrics")
 //     names (cpu_utilization or cpuUtilization), numbers either bare or
 //     quoted; rps, the older integer rate, is used when rps_fractional is
 //     absent; unknown fields are ignored, as proto3 JSON readers may.
+//   - BIN: the standard base64 of a serialized OrcaLoadReport (padded, or
+//     unpadded), whose bytes bin decodes.
 //
-// Any other form (BIN, which needs protobuf: see adapters/grpcgo; an unknown
-// prefix; an empty value), a value longer than [MaxLoadReportLen], a
+// Any other form (BIN without a decoder; an unknown prefix; an empty
+// value), base64 that does not decode, an error of bin, a value longer
+// than [MaxLoadReportLen], a
 // number that does not parse, NaN or infinity, a negative utilization or
 // rate, an unknown TEXT name or a repeated one is an error wrapping
 // [ErrLoadReport] that says which, and leaves dst unspecified. It never
-// panics. Named metrics are appended to dst.Named's backing array, so a
-// caller that reuses dst reuses it.
-func ParseLoadReport(value string, dst *lb.LoadReport) error {
+// panics (unless bin does). Named metrics are appended to dst.Named's
+// backing array, so a caller that reuses dst reuses it. It is safe for
+// concurrent use with distinct dst.
+func ParseLoadReportWith(value string, dst *lb.LoadReport, bin BinLoadReportDecoder) error {
 	named := dst.Named[:0]
 	*dst = lb.LoadReport{Named: named}
 	if len(value) > MaxLoadReportLen {
@@ -94,16 +117,38 @@ func ParseLoadReport(value string, dst *lb.LoadReport) error {
 	case strings.HasPrefix(value, "JSON "):
 		err = parseJSONReport(value[len("JSON "):], dst)
 	case strings.HasPrefix(value, "BIN "):
-		err = errors.New("the BIN form needs protobuf: lbkit parses it in adapters/grpcgo only")
+		err = parseBinReport(value[len("BIN "):], dst, bin)
 	default:
 		form, _, _ := strings.Cut(value[:min(len(value), 5)], " ")
-		err = fmt.Errorf("unknown form %q, want TEXT or JSON", form)
+		err = fmt.Errorf("unknown form %q, want TEXT, JSON or BIN", form)
 	}
 	if err == nil && !dst.Valid() {
 		err = errors.New("a value is negative or not finite")
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrLoadReport, err)
+	}
+	return nil
+}
+
+// parseBinReport decodes the BIN form's base64 and gives its bytes to bin.
+func parseBinReport(s string, dst *lb.LoadReport, bin BinLoadReportDecoder) error {
+	if bin == nil {
+		return errors.New("the BIN form needs a decoder (Transport.DecodeBinLoadReport; adapters/grpcgo's ParseLoadReport is one): the core module has no protobuf")
+	}
+	s = strings.TrimSpace(s)
+	enc := base64.StdEncoding
+	if len(s)%4 != 0 && !strings.HasSuffix(s, "=") {
+		enc = base64.RawStdEncoding
+	}
+	payload, err := enc.DecodeString(s)
+	if err != nil {
+		return fmt.Errorf("BIN: base64: %w", err)
+	}
+	named := dst.Named[:0]
+	*dst = lb.LoadReport{Named: named}
+	if err := bin(payload, dst); err != nil {
+		return fmt.Errorf("BIN: %w", err)
 	}
 	return nil
 }

@@ -1,18 +1,17 @@
 package nethttp_test
 
 import (
-	"context"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/benbjohnson/clock"
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/internal/httpbackend"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/wrr"
@@ -52,35 +51,18 @@ func TestLoadReportsShiftTrafficToTheLessLoadedBackend(t *testing.T) {
 	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
 	t.Cleanup(tr.CloseIdleConnections)
 	client := &http.Client{Transport: tr}
-	count := func(n int) map[string]int {
-		got := map[string]int{}
-		for range n {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // hang guard only
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc/", nil)
-			resp, err := client.Do(req)
-			if err != nil {
-				cancel()
-				t.Fatalf("GET: %v", err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			cancel()
-			got[string(body)]++
-		}
-		return got
-	}
 	// The channel's picker changes as the backends become READY; once
 	// each has answered, the shares are even.
-	for got := count(3); len(got) < 3; got = count(3) {
+	for len(httpbackend.CountBodies(t, client, "http://svc/", 3)) < 3 {
 	}
-	before := count(300)
+	before := httpbackend.CountBodies(t, client, "http://svc/", 300)
 	for _, name := range []string{"light", "heavy", "broken"} {
 		if before[name] < 98 || before[name] > 102 {
 			t.Fatalf("before the weight update: %v, want even shares", before)
 		}
 	}
 	lbtest.AdvanceSerializers(t, mock, wrr.DefaultWeightUpdatePeriod, pol.serializer(t))
-	got := count(900)
+	got := httpbackend.CountBodies(t, client, "http://svc/", 900)
 	// light 500, heavy 125, broken the mean 312.5: of 900, 480, 120, 300.
 	for name, want := range map[string]float64{"light": 480, "heavy": 120, "broken": 300} {
 		if math.Abs(float64(got[name])-want) > 3 {

@@ -49,8 +49,8 @@ func TestParseLoadReportForms(t *testing.T) {
 func TestParseLoadReportRefusesMalformedReports(t *testing.T) {
 	for _, tc := range []struct{ value, want string }{
 		{"", `unknown form ""`},
-		{"XML <a/>", `unknown form "XML"`},
-		{"BIN CgQ=", "BIN form needs protobuf"},
+		{"XML <a/>", `unknown form "XML", want TEXT, JSON or BIN`},
+		{"BIN CgQ=", "BIN form needs a decoder"},
 		{"TEXT cpu_utilization:abc", `cpu_utilization: "abc" is not a number`},
 		{`TEXT cpu_utilization:"0.7"`, "is not a number"},
 		{"TEXT cpu_utilization:NaN", "not finite"},
@@ -97,4 +97,35 @@ func FuzzParseLoadReport(f *testing.F) {
 			t.Fatalf("ParseLoadReport(%q) accepted an invalid report %+v", v, r)
 		}
 	})
+}
+
+// The BIN form's base64, padded or not, reaches the decoder given to
+// ParseLoadReportWith as bytes, into a reset report; its error and bad
+// base64 are malformed reports.
+func TestParseLoadReportWithBinDecoder(t *testing.T) {
+	var gotPayload []byte
+	bin := func(payload []byte, dst *lb.LoadReport) error {
+		gotPayload = append(gotPayload[:0], payload...)
+		if string(payload) == "bad" {
+			return errors.New("refused")
+		}
+		dst.CPUUtilization = 0.5
+		return nil
+	}
+	for _, v := range []string{"BIN b2s=", "BIN b2s", " BIN b2s="[1:] + " "} {
+		r := lb.LoadReport{QPS: 7}
+		if err := nethttp.ParseLoadReportWith(v, &r, bin); err != nil || string(gotPayload) != "ok" || r.CPUUtilization != 0.5 || r.QPS != 0 {
+			t.Errorf("ParseLoadReportWith(%q): %v, payload %q, report %+v; want the bytes \"ok\" into a reset report", v, err, gotPayload, r)
+		}
+	}
+	for _, tc := range []struct{ value, want string }{
+		{"BIN YmFk", "BIN: refused"},
+		{"BIN b2s*", "BIN: base64"},
+	} {
+		var r lb.LoadReport
+		err := nethttp.ParseLoadReportWith(tc.value, &r, bin)
+		if !errors.Is(err, nethttp.ErrLoadReport) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseLoadReportWith(%q) = %v, want an ErrLoadReport containing %q", tc.value, err, tc.want)
+		}
+	}
 }

@@ -84,6 +84,12 @@ type Transport struct {
 	// ring_hash needs its requestHashHeader (the request's headers always
 	// reach the policy).
 	RequestHash func(*http.Request) (uint64, bool)
+	// DecodeBinLoadReport, when not nil, decodes the BIN form of a
+	// response's [LoadReportHeader] (a serialized ORCA OrcaLoadReport, which
+	// needs protobuf: adapters/grpcgo's ParseLoadReport is one); see
+	// [ParseLoadReportWith]. If nil, a BIN report is malformed: ignored
+	// and counted, as the TEXT and JSON forms' errors are.
+	DecodeBinLoadReport BinLoadReportDecoder
 
 	backends sync.Map     // resolver address → *backend
 	size     atomic.Int64 // entries in backends

@@ -9,6 +9,7 @@
 package httpbackend
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -137,4 +138,41 @@ func (b *Backend) Restart() error {
 	}
 	b.serve(ln)
 	return nil
+}
+
+// TB is the part of testing.TB that [CountBodies] uses.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+// CountBodies sends n GET requests for url through client, one after the
+// other, reads each answer whole and counts the answers by body (a
+// Backend's body is its name). Each request has 10 s to answer, a guard
+// against hangs only. A request that fails fails tb. It is safe for
+// concurrent use if client and tb are.
+func CountBodies(tb TB, client *http.Client, url string, n int) map[string]int {
+	tb.Helper()
+	got := map[string]int{}
+	for range n {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			cancel()
+			tb.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			cancel()
+			tb.Fatal(fmt.Errorf("GET %s: %w", url, err))
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		if err != nil {
+			tb.Fatal(fmt.Errorf("GET %s: reading the body: %w", url, err))
+		}
+		got[string(body)]++
+	}
+	return got
 }

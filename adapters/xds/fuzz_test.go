@@ -7,6 +7,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -40,6 +41,24 @@ func FuzzDecodeResources(f *testing.F) {
 			if err == nil && (name == "" || v == nil) {
 				t.Fatalf("a valid resource without a name or value: %q, %v", name, v)
 			}
+		}
+	})
+}
+
+// FuzzPeakEwmaPolicy feeds arbitrary bytes as the value of Envoy's
+// PeakEwma: the conversion returns an error or a config that lbkit's
+// registry accepts (convertPolicy checks it), never panics.
+func FuzzPeakEwmaPolicy(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0x0a, 0x02, 0x08, 0x05, 0x22, 0x03, 0x10, 0x80, 0x01}) // decay_time 5s, default_rtt 128 ns
+	f.Add([]byte{0x2a, 0x09, 0x09, 0, 0, 0, 0, 0, 0, 0xf8, 0x7f})       // penalty_value NaN
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, ok, err := convertPolicy(&anypb.Any{TypeUrl: "type.googleapis.com/" + peakEwmaType, Value: raw}, "p", 0)
+		if !ok {
+			t.Fatal("PeakEwma skipped: it is a type lbkit supports")
+		}
+		if err == nil && len(c.leaf) == 0 {
+			t.Fatalf("accepted %x without a policy", raw)
 		}
 	})
 }

@@ -90,7 +90,7 @@ func loadBalancingPolicy(lbp *clusterv3.LoadBalancingPolicy, field string, depth
 }
 
 // supportedTypes names what loadBalancingPolicy converts, for errors.
-var supportedTypes = strings.Join([]string{wrrLocalityType, roundRobinType, leastRequestType, ringHashType, maglevType, pickFirstType, clientSideWRRType}, ", ") +
+var supportedTypes = strings.Join([]string{wrrLocalityType, roundRobinType, leastRequestType, ringHashType, maglevType, pickFirstType, clientSideWRRType, peakEwmaType}, ", ") +
 	", and " + typedStructType + " or " + udpaStructType + " naming a registered policy"
 
 // describeType names typed's type for a message: its type_url, a
@@ -153,6 +153,8 @@ func convertPolicy(typed *anypb.Any, at string, depth int) (c chosenPolicy, ok b
 		if err = decode(typed, &m, at); err == nil {
 			c = clientSideWRRPolicy(&m, at)
 		}
+	case n == peakEwmaType:
+		c, err = peakEwmaPolicy(typed, at)
 	case n == pickFirstType:
 		var m pick_firstv3.PickFirst
 		if err = decode(typed, &m, at); err == nil {

@@ -96,16 +96,19 @@ func typedConfig(i int) string {
 	return "load_balancing_policy.policies[" + strconv.Itoa(i) + "].typed_extension_config.typed_config"
 }
 
-// validLBPolicies are clusters with load_balancing_policy that
-// ParseCluster accepts, with the endpoint policy, the tree's shape and the
-// prefixes of the Ignored entries they must give.
-var validLBPolicies = []struct {
+// lbPolicyCase is a cluster with load_balancing_policy that ParseCluster
+// accepts, with the endpoint policy, the tree's shape and the prefixes of
+// the Ignored entries it must give.
+type lbPolicyCase struct {
 	name     string
 	cluster  *clusterv3.Cluster
 	endpoint string
 	flat     bool
 	ignored  []string
-}{
+}
+
+// validLBPolicies are the lbPolicyCases of gRFC A52's policies.
+var validLBPolicies = []lbPolicyCase{
 	{"WrrLocality of RoundRobin", edsCluster(withLBPolicy(wrrLocality(rr))), `[{"round_robin":{}}]`, false, nil},
 	{"RoundRobin alone: no locality layer", edsCluster(withLBPolicy(rr)), `[{"round_robin":{}}]`, true, nil},
 	{"PickFirst", edsCluster(withLBPolicy(pf)), `[{"pick_first":{"shuffleAddressList":false}}]`, true, nil},
@@ -191,8 +194,12 @@ var validLBPolicies = []struct {
 		`[{"pick_first":{"shuffleAddressList":false}}]`, true, nil},
 }
 
-func TestParseClusterLoadBalancingPolicy(t *testing.T) {
-	for _, tt := range validLBPolicies {
+func TestParseClusterLoadBalancingPolicy(t *testing.T) { checkLBPolicies(t, validLBPolicies) }
+
+// checkLBPolicies checks that ParseCluster gives each case's endpoint
+// policy, shape and Ignored entries.
+func checkLBPolicies(t *testing.T, cases []lbPolicyCase) {
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := xds.ParseCluster(tt.cluster)
 			if err != nil {

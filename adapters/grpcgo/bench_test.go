@@ -174,6 +174,10 @@ func BenchmarkPicker(b *testing.B) {
 func readyPicker(b *testing.B, builder balancer.Builder, n int, cfg string, closeWith func(func())) balancer.Picker {
 	b.Helper()
 	cc := newFakeCC()
+	// Keep only the last state: a balancer that publishes once per
+	// endpoint would leave n pickers of n endpoints each behind
+	// (gigabytes at n = 10,000, for the GC to scan).
+	cc.lastOnly = true
 	bal := builder.Build(cc, balancer.BuildOptions{})
 	closeWith(bal.Close)
 	var ccs balancer.ClientConnState
@@ -197,12 +201,6 @@ func readyPicker(b *testing.B, builder balancer.Builder, n int, cfg string, clos
 		b.Fatalf("%s created %d SubConns, want %d", builder.Name(), got, n)
 	}
 	s, _ := cc.lastState()
-	// Keep only the last state: the fake records every one, and a
-	// balancer that publishes once per endpoint leaves n pickers of n
-	// endpoints each behind (gigabytes at n = 10,000, for the GC to scan).
-	cc.mu.Lock()
-	cc.states = cc.states[len(cc.states)-1:]
-	cc.mu.Unlock()
 	if s.ConnectivityState != connectivity.Ready {
 		b.Fatalf("%s: state %v with every SubConn READY", builder.Name(), s.ConnectivityState)
 	}

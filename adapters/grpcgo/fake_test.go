@@ -14,7 +14,8 @@ import (
 
 // fakeCC is a grpc-go balancer.ClientConn for tests and benchmarks that need
 // no network: NewSubConn returns fakeSubConns, and every published state is
-// recorded. Methods grpc-go may add later panic through the nil embedded
+// recorded (only the last one if lastOnly is set: a benchmark's set-up of
+// n endpoints publishes O(n) pickers of O(n) each, too many to keep). Methods grpc-go may add later panic through the nil embedded
 // interface, which is what grpc-go asks fakes to do.
 type fakeCC struct {
 	balancer.ClientConn
@@ -24,6 +25,7 @@ type fakeCC struct {
 	states     []balancer.State
 	resolveNow int
 	changed    chan struct{} // closed and replaced on every record
+	lastOnly   bool          // set before use: keep the last state only
 }
 
 func newFakeCC() *fakeCC { return &fakeCC{changed: make(chan struct{})} }
@@ -45,6 +47,9 @@ func (c *fakeCC) NewSubConn(addrs []resolver.Address, opts balancer.NewSubConnOp
 func (c *fakeCC) UpdateState(s balancer.State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.lastOnly {
+		c.states = c.states[:0]
+	}
 	c.states = append(c.states, s)
 	c.notifyLocked()
 }

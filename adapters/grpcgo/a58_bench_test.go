@@ -147,6 +147,12 @@ func a58Balancer(b *testing.B, builder balancer.Builder, load []*v3orcapb.OrcaLo
 		b.Fatal(err)
 	}
 	cc.readyAll()
+	if builder.Name() == mockWRRName {
+		// lbkit's bridge publishes from the balancer's serializer: wait
+		// for the picker over every READY endpoint (grpc-go's publishes
+		// within readyAll).
+		wrrClock.settle(b)
+	}
 	s, _ := cc.lastState()
 	if s.ConnectivityState != connectivity.Ready {
 		b.Fatalf("%s: state %v with every SubConn READY", builder.Name(), s.ConnectivityState)

@@ -1,10 +1,12 @@
 package nethttp_test
 
 import (
+	"errors"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/benbjohnson/clock"
@@ -71,5 +73,33 @@ func TestLoadReportsShiftTrafficToTheLessLoadedBackend(t *testing.T) {
 	}
 	if n := metrics.Value(conn.MetricMalformedLoadReports.Name, ch.Target()); n < 100 {
 		t.Errorf("%s = %d, want one per answer of the broken backend", conn.MetricMalformedLoadReports.Name, n)
+	}
+}
+
+// A Client's Transport template passes its BIN decoder on to every host's
+// Transport: a backend's BIN reports reach it, once per answer.
+func TestClientTemplateDecodesBinLoadReports(t *testing.T) {
+	addr := startReporting(t, "b", "BIN b2s=")
+	var calls atomic.Int64
+	decode := func(payload []byte, dst *lb.LoadReport) error {
+		if string(payload) != "ok" {
+			return errors.New("unexpected payload")
+		}
+		calls.Add(1)
+		dst.CPUUtilization = 0.5
+		return nil
+	}
+	client, err := nethttp.NewClient(
+		nethttp.WithRoute("http://svc", nethttp.Route{Target: "static:///" + addr}),
+		nethttp.WithTransport(&nethttp.Transport{WaitForReady: true, DecodeBinLoadReport: decode}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	if got := httpbackend.CountBodies(t, client.Client, "http://svc/", 5); got["b"] != 5 {
+		t.Fatalf("answers %v, want 5 from b", got)
+	}
+	if n := calls.Load(); n != 5 {
+		t.Errorf("the template's decoder ran %d times for 5 answers, want 5", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/benbjohnson/clock"
 
@@ -45,7 +46,7 @@ func TestLoadReportsShiftTrafficToTheLessLoadedBackend(t *testing.T) {
 	pol := &capturing{name: "wrr_on_mock_clock", inner: wrr.Builder{}}
 	ch, err := conn.New("fixed:///svc", conn.WithResolver(staticBuilder{addrs: addrs}),
 		conn.WithClock(mock), conn.WithRegistry(lb.NewRegistry(pol)), conn.WithMetricsRecorder(metrics),
-		conn.WithDefaultServiceConfig(`{"loadBalancingConfig": [{"wrr_on_mock_clock": {"blackoutPeriod": "0s"}}]}`))
+		conn.WithDefaultServiceConfig(`{"loadBalancingConfig": [{"wrr_on_mock_clock": {"blackoutPeriod": "10s"}}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,11 @@ func TestLoadReportsShiftTrafficToTheLessLoadedBackend(t *testing.T) {
 			t.Fatalf("before the weight update: %v, want even shares", before)
 		}
 	}
-	lbtest.AdvanceSerializers(t, mock, wrr.DefaultWeightUpdatePeriod, pol.serializer(t))
+	// The blackout keeps the reports out of every picker built before the
+	// mock clock moves, even one rebuilt when the last backend becomes
+	// READY after the others have reported (with no blackout, that picker
+	// would weigh them already).
+	lbtest.AdvanceSerializers(t, mock, 10*time.Second+wrr.DefaultWeightUpdatePeriod, pol.serializer(t))
 	got := httpbackend.CountBodies(t, client, "http://svc/", 900)
 	// light 500, heavy 125, broken the mean 312.5: of 900, 480, 120, 300.
 	for name, want := range map[string]float64{"light": 480, "heavy": 120, "broken": 300} {

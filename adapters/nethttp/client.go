@@ -332,7 +332,7 @@ func (r *router) build(key string) (*conn.Channel, *Transport, error) {
 	}
 	if t != nil {
 		tr.Base, tr.WaitForReady, tr.Classify, tr.MaxAttempts = t.Base, t.WaitForReady, t.Classify, t.MaxAttempts
-		tr.DecodeBinLoadReport = t.DecodeBinLoadReport
+		tr.RequestHash, tr.DecodeBinLoadReport = t.RequestHash, t.DecodeBinLoadReport
 	}
 	return ch, tr, nil
 }

@@ -120,8 +120,8 @@ func WithChannelOptions(opts ...conn.Option) ClientOption {
 }
 
 // WithTransport makes t the template of every host's [Transport] that its
-// [Route] gives none: its Base, WaitForReady, Classify, MaxAttempts and
-// DecodeBinLoadReport are copied; its Channel must be nil. If this option
+// [Route] gives none: its Base, WaitForReady, Classify, MaxAttempts,
+// RequestHash and DecodeBinLoadReport are copied; its Channel must be nil. If this option
 // is not supplied, the template is the zero Transport (http.DefaultTransport's settings, fail
 // fast, [DefaultClassifier], [DefaultMaxAttempts]).
 func WithTransport(t *Transport) ClientOption {

@@ -108,3 +108,27 @@ func TestClientTemplateDecodesBinLoadReports(t *testing.T) {
 		t.Errorf("the template's decoder ran %d times for 5 answers, want 5", n)
 	}
 }
+
+// A template's RequestHash reaches every host's Transport, as its other
+// settings do (it was once dropped: requests then carried no hash).
+func TestClientTemplateHashesRequests(t *testing.T) {
+	addr := startReporting(t, "b", "")
+	var calls atomic.Int64
+	hash := func(*http.Request) (uint64, bool) {
+		calls.Add(1)
+		return 7, true
+	}
+	client, err := nethttp.NewClient(
+		nethttp.WithRoute("http://svc", nethttp.Route{Target: "static:///" + addr}),
+		nethttp.WithTransport(&nethttp.Transport{WaitForReady: true, RequestHash: hash}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	if got := httpbackend.CountBodies(t, client.Client, "http://svc/", 5); got["b"] != 5 {
+		t.Fatalf("answers %v, want 5 from b", got)
+	}
+	if n := calls.Load(); n != 5 {
+		t.Errorf("the template's RequestHash ran %d times for 5 requests, want 5", n)
+	}
+}

@@ -110,7 +110,7 @@ func waitClosed(t *testing.T, b *countingBackend, why string) {
 
 // TestBackendsThatLeaveAreDropped checks that the pool of a backend the
 // channel no longer has is dropped and its idle connection closed after
-// enough requests, while the other backends keep theirs.
+// enough requests, while the other backends keep their pools.
 func TestBackendsThatLeaveAreDropped(t *testing.T) {
 	a, b := newCountingBackend(t), newCountingBackend(t)
 	r := manual.NewBuilder("sweep", manual.WithInitialState(addrsOf(a, b)))
@@ -134,7 +134,12 @@ func TestBackendsThatLeaveAreDropped(t *testing.T) {
 	servedBy(t, client, hostOf(a.Server))
 	servedBy(t, client, hostOf(b.Server))
 
-	before := b.closed.Load()
+	// b's pool is checked, not b's connections: net/http closes a
+	// connection itself when its writing goroutine has not reported the
+	// request written within 50 ms of the response being read (its
+	// persistConn.wroteRequest), which a loaded machine's scheduler causes
+	// about once in a hundred runs; that close is no sweep's.
+	poolB, _ := nethttp.PoolOf(tr, hostOf(b.Server))
 	if err := r.UpdateState(addrsOf(b)); err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +148,11 @@ func TestBackendsThatLeaveAreDropped(t *testing.T) {
 		servedBy(t, client, hostOf(b.Server))
 	}
 	waitClosed(t, a, "a left, then 1024 requests")
-	if n := b.closed.Load(); n != 0 {
-		t.Fatalf("%d connections to b were closed while b is still a backend (%d before a left)", n, before)
+	if pool, _ := nethttp.PoolOf(tr, hostOf(a.Server)); pool != nil {
+		t.Fatal("a left, then 1024 requests: its pool is still held")
+	}
+	if pool, dropped := nethttp.PoolOf(tr, hostOf(b.Server)); pool != poolB || dropped {
+		t.Fatalf("b's pool was replaced (%v) or dropped (%v) while b is still a backend", pool != poolB, dropped)
 	}
 }
 

@@ -88,10 +88,17 @@ func builtinScenario(o options) (*scenario, error) {
 		conn.WithBackoff(demoBackoff),
 		conn.WithResolver(odEDS{config: odConfigFor(d)}),
 		conn.WithLogger(slog.New(sc.monitor.log)),
+		// The checks must drain the hung backend during its hang (d/10,
+		// see script): two checks in a row (UnhealthyThreshold) time out
+		// within 2*Timeout+Interval. A healthy loopback backend must pass
+		// them, also on a machine so loaded that an answer takes a few
+		// hundred milliseconds: at d/150 (80 ms for 12 s) every backend
+		// was drained now and then under load 15, leaving no undisturbed
+		// second to measure the shares in.
 		conn.WithHealthCheck(conn.HealthCheck{
 			Checker:            conn.HTTPHealthCheck{Path: "/healthz"},
 			Interval:           d / 150,
-			Timeout:            d / 150,
+			Timeout:            d / 30,
 			UnhealthyThreshold: 2,
 			HealthyThreshold:   1,
 		}),

@@ -49,7 +49,7 @@ type Scenario struct {
 // Step is something the script does at a point of the run.
 type Step struct {
 	// At is when, from the start of the traffic; a step at 0 (or before)
-	// runs before the traffic starts.
+	// runs before the traffic starts, which starts when its Do returns.
 	At time.Duration
 	// Label describes the step in its table row and on the timeline.
 	Label string
@@ -110,10 +110,11 @@ func (s *Scenario) Run(ctx context.Context, out io.Writer) (*Summary, error) {
 	rec := newRecorder(tr, s.name)
 	client := &http.Client{Transport: rec, Timeout: 2 * time.Second}
 
-	start := time.Now()
-	runCtx, cancel := context.WithTimeout(ctx, s.Options.Duration)
-	defer cancel()
-	p := &player{s: s, rec: rec, ch: ch, out: out, start: start, phases: []phase{{topology: s.Topology}}}
+	// The channel leaves IDLE now, not at the first request: a step
+	// before the traffic may wait for what the channel does (the xDS demo
+	// waits for lbkit's answer to its first snapshot).
+	ch.Connect()
+	p := &player{s: s, rec: rec, ch: ch, out: out, start: time.Now(), phases: []phase{{topology: s.Topology}}}
 	script := s.Script
 	for len(script) > 0 && script[0].At <= 0 {
 		if err := p.step(script[0]); err != nil {
@@ -121,6 +122,11 @@ func (s *Scenario) Run(ctx context.Context, out io.Writer) (*Summary, error) {
 		}
 		script = script[1:]
 	}
+	// The traffic, and the clock of the steps' At, start once the steps
+	// before the traffic are done (one may wait for what it caused).
+	p.start = time.Now()
+	runCtx, cancel := context.WithTimeout(ctx, s.Options.Duration)
+	defer cancel()
 	p.atStart = len(p.phases) - 1
 	var wg sync.WaitGroup
 	s.startLoad(runCtx, &wg, client, rec)
@@ -179,12 +185,13 @@ type player struct {
 // step does st and starts its watches and topology.
 func (p *player) step(st Step) error {
 	p.late = max(p.late, time.Since(p.start.Add(st.At)))
+	now := time.Now() // the watches time from the step, before Do's waits
 	if st.Do != nil {
 		if err := st.Do(); err != nil {
 			return err
 		}
 	}
-	p.rec.step(st.Watches, time.Now())
+	p.rec.step(st.Watches, now)
 	if st.Topology != nil {
 		p.phases = append(p.phases, phase{label: st.Label, topology: *st.Topology})
 	}

@@ -34,8 +34,10 @@ func newAckMonitor(cp *controlplane.Server) *ackMonitor {
 }
 
 // pushed waits, until close, for the answer to the push of s's
-// endpoints: an ACK of its version, or for a bad snapshot a NACK.
-func (m *ackMonitor) pushed(s snapshot) {
+// endpoints: an ACK of its version, or for a bad snapshot a NACK. The
+// channel it returns is closed when the answer came or close was called.
+func (m *ackMonitor) pushed(s snapshot) <-chan struct{} {
+	answered := make(chan struct{})
 	at := time.Now()
 	m.mu.Lock()
 	i := len(m.notes)
@@ -44,6 +46,7 @@ func (m *ackMonitor) pushed(s snapshot) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		defer close(answered)
 		req := m.cp.WaitRequest(m.ctx, func(r *discoveryv3.DiscoveryRequest) bool {
 			if r.GetTypeUrl() != xds.EndpointType || r.GetResponseNonce() == "" {
 				return false
@@ -68,6 +71,7 @@ func (m *ackMonitor) pushed(s snapshot) {
 		m.notes[i] = note
 		m.mu.Unlock()
 	}()
+	return answered
 }
 
 // Tick returns the answers since the last call; no backend is ever

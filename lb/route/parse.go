@@ -1,0 +1,237 @@
+package route
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/lbkit/lbkit/lb"
+)
+
+// Parse parses the JSON form of a [Config] (see there) and compiles it
+// ([Compile]). It returns the table and the JSON paths of the fields it
+// does not know and ignored. Every error is an [*lb.ConfigError] whose path
+// locates the field from the object's root, such as
+// `virtualHosts[0].routes[2].match.safeRegex: invalid RE2 regex: ...`.
+func Parse(raw json.RawMessage) (*Table, []string, error) {
+	obj, err := lb.ParseConfigObject(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := Read(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := Compile(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, obj.Unknown(), nil
+}
+
+// Read reads a [Config] from its JSON object, for a parent policy's parser
+// that holds a route configuration as one of its fields (whose unknown
+// fields then become obj's). It checks the JSON's shape (types, a key
+// given twice) but not the rules [Compile] checks. Error paths are relative
+// to obj.
+func Read(obj lb.ConfigObject) (*Config, error) {
+	cfg := &Config{}
+	if err := obj.Decode(&cfg.Name, "name"); err != nil {
+		return nil, err
+	}
+	err := eachObject(obj, "virtualHosts", func(at string, o lb.ConfigObject) error {
+		vh, err := readVirtualHost(o)
+		cfg.VirtualHosts = append(cfg.VirtualHosts, vh)
+		return lb.PrefixConfigError(at, err)
+	})
+	return cfg, err
+}
+
+// eachObject reads the array field of obj as objects, calling fn with each
+// one's path and object. A missing or null field is empty.
+func eachObject(obj lb.ConfigObject, field string, fn func(at string, o lb.ConfigObject) error) error {
+	var elems []json.RawMessage
+	if err := obj.Decode(&elems, field); err != nil {
+		return err
+	}
+	for i, raw := range elems {
+		at := field + "[" + strconv.Itoa(i) + "]"
+		o, err := obj.ObjectAt(at, raw)
+		if err != nil {
+			return err
+		}
+		if err := fn(at, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readVirtualHost(obj lb.ConfigObject) (VirtualHost, error) {
+	var vh VirtualHost
+	if err := decodeAll(obj, field{&vh.Name, "name"}, field{&vh.Domains, "domains"}); err != nil {
+		return vh, err
+	}
+	err := eachObject(obj, "routes", func(at string, o lb.ConfigObject) error {
+		r, err := readRoute(o)
+		vh.Routes = append(vh.Routes, r)
+		return lb.PrefixConfigError(at, err)
+	})
+	return vh, err
+}
+
+// field is one field to decode: where to, and its names.
+type field struct {
+	dst   any
+	names string
+}
+
+// decodeAll decodes each field in order, stopping at the first error.
+func decodeAll(obj lb.ConfigObject, fields ...field) error {
+	for _, f := range fields {
+		if err := obj.Decode(f.dst, f.names); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readRoute(obj lb.ConfigObject) (Route, error) {
+	var r Route
+	if err := obj.Decode(&r.Name, "name"); err != nil {
+		return r, err
+	}
+	raw, _, _ := obj.Raw("match")
+	m, err := obj.ObjectAt("match", raw)
+	if err != nil {
+		return r, err
+	}
+	if r.Match, err = readMatch(m); err != nil {
+		return r, lb.PrefixConfigError("match", err)
+	}
+	raw, _, ok := obj.Raw("route")
+	if !ok {
+		return r, nil // no action lbkit knows: Compile names it
+	}
+	a, err := obj.ObjectAt("route", raw)
+	if err != nil {
+		return r, err
+	}
+	r.Action, err = readAction(a)
+	return r, lb.PrefixConfigError("route", err)
+}
+
+func readMatch(obj lb.ConfigObject) (Match, error) {
+	var m Match
+	err := decodeAll(obj, field{&m.Prefix, "prefix"}, field{&m.Path, "path"},
+		field{&m.SafeRegex, "safeRegex"}, field{&m.CaseSensitive, "caseSensitive"})
+	if err != nil {
+		return m, err
+	}
+	if raw, _, ok := obj.Raw("runtimeFraction"); ok && !isNull(raw) {
+		o, err := obj.ObjectAt("runtimeFraction", raw)
+		if err != nil {
+			return m, err
+		}
+		f, err := readFraction(o)
+		if err != nil {
+			return m, lb.PrefixConfigError("runtimeFraction", err)
+		}
+		m.RuntimeFraction = &f
+	}
+	err = eachObject(obj, "headers", func(at string, o lb.ConfigObject) error {
+		var h HeaderMatcher
+		err := decodeAll(o, field{&h.Name, "name"}, field{&h.ExactMatch, "exactMatch"},
+			field{&h.SafeRegexMatch, "safeRegexMatch"}, field{&h.PresentMatch, "presentMatch"},
+			field{&h.PrefixMatch, "prefixMatch"}, field{&h.SuffixMatch, "suffixMatch"},
+			field{&h.ContainsMatch, "containsMatch"}, field{&h.IgnoreCase, "ignoreCase"},
+			field{&h.InvertMatch, "invertMatch"})
+		if err == nil {
+			h.RangeMatch, err = readRange(o)
+		}
+		m.Headers = append(m.Headers, h)
+		return lb.PrefixConfigError(at, err)
+	})
+	return m, err
+}
+
+func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+// readRange reads rangeMatch, whose bounds are proto3 JSON int64s (numbers
+// or strings holding one).
+func readRange(obj lb.ConfigObject) (*Int64Range, error) {
+	raw, _, ok := obj.Raw("rangeMatch")
+	if !ok || isNull(raw) {
+		return nil, nil
+	}
+	o, err := obj.ObjectAt("rangeMatch", raw)
+	if err != nil {
+		return nil, err
+	}
+	var r Int64Range
+	for _, b := range []struct {
+		dst  *int64
+		name string
+	}{{&r.Start, "start"}, {&r.End, "end"}} {
+		var n json.Number
+		if err := o.Decode(&n, b.name); err != nil {
+			return nil, lb.PrefixConfigError("rangeMatch", err)
+		}
+		if n == "" {
+			continue
+		}
+		if *b.dst, err = strconv.ParseInt(string(n), 10, 64); err != nil {
+			return nil, lb.ConfigErrorf("rangeMatch."+b.name, "want a 64-bit integer, got %s", n)
+		}
+	}
+	return &r, nil
+}
+
+func readFraction(obj lb.ConfigObject) (Fraction, error) {
+	var f Fraction
+	raw, _, _ := obj.Raw("numerator")
+	n, err := lb.ParseUint32(raw, 0)
+	if err != nil {
+		return f, lb.PrefixConfigError("numerator", err)
+	}
+	f.Numerator = n
+	return f, obj.Decode(&f.Denominator, "denominator")
+}
+
+func readAction(obj lb.ConfigObject) (*Action, error) {
+	a := &Action{}
+	if err := obj.Decode(&a.Cluster, "cluster"); err != nil {
+		return nil, err
+	}
+	raw, _, _ := obj.Raw("timeout")
+	d, err := lb.ParseDuration(raw)
+	if err != nil {
+		return nil, lb.PrefixConfigError("timeout", err)
+	}
+	a.Timeout = d
+	for _, name := range []string{"clusterHeader", "clusterSpecifierPlugin"} {
+		if _, _, ok := obj.Raw(name); ok {
+			a.Unsupported = name
+		}
+	}
+	raw, _, ok := obj.Raw("weightedClusters")
+	if !ok || isNull(raw) {
+		return a, nil
+	}
+	wo, err := obj.ObjectAt("weightedClusters", raw)
+	if err != nil {
+		return nil, err
+	}
+	a.WeightedClusters = &WeightedClusters{}
+	err = eachObject(wo, "clusters", func(at string, o lb.ConfigObject) error {
+		var c ClusterWeight
+		err := o.Decode(&c.Name, "name")
+		if err == nil {
+			raw, _, _ := o.Raw("weight")
+			c.Weight, err = lb.ParseUint32(raw, 0)
+			err = lb.PrefixConfigError("weight", err)
+		}
+		a.WeightedClusters.Clusters = append(a.WeightedClusters.Clusters, c)
+		return lb.PrefixConfigError(at, err)
+	})
+	return a, lb.PrefixConfigError("weightedClusters", err)
+}

@@ -20,7 +20,11 @@ type Table struct {
 	// patterns first within a kind, then configuration order.
 	domains []domain
 	// hosts holds each virtual host's compiled routes.
-	hosts [][]compiledRoute
+	hosts []*hostIndex
+	// exactHosts maps every exact domain, in lower case, to its virtual
+	// host (the first that has it); the domains' order puts exact domains
+	// first, so a lower-case authority found here needs nothing else.
+	exactHosts map[string]int
 	// clusters lists every cluster a route names, in order of first
 	// mention.
 	clusters []string
@@ -76,10 +80,36 @@ func Compile(cfg *Config) (*Table, error) {
 				}
 			}
 		}
-		t.hosts = append(t.hosts, routes)
+		t.hosts = append(t.hosts, newHostIndex(routes))
 	}
 	sortDomains(t.domains)
+	t.exactHosts = map[string]int{}
+	for _, d := range t.domains {
+		if _, dup := t.exactHosts[strings.ToLower(d.pattern)]; d.kind == domainExact && !dup {
+			t.exactHosts[strings.ToLower(d.pattern)] = d.host
+		}
+	}
+	numberKeys(t.hosts)
 	return t, nil
+}
+
+// numberKeys gives each header name of the table a slot of a request's
+// header cache (see headerCache), in order of first use.
+func numberKeys(hosts []*hostIndex) {
+	slots := map[string]uint8{}
+	for _, x := range hosts {
+		for i := range x.routes {
+			for j := range x.routes[i].headers {
+				h := &x.routes[i].headers[j]
+				s, ok := slots[h.key]
+				if !ok {
+					s = uint8(min(len(slots), 255))
+					slots[h.key] = s
+				}
+				h.slot = s
+			}
+		}
+	}
 }
 
 // cloneConfig copies cfg's slices, so the table does not share them with
@@ -120,11 +150,11 @@ func (t *Table) Len() int { return t.nroutes }
 
 // Route returns the route of index i (see [Match.Index]).
 func (t *Table) Route(i int) *Route {
-	for h, routes := range t.hosts {
-		if i < len(routes) {
+	for h, x := range t.hosts {
+		if i < len(x.routes) {
 			return &t.cfg.VirtualHosts[h].Routes[i]
 		}
-		i -= len(routes)
+		i -= len(x.routes)
 	}
 	return nil
 }
@@ -335,9 +365,22 @@ type headerMatcher struct {
 	re         *regexp.Regexp
 	start, end int64
 	present    bool
+	source     headerSource
+	slot       uint8 // the name's slot in a request's headerCache
 	fold       bool
 	invert     bool
 }
+
+// headerSource is where a header matcher's value comes from.
+type headerSource uint8
+
+const (
+	fromHeaders headerSource = iota
+	fromMethod
+	fromAuthority
+	fromPath
+	fromNothing
+)
 
 type headerKind uint8
 
@@ -357,6 +400,16 @@ func compileHeader(h *HeaderMatcher) (headerMatcher, error) {
 		return hm, lb.ConfigErrorf("name", "empty header name")
 	}
 	hm.key = textproto.CanonicalMIMEHeaderKey(h.Name)
+	switch {
+	case hm.lower == ":method":
+		hm.source = fromMethod
+	case hm.lower == ":authority" || hm.lower == "host":
+		hm.source = fromAuthority
+	case hm.lower == ":path":
+		hm.source = fromPath
+	case strings.HasSuffix(hm.lower, "-bin"):
+		hm.source = fromNothing // never present (gRFC A28)
+	}
 	n := 0
 	set := func(k headerKind, s *string) {
 		if s != nil {

@@ -2,6 +2,7 @@ package route
 
 import (
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -65,23 +66,24 @@ func (t *Table) Find(req *Request, rnd Source) (int, error) {
 	if h < 0 {
 		return -1, ErrNoVirtualHost
 	}
-	routes := t.hosts[h]
-	for i := range routes {
-		if routes[i].match(req, rnd) {
-			return routes[i].index, nil
-		}
+	x := t.hosts[h]
+	if i := x.find(req, rnd); i >= 0 {
+		return x.routes[i].index, nil
 	}
 	return -1, ErrNoRoute
 }
 
 // findHost returns the index of the virtual host for host, or -1.
 func (t *Table) findHost(host string) int {
+	if h, ok := t.exactHosts[host]; ok && t.exactHosts != nil {
+		return h // a lower-case host: the map has every exact domain in lower case
+	}
 	for i := range t.domains {
 		d := &t.domains[i]
 		p := d.pattern
 		switch d.kind {
 		case domainExact:
-			if strings.EqualFold(host, p) {
+			if !isLower(host) && strings.EqualFold(host, p) {
 				return d.host
 			}
 		case domainSuffix:
@@ -99,13 +101,28 @@ func (t *Table) findHost(host string) int {
 	return -1
 }
 
-// match reports whether the route takes req.
-func (r *compiledRoute) match(req *Request, rnd Source) bool {
-	if !r.matchPath(req.Path) {
-		return false
+// isLower reports whether s has no upper-case ASCII letter and no
+// non-ASCII byte: whether it is its own lower case, so that the exact
+// domains' map answers for it.
+func isLower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' || c >= 0x80 {
+			return false
+		}
 	}
+	return true
+}
+
+// match reports whether the route takes req.
+func (r *compiledRoute) match(req *Request, rnd Source, hc *headerCache) bool {
+	return r.matchPath(req.Path) && r.matchRest(req, rnd, hc)
+}
+
+// matchRest reports whether req, whose path matches, matches the route's
+// headers and runtime fraction.
+func (r *compiledRoute) matchRest(req *Request, rnd Source, hc *headerCache) bool {
 	for i := range r.headers {
-		if !r.headers[i].match(req) {
+		if !r.headers[i].match(req, hc) {
 			return false
 		}
 	}
@@ -140,35 +157,74 @@ type valuer interface {
 	Values(key string) []string
 }
 
-// lookup returns the header's value for req and whether it is present.
-func (h *headerMatcher) lookup(req *Request) (string, bool) {
-	switch h.lower {
-	case ":method":
-		return req.Method, req.Method != ""
-	case ":authority", "host":
-		return req.Authority, req.Authority != ""
-	case ":path":
-		return req.Path, req.Path != ""
-	}
-	if req.Headers == nil || strings.HasSuffix(h.lower, "-bin") {
-		return "", false
-	}
-	if v, ok := req.Headers.(valuer); ok {
-		vs := v.Values(h.key)
-		switch len(vs) {
-		case 0:
-			return "", false
-		case 1:
-			return vs[0], true
-		}
-		return strings.Join(vs, ","), true
-	}
-	s := req.Headers.Get(h.key)
-	return s, s != ""
+// headerCache remembers the headers one Find has looked up, by the slot
+// the table gave each header name, so that many routes matching the same
+// header look it up once. It lives on Find's stack.
+type headerCache struct {
+	seen uint8 // bit i: slot i is looked up
+	vals [cacheSlots]string
+	oks  uint8 // bit i: slot i's header is present
 }
 
-func (h *headerMatcher) match(req *Request) bool {
-	v, ok := h.lookup(req)
+// cacheSlots is how many header names a request's cache holds; the
+// table's other names are looked up each time.
+const cacheSlots = 8
+
+// lookup returns the header's value for req and whether it is present.
+func (h *headerMatcher) lookup(req *Request, hc *headerCache) (string, bool) {
+	switch h.source {
+	case fromMethod:
+		return req.Method, req.Method != ""
+	case fromAuthority:
+		return req.Authority, req.Authority != ""
+	case fromPath:
+		return req.Path, req.Path != ""
+	case fromNothing:
+		return "", false
+	}
+	if req.Headers == nil {
+		return "", false
+	}
+	if h.slot >= cacheSlots {
+		return h.fetch(req.Headers)
+	}
+	bit := uint8(1) << h.slot
+	if hc.seen&bit != 0 {
+		return hc.vals[h.slot], hc.oks&bit != 0
+	}
+	v, ok := h.fetch(req.Headers)
+	hc.seen |= bit
+	hc.vals[h.slot] = v
+	if ok {
+		hc.oks |= bit
+	}
+	return v, ok
+}
+
+// fetch reads the header from md: all its values joined with "," when md
+// has them (http.Header, read directly with the canonical key).
+func (h *headerMatcher) fetch(md lb.Metadata) (string, bool) {
+	var vs []string
+	switch md := md.(type) {
+	case http.Header:
+		vs = md[h.key]
+	case valuer:
+		vs = md.Values(h.key)
+	default:
+		s := md.Get(h.key)
+		return s, s != ""
+	}
+	switch len(vs) {
+	case 0:
+		return "", false
+	case 1:
+		return vs[0], true
+	}
+	return strings.Join(vs, ","), true
+}
+
+func (h *headerMatcher) match(req *Request, hc *headerCache) bool {
+	v, ok := h.lookup(req, hc)
 	if h.kind == headerPresent {
 		return (ok == h.present) != h.invert
 	}

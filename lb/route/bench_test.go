@@ -1,18 +1,16 @@
-package route_test
+package route
 
 import (
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/lbkit/lbkit/lb/route"
 )
 
 // hundredRoutes is a 100-route configuration shaped like a mesh's: one
 // virtual host among ten, routes by path prefix, exact path and regex,
 // a third of them with a header matcher; the request matches the last.
-func hundredRoutes(b *testing.B) (*route.Table, *route.Request) {
+func hundredRoutes(b *testing.B) (*Table, *Request) {
 	var vhs []string
 	for v := range 9 {
 		vhs = append(vhs, fmt.Sprintf(`{"domains":["svc%d.example.com","svc%d.example.com:80"],"routes":[{"match":{"prefix":"/"},"route":{"cluster":"c"}}]}`, v, v))
@@ -32,11 +30,11 @@ func hundredRoutes(b *testing.B) (*route.Table, *route.Request) {
 	}
 	routes = append(routes, `{"match":{"prefix":"/api/","headers":[{"name":"x-tenant","exactMatch":"gold"}]},"route":{"weightedClusters":{"clusters":[{"name":"a","weight":9},{"name":"b","weight":1}]}}}`)
 	vhs = append(vhs, `{"domains":["*.internal","shop.example.com"],"routes":[`+strings.Join(routes, ",")+`]}`)
-	tab, _, err := route.Parse([]byte(`{"virtualHosts":[` + strings.Join(vhs, ",") + `]}`))
+	tab, _, err := Parse([]byte(`{"virtualHosts":[` + strings.Join(vhs, ",") + `]}`))
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := &route.Request{Authority: "shop.example.com", Method: "GET", Path: "/api/cart",
+	req := &Request{Authority: "shop.example.com", Method: "GET", Path: "/api/cart",
 		Headers: http.Header{"X-Tenant": {"gold"}, "Accept": {"*/*"}, "User-Agent": {"bench"}}}
 	if i, err := tab.Find(req, nil); err != nil || i != tab.Len()-1 {
 		b.Fatalf("Find = %d, %v; want the last route", i, err)
@@ -55,9 +53,21 @@ func BenchmarkFind100Routes(b *testing.B) {
 	}
 }
 
+// BenchmarkScan100Routes is the baseline: the same request matched by
+// testing every route in turn, as without the index.
+func BenchmarkScan100Routes(b *testing.B) {
+	tab, req := hundredRoutes(b)
+	x := tab.hosts[len(tab.hosts)-1]
+	b.ReportAllocs()
+	for b.Loop() {
+		var hc headerCache
+		_ = x.scan(req, nil, &hc)
+	}
+}
+
 func BenchmarkFindFirstRoute(b *testing.B) {
 	tab, _ := hundredRoutes(b)
-	req := &route.Request{Authority: "shop.example.com", Method: "GET", Path: "/api/v0/x"}
+	req := &Request{Authority: "shop.example.com", Method: "GET", Path: "/api/v0/x"}
 	b.ReportAllocs()
 	for b.Loop() {
 		_, _ = tab.Find(req, nil)
@@ -67,7 +77,7 @@ func BenchmarkFindFirstRoute(b *testing.B) {
 // The matching path does not allocate.
 func TestFindDoesNotAllocate(t *testing.T) {
 	tab, req := hundredRoutes(&testing.B{})
-	rnd := &seqSource{1}
+	var rnd Source
 	if n := testing.AllocsPerRun(100, func() { _, _ = tab.Find(req, rnd) }); n != 0 {
 		t.Fatalf("Find allocates %v times per request", n)
 	}

@@ -290,3 +290,44 @@ func TestFindAgreesWithReference(t *testing.T) {
 		}
 	})
 }
+
+// genGroupedConfig makes configurations where many routes share a path
+// specifier and match one header exactly, so that the index's groups
+// (and their interplay with other routes) are exercised.
+func genGroupedConfig(t *rapid.T) *route.Config {
+	vh := route.VirtualHost{Domains: []string{"*"}}
+	for i := range rapid.IntRange(0, 14).Draw(t, "routes") {
+		r := genRoute(t, i)
+		if rapid.IntRange(0, 3).Draw(t, "grouped") > 0 {
+			r.Match = route.Match{
+				Prefix:  ptr(rapid.SampledFrom([]string{"", "/a", "/"}).Draw(t, "prefix")),
+				Headers: []route.HeaderMatcher{{Name: rapid.SampledFrom([]string{"x-a", "X-A", "x-b"}).Draw(t, "name"), ExactMatch: ptr(genValue.Draw(t, "value"))}},
+			}
+			if rapid.IntRange(0, 5).Draw(t, "exactPath") == 0 {
+				r.Match.Prefix, r.Match.Path = nil, ptr("/a")
+			}
+		}
+		vh.Routes = append(vh.Routes, r)
+	}
+	return &route.Config{VirtualHosts: []route.VirtualHost{vh}}
+}
+
+// Also for configurations whose routes form the index's header groups.
+func TestFindAgreesWithReferenceOnGroups(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := genGroupedConfig(t)
+		tab, err := route.Compile(cfg)
+		if err != nil {
+			t.Fatalf("Compile: %v", err)
+		}
+		for range 20 {
+			req := genRequest(t)
+			seed := rapid.Uint64().Draw(t, "seed")
+			want, miss := refFind(cfg, req, &seqSource{seed})
+			got, gerr := tab.Find(&route.Request{Authority: req.authority, Method: req.method, Path: req.path, Headers: http.Header(req.headers)}, &seqSource{seed})
+			if got != want {
+				t.Fatalf("request %+v: Find gave %d (%v), the reference %d (%s)", req, got, gerr, want, miss)
+			}
+		}
+	})
+}

@@ -48,7 +48,12 @@ type Table struct {
 //   - an action naming no cluster, or both a cluster and weighted
 //     clusters; a weighted cluster without a name, named twice, or a
 //     weighted-cluster total of 0 or above 2^32-1;
+//   - a weighted-cluster total that differs from a totalWeight given;
 //   - a negative timeout.
+//
+// The JSON reader also rejects the unsafe "regex" and "regexMatch" (gRFC
+// A28). A route with query parameter matchers is kept but never matches
+// (gRFC A28).
 func Compile(cfg *Config) (*Table, error) {
 	t := &Table{cfg: cloneConfig(cfg)}
 	seen := map[string]bool{}
@@ -126,7 +131,7 @@ func cloneConfig(cfg *Config) Config {
 			if a := vh.Routes[j].Action; a != nil {
 				ac := *a
 				if a.WeightedClusters != nil {
-					ac.WeightedClusters = &WeightedClusters{Clusters: append([]ClusterWeight(nil), a.WeightedClusters.Clusters...)}
+					ac.WeightedClusters = &WeightedClusters{Clusters: append([]ClusterWeight(nil), a.WeightedClusters.Clusters...), TotalWeight: a.WeightedClusters.TotalWeight}
 				}
 				vh.Routes[j].Action = &ac
 			}
@@ -188,6 +193,9 @@ type compiledRoute struct {
 	headers  []headerMatcher
 	fraction uint32 // per million
 	hasFrac  bool
+	// never is set for a route with query parameter matchers, which
+	// never matches (gRFC A28).
+	never bool
 	// index is the route's index over the whole table.
 	index int
 }
@@ -222,6 +230,7 @@ func compileMatch(cr *compiledRoute, m *Match) error {
 		return lb.ConfigErrorf("", "want one path specifier (prefix, path or safeRegex), got %d", n)
 	}
 	cr.fold = m.CaseSensitive != nil && !*m.CaseSensitive
+	cr.never = len(m.QueryParameters) > 0
 	if cr.kind == pathRegex {
 		re, err := compileRegex(cr.pattern)
 		if err != nil {
@@ -294,7 +303,9 @@ func validateAction(a *Action) error {
 		names[c.Name] = true
 		total += uint64(c.Weight)
 	}
-	switch {
+	switch tw := a.WeightedClusters.TotalWeight; {
+	case tw != nil && uint64(*tw) != total:
+		return lb.ConfigErrorf("weightedClusters.totalWeight", "the weights add up to %d, not %d", total, *tw)
 	case total == 0:
 		return lb.ConfigErrorf("weightedClusters", "the weights add up to 0")
 	case total > math.MaxUint32:

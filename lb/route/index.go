@@ -107,7 +107,7 @@ func (x *hostIndex) node(prefix string) int {
 // route matches besides its path (one exact, case-sensitive, not inverted
 // header matcher and no runtime fraction), else nil.
 func exactOnly(r *compiledRoute) *headerMatcher {
-	if len(r.headers) != 1 || r.hasFrac {
+	if len(r.headers) != 1 || r.hasFrac || r.never {
 		return nil
 	}
 	h := &r.headers[0]

@@ -115,12 +115,15 @@ func isLower(s string) bool {
 
 // match reports whether the route takes req.
 func (r *compiledRoute) match(req *Request, rnd Source, hc *headerCache) bool {
-	return r.matchPath(req.Path) && r.matchRest(req, rnd, hc)
+	return !r.never && r.matchPath(req.Path) && r.matchRest(req, rnd, hc)
 }
 
 // matchRest reports whether req, whose path matches, matches the route's
 // headers and runtime fraction.
 func (r *compiledRoute) matchRest(req *Request, rnd Source, hc *headerCache) bool {
+	if r.never {
+		return false
+	}
 	for i := range r.headers {
 		if !r.headers[i].match(req, hc) {
 			return false

@@ -80,6 +80,10 @@ type Match struct {
 	// RuntimeFraction, when set, is the share of matching requests the
 	// route takes; the others go on to the next route.
 	RuntimeFraction *Fraction `json:"runtimeFraction,omitempty"`
+	// QueryParameters are Envoy's query parameter matchers, kept as
+	// given: a route that has any never matches (gRFC A28: gRPC does not
+	// match query parameters, and neither does lbkit).
+	QueryParameters []json.RawMessage `json:"queryParameters,omitempty"`
 }
 
 // HeaderMatcher matches one request header: exactly one of ExactMatch,
@@ -178,6 +182,8 @@ type WeightedClusters struct {
 	// Clusters are the clusters and their weights; their total must be
 	// between 1 and 2^32-1.
 	Clusters []ClusterWeight `json:"clusters"`
+	// TotalWeight, when set, must be the weights' total (gRFC A28).
+	TotalWeight *uint32 `json:"totalWeight,omitempty"`
 }
 
 // ClusterWeight is one cluster of a split and its weight.

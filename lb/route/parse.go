@@ -122,8 +122,12 @@ func readRoute(obj lb.ConfigObject) (Route, error) {
 
 func readMatch(obj lb.ConfigObject) (Match, error) {
 	var m Match
+	if _, _, ok := obj.Raw("regex"); ok {
+		return m, lb.ConfigErrorf("regex", "the unsafe regex is not supported (gRFC A28): use safeRegex")
+	}
 	err := decodeAll(obj, field{&m.Prefix, "prefix"}, field{&m.Path, "path"},
-		field{&m.SafeRegex, "safeRegex"}, field{&m.CaseSensitive, "caseSensitive"})
+		field{&m.SafeRegex, "safeRegex"}, field{&m.CaseSensitive, "caseSensitive"},
+		field{&m.QueryParameters, "queryParameters"})
 	if err != nil {
 		return m, err
 	}
@@ -140,6 +144,9 @@ func readMatch(obj lb.ConfigObject) (Match, error) {
 	}
 	err = eachObject(obj, "headers", func(at string, o lb.ConfigObject) error {
 		var h HeaderMatcher
+		if _, _, ok := o.Raw("regexMatch"); ok {
+			return lb.ConfigErrorf(at+".regexMatch", "the unsafe regexMatch is not supported (gRFC A28): use safeRegexMatch")
+		}
 		err := decodeAll(o, field{&h.Name, "name"}, field{&h.ExactMatch, "exactMatch"},
 			field{&h.SafeRegexMatch, "safeRegexMatch"}, field{&h.PresentMatch, "presentMatch"},
 			field{&h.PrefixMatch, "prefixMatch"}, field{&h.SuffixMatch, "suffixMatch"},
@@ -222,6 +229,13 @@ func readAction(obj lb.ConfigObject) (*Action, error) {
 		return nil, err
 	}
 	a.WeightedClusters = &WeightedClusters{}
+	if raw, _, ok := wo.Raw("totalWeight"); ok && !isNull(raw) {
+		tw, err := lb.ParseUint32(raw, 0)
+		if err != nil {
+			return nil, lb.PrefixConfigError("weightedClusters.totalWeight", err)
+		}
+		a.WeightedClusters.TotalWeight = &tw
+	}
 	err = eachObject(wo, "clusters", func(at string, o lb.ConfigObject) error {
 		var c ClusterWeight
 		err := o.Decode(&c.Name, "name")

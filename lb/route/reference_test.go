@@ -1,6 +1,7 @@
 package route_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -62,6 +63,10 @@ func refDomain(d, host string) (rank int, ok bool) {
 }
 
 func refRoute(m route.Match, req refRequest, rnd route.Source) bool {
+	// "the entire route containing [query_parameters] will be ignored"
+	if len(m.QueryParameters) > 0 {
+		return false
+	}
 	caseInsensitive := m.CaseSensitive != nil && !*m.CaseSensitive
 	path := req.path
 	switch {
@@ -235,6 +240,9 @@ func genRoute(t *rapid.T, i int) route.Route {
 		m.CaseSensitive = ptr(rapid.Bool().Draw(t, "caseSensitive"))
 	}
 	m.Headers = rapid.SliceOfN(rapid.Custom(genHeader), 0, 2).Draw(t, "headers")
+	if rapid.IntRange(0, 9).Draw(t, "queryParameters") == 0 {
+		m.QueryParameters = []json.RawMessage{json.RawMessage(`{"name":"q"}`)}
+	}
 	if rapid.IntRange(0, 3).Draw(t, "hasFraction") == 0 {
 		m.RuntimeFraction = &route.Fraction{
 			Numerator:   rapid.Uint32Range(0, 120).Draw(t, "numerator"),

@@ -54,6 +54,9 @@ func TestParseRejects(t *testing.T) {
 		{vh(`{"match":{"prefix":"/"},"route":{"cluster":"a","timeout":"1m"}}`), "virtualHosts[0].routes[0].route.timeout", "duration"},
 		{vh(`{"match":{"prefix":3},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.prefix", "want string"},
 		{vh(`{"match":{"prefix":"/","headers":[{"name":"x","rangeMatch":{"start":"a"}}]},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.headers[0].rangeMatch.start", ""},
+		{vh(`{"match":{"regex":"/a"},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.regex", "unsafe"},
+		{vh(`{"match":{"prefix":"/","headers":[{"name":"x","regexMatch":"a"}]},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.headers[0].regexMatch", "unsafe"},
+		{vh(`{"match":{"prefix":"/"},"route":{"weightedClusters":{"totalWeight":100,"clusters":[{"name":"a","weight":90}]}}}`), "virtualHosts[0].routes[0].route.weightedClusters.totalWeight", "add up to 90, not 100"},
 		{`{"virtualHosts":{}}`, "virtualHosts", "want"},
 		{`[]`, "", "object"},
 	} {

@@ -23,12 +23,13 @@ const twoClusters = `{
 		{"match": {"prefix": "/"}, "route": {"weightedClusters": {"clusters": [{"name": "a", "weight": 3}, {"name": "b", "weight": 1}]}}}]}]},
 	"clusters": {"a": {"childPolicy": [{"test_leaf": {}}]}, "b": {"childPolicy": [{"test_leaf": {}}]}}}`
 
-func newRouting(t *testing.T, cfg string) (*lbtest.Parent, lb.SubConn, lb.SubConn) {
+func newRouting(t lbtest.TB, cfg string) (*lbtest.Parent, lb.SubConn, lb.SubConn) {
+	t.Helper()
 	p := lbtest.NewParent(t)
 	p.Build(routing.Builder{})
 	c := p.ParseConfig(routing.Name, cfg)
 	if err := p.UpdateAddresses(c, lbtest.PathAddr("10.0.0.1:80", "a"), lbtest.PathAddr("10.0.0.2:80", "b")); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	a, b := p.SubConnFor("10.0.0.1:80"), p.SubConnFor("10.0.0.2:80")
 	return p, a, b

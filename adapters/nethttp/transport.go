@@ -13,6 +13,15 @@
 // no request uses the pool, the pool and its connections are dropped at
 // the next sweep (see [Transport.CloseIdleConnections]).
 //
+// # Routing per request
+//
+// Each pick carries the request's path ([lb.PickInfo].Method), headers
+// (Metadata), authority (its Host) and method (HTTPMethod), so a routing
+// policy such as xds_routing_experimental (package lb/routing) chooses a
+// cluster per request; a pick's [lb.PickResult].Timeout (a route's
+// timeout) bounds the request, from the pick to the end of its body, as a
+// deadline on the channel's clock.
+//
 // # One client for many services
 //
 // [Client] is an http.Client that routes each request by its URL's scheme

@@ -9,8 +9,6 @@ import (
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/childmanager"
-	"github.com/lbkit/lbkit/lb/hierarchy"
-	"github.com/lbkit/lbkit/lb/resolver"
 )
 
 // clusterData is what the policy keeps per cluster child.
@@ -42,9 +40,8 @@ type balancer struct {
 	// balancer.
 	rnd *source
 
-	updating  bool
-	freeSlots []int
-	nextSlot  int
+	updating bool
+	slots    childmanager.Slots
 }
 
 func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *balancer {
@@ -52,7 +49,7 @@ func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *balancer {
 	b := &balancer{cc: cc, opts: opts, logger: opts.PolicyLogger(Name), rnd: newSource(opts.Rand.Uint64())}
 	b.children = childmanager.New(cc, opts, childmanager.Hooks[clusterData]{
 		StateChanged: b.childStateChanged,
-		Removed:      func(c *child) { b.freeSlots = append(b.freeSlots, c.Data.slot) },
+		Removed:      func(c *child) { b.slots.Free(c.Data.slot) },
 	})
 	return b
 }
@@ -67,16 +64,10 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 	if !ok || cfg == nil || cfg.Routes == nil {
 		return fmt.Errorf("routing: got config %T, want a parsed *routing.Config", s.BalancerConfig)
 	}
-	groups := hierarchy.Group(s.ResolverState.Addresses)
-	if err := groups.Err(); err != nil {
-		b.logger.Warn("routing: addresses dropped", "error", err)
-	}
-	for _, name := range groups.Order {
-		if _, ok := cfg.Clusters[name]; !ok {
-			b.logger.Warn("routing: addresses dropped: their path names no cluster in the config",
-				"child_name", name, "addresses", len(groups.Children[name]))
-		}
-	}
+	groups := childmanager.GroupAddresses(b.logger, "routing", s.ResolverState.Addresses, func(name string) bool {
+		_, ok := cfg.Clusters[name]
+		return ok
+	})
 	b.config = cfg
 	var errs []error
 	b.updating = true
@@ -91,13 +82,7 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 		if c == nil {
 			c = b.addChild(name)
 		}
-		rs := resolver.State{
-			Addresses:     groups.Children[name],
-			ServiceConfig: s.ResolverState.ServiceConfig,
-			Attributes:    s.ResolverState.Attributes,
-			Degraded:      groups.Degraded(s.ResolverState.Degraded),
-		}
-		if err := c.Update(cfg.Clusters[name], rs); err != nil {
+		if err := c.Update(cfg.Clusters[name], childmanager.ChildState(groups, name, s.ResolverState)); err != nil {
 			errs = append(errs, fmt.Errorf("routing: cluster %q: %w", name, err))
 		}
 	}
@@ -111,13 +96,7 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 
 func (b *balancer) addChild(name string) *child {
 	c := b.children.Add(name)
-	slot := b.nextSlot
-	if n := len(b.freeSlots); n > 0 {
-		slot, b.freeSlots = b.freeSlots[n-1], b.freeSlots[:n-1]
-	} else {
-		b.nextSlot++
-	}
-	c.Data = clusterData{slot: slot}
+	c.Data = clusterData{slot: b.slots.Take()}
 	b.logger.Debug("routing: adding cluster", "child_name", name)
 	return c
 }
@@ -168,7 +147,7 @@ func (b *balancer) publish() {
 		return
 	}
 	var counter lb.StateCounter
-	pickers := make([]lb.Picker, b.nextSlot)
+	pickers := make([]lb.Picker, b.slots.Len())
 	for _, c := range b.children.Children() {
 		s := c.State()
 		counter.Add(s.ConnectivityState)

@@ -214,10 +214,14 @@ func compileRoute(cr *compiledRoute, r *Route) error {
 
 func compileMatch(cr *compiledRoute, m *Match) error {
 	n := 0
+	var regex *string
+	if m.SafeRegex != nil {
+		regex = &m.SafeRegex.Regex
+	}
 	for _, p := range []struct {
 		s    *string
 		kind pathKind
-	}{{m.Prefix, pathPrefix}, {m.Path, pathExact}, {m.SafeRegex, pathRegex}} {
+	}{{m.Prefix, pathPrefix}, {m.Path, pathExact}, {regex, pathRegex}} {
 		if p.s != nil {
 			n++
 			cr.kind, cr.pattern = p.kind, *p.s
@@ -234,7 +238,7 @@ func compileMatch(cr *compiledRoute, m *Match) error {
 	if cr.kind == pathRegex {
 		re, err := compileRegex(cr.pattern)
 		if err != nil {
-			return lb.PrefixConfigError("safeRegex", err)
+			return lb.PrefixConfigError("safeRegex.regex", err)
 		}
 		cr.re = re
 	}
@@ -245,11 +249,12 @@ func compileMatch(cr *compiledRoute, m *Match) error {
 		}
 		cr.headers = append(cr.headers, hm)
 	}
-	if f := m.RuntimeFraction; f != nil {
+	if rf := m.RuntimeFraction; rf != nil {
+		f := rf.DefaultValue
 		switch f.Denominator {
 		case "", Hundred, TenThousand, Million:
 		default:
-			return lb.ConfigErrorf("runtimeFraction.denominator", "want %s, %s or %s, got %q", Hundred, TenThousand, Million, f.Denominator)
+			return lb.ConfigErrorf("runtimeFraction.defaultValue.denominator", "want %s, %s or %s, got %q", Hundred, TenThousand, Million, f.Denominator)
 		}
 		cr.fraction, cr.hasFrac = f.perMillion(), true
 	}
@@ -406,7 +411,7 @@ const (
 )
 
 func compileHeader(h *HeaderMatcher) (headerMatcher, error) {
-	hm := headerMatcher{lower: strings.ToLower(h.Name), fold: h.IgnoreCase, invert: h.InvertMatch}
+	hm := headerMatcher{lower: strings.ToLower(h.Name), invert: h.InvertMatch}
 	if h.Name == "" {
 		return hm, lb.ConfigErrorf("name", "empty header name")
 	}
@@ -421,18 +426,20 @@ func compileHeader(h *HeaderMatcher) (headerMatcher, error) {
 	case strings.HasSuffix(hm.lower, "-bin"):
 		hm.source = fromNothing // never present (gRFC A28)
 	}
-	n := 0
-	set := func(k headerKind, s *string) {
+	n, field := 0, ""
+	set := func(k headerKind, s *string, name string) {
 		if s != nil {
 			n++
-			hm.kind, hm.value = k, *s
+			hm.kind, hm.value, field = k, *s, name
 		}
 	}
-	set(headerExact, h.ExactMatch)
-	set(headerRegex, h.SafeRegexMatch)
-	set(headerPrefix, h.PrefixMatch)
-	set(headerSuffix, h.SuffixMatch)
-	set(headerContains, h.ContainsMatch)
+	set(headerExact, h.ExactMatch, "exactMatch")
+	if h.SafeRegexMatch != nil {
+		set(headerRegex, &h.SafeRegexMatch.Regex, "safeRegexMatch.regex")
+	}
+	set(headerPrefix, h.PrefixMatch, "prefixMatch")
+	set(headerSuffix, h.SuffixMatch, "suffixMatch")
+	set(headerContains, h.ContainsMatch, "containsMatch")
 	if h.RangeMatch != nil {
 		n++
 		hm.kind, hm.start, hm.end = headerRange, h.RangeMatch.Start, h.RangeMatch.End
@@ -441,24 +448,41 @@ func compileHeader(h *HeaderMatcher) (headerMatcher, error) {
 		n++
 		hm.kind, hm.present = headerPresent, *h.PresentMatch
 	}
+	if sm := h.StringMatch; sm != nil {
+		m := 0
+		sset := func(k headerKind, s *string, name string) {
+			if s != nil {
+				m++
+				set(k, s, "stringMatch."+name)
+			}
+		}
+		sset(headerExact, sm.Exact, "exact")
+		sset(headerPrefix, sm.Prefix, "prefix")
+		sset(headerSuffix, sm.Suffix, "suffix")
+		sset(headerContains, sm.Contains, "contains")
+		if sm.SafeRegex != nil {
+			sset(headerRegex, &sm.SafeRegex.Regex, "safeRegex.regex")
+		}
+		if m != 1 {
+			return hm, lb.ConfigErrorf("stringMatch", "want one of exact, prefix, suffix, contains and safeRegex, got %d", m)
+		}
+		hm.fold = sm.IgnoreCase && hm.kind != headerRegex
+	}
 	if n != 1 {
-		return hm, lb.ConfigErrorf("", "want one header match specifier (exactMatch, safeRegexMatch, rangeMatch, presentMatch, prefixMatch, suffixMatch or containsMatch), got %d", n)
+		return hm, lb.ConfigErrorf("", "want one header match specifier (exactMatch, safeRegexMatch, rangeMatch, presentMatch, prefixMatch, suffixMatch, containsMatch or stringMatch), got %d", n)
 	}
 	switch hm.kind {
 	case headerRegex:
 		re, err := compileRegex(hm.value)
 		if err != nil {
-			return hm, lb.PrefixConfigError("safeRegexMatch", err)
+			return hm, lb.PrefixConfigError(field, err)
 		}
 		hm.re = re
 	case headerPrefix, headerSuffix, headerContains:
 		if hm.value == "" {
-			return hm, lb.ConfigErrorf(headerFieldName[hm.kind], "must not be empty")
+			return hm, lb.ConfigErrorf(field, "must not be empty")
 		}
 	}
 	return hm, nil
 }
 
-var headerFieldName = [...]string{
-	headerPrefix: "prefixMatch", headerSuffix: "suffixMatch", headerContains: "containsMatch",
-}

@@ -14,9 +14,9 @@ import (
 var fuzzSeeds = []string{
 	`{}`,
 	`{"virtualHosts":[{"domains":["*"],"routes":[{"match":{"prefix":"/"},"route":{"cluster":"a"}}]}]}`,
-	`{"virtualHosts":[{"domains":["a.*","*.b","c"],"routes":[{"match":{"safeRegex":"/x(a|b)+","headers":[{"name":"x-a","rangeMatch":{"start":1,"end":"9"}}]},"route":{"weightedClusters":{"clusters":[{"name":"a","weight":9},{"name":"b","weight":1}]},"timeout":"0.5s"}}]}]}`,
-	`{"virtualHosts":[{"domains":["*"],"routes":[{"match":{"path":"/A","caseSensitive":false,"runtimeFraction":{"numerator":50}},"route":{"cluster":"a"}},{"match":{"prefix":"","headers":[{"name":":method","exactMatch":"get","ignoreCase":true,"invertMatch":true}]},"route":{"cluster":"b"}}]}]}`,
-	`{"virtualHosts":[{"domains":["*"],"routes":[{"match":{"safeRegex":"(a"},"route":{"cluster":"a"}}]}]}`,
+	`{"virtualHosts":[{"domains":["a.*","*.b","c"],"routes":[{"match":{"safeRegex":{"regex":"/x(a|b)+"},"headers":[{"name":"x-a","rangeMatch":{"start":1,"end":"9"}}]},"route":{"weightedClusters":{"clusters":[{"name":"a","weight":9},{"name":"b","weight":1}]},"timeout":"0.5s"}}]}]}`,
+	`{"virtualHosts":[{"domains":["*"],"routes":[{"match":{"path":"/A","caseSensitive":false,"runtimeFraction":{"defaultValue":{"numerator":50}}},"route":{"cluster":"a"}},{"match":{"prefix":"","headers":[{"name":":method","stringMatch":{"exact":"get","ignoreCase":true},"invertMatch":true}]},"route":{"cluster":"b"}}]}]}`,
+	`{"virtualHosts":[{"domains":["*"],"routes":[{"match":{"safeRegex":{"regex":"(a"}},"route":{"cluster":"a"}}]}]}`,
 }
 
 // Parse never panics; it rejects with a *lb.ConfigError, and what it

@@ -12,8 +12,10 @@ import (
 // [Parse] from JSON, and the xDS adapter from protobuf; [Compile] validates
 // it and builds the [Table] that matches requests.
 //
-// Its JSON form, which [Parse] reads and json.Marshal writes, uses the
-// lowerCamelCase names of the json tags below, as proto3 JSON does:
+// Its JSON form, which [Parse] reads and json.Marshal writes, is Envoy's
+// RouteConfiguration in proto3 JSON (the fields below; others are
+// ignored and listed), so a route configuration a control plane serves,
+// written out with protojson, is one lbkit reads:
 //
 //	{"virtualHosts": [{
 //	  "name": "svc", "domains": ["svc.example.com", "*"],
@@ -68,9 +70,8 @@ type Match struct {
 	Prefix *string `json:"prefix,omitempty"`
 	// Path matches one path exactly.
 	Path *string `json:"path,omitempty"`
-	// SafeRegex matches paths the RE2 regular expression matches in full
-	// (Envoy's safe_regex.regex).
-	SafeRegex *string `json:"safeRegex,omitempty"`
+	// SafeRegex matches paths its RE2 regular expression matches in full.
+	SafeRegex *RegexMatcher `json:"safeRegex,omitempty"`
 	// CaseSensitive, when false, compares Prefix and Path without case
 	// (Unicode simple folding); nil is true. A regex is always case
 	// sensitive (write (?i) in it), as in Envoy.
@@ -79,16 +80,23 @@ type Match struct {
 	Headers []HeaderMatcher `json:"headers,omitempty"`
 	// RuntimeFraction, when set, is the share of matching requests the
 	// route takes; the others go on to the next route.
-	RuntimeFraction *Fraction `json:"runtimeFraction,omitempty"`
+	RuntimeFraction *RuntimeFraction `json:"runtimeFraction,omitempty"`
 	// QueryParameters are Envoy's query parameter matchers, kept as
 	// given: a route that has any never matches (gRFC A28: gRPC does not
 	// match query parameters, and neither does lbkit).
 	QueryParameters []json.RawMessage `json:"queryParameters,omitempty"`
 }
 
+// RegexMatcher is Envoy's RegexMatcher: an RE2 regular expression (Go's
+// regexp syntax), which must match a whole value.
+type RegexMatcher struct {
+	// Regex is the expression.
+	Regex string `json:"regex"`
+}
+
 // HeaderMatcher matches one request header: exactly one of ExactMatch,
-// SafeRegexMatch, RangeMatch, PresentMatch, PrefixMatch, SuffixMatch and
-// ContainsMatch is set.
+// SafeRegexMatch, RangeMatch, PresentMatch, PrefixMatch, SuffixMatch,
+// ContainsMatch and StringMatch is set.
 //
 // A header given several times is matched as its values joined with ","
 // (as gRPC does). A header that is absent matches only PresentMatch
@@ -101,9 +109,8 @@ type HeaderMatcher struct {
 	Name string `json:"name"`
 	// ExactMatch matches a value equal to it.
 	ExactMatch *string `json:"exactMatch,omitempty"`
-	// SafeRegexMatch matches a value the RE2 regular expression matches
-	// in full.
-	SafeRegexMatch *string `json:"safeRegexMatch,omitempty"`
+	// SafeRegexMatch matches a value its expression matches in full.
+	SafeRegexMatch *RegexMatcher `json:"safeRegexMatch,omitempty"`
 	// RangeMatch matches a base-10 integer value in [Start, End).
 	RangeMatch *Int64Range `json:"rangeMatch,omitempty"`
 	// PresentMatch true matches a header that is present, false one that
@@ -115,11 +122,29 @@ type HeaderMatcher struct {
 	SuffixMatch *string `json:"suffixMatch,omitempty"`
 	// ContainsMatch matches a value containing it (not empty).
 	ContainsMatch *string `json:"containsMatch,omitempty"`
-	// IgnoreCase compares ExactMatch, PrefixMatch, SuffixMatch and
-	// ContainsMatch without case (Envoy's StringMatcher.ignore_case).
-	IgnoreCase bool `json:"ignoreCase,omitempty"`
+	// StringMatch is Envoy's newer form of the string matchers, which can
+	// ignore case.
+	StringMatch *StringMatcher `json:"stringMatch,omitempty"`
 	// InvertMatch inverts the result for a present header.
 	InvertMatch bool `json:"invertMatch,omitempty"`
+}
+
+// StringMatcher is Envoy's StringMatcher: exactly one of Exact, Prefix,
+// Suffix, Contains and SafeRegex.
+type StringMatcher struct {
+	// Exact matches a value equal to it.
+	Exact *string `json:"exact,omitempty"`
+	// Prefix matches a value beginning with it (not empty).
+	Prefix *string `json:"prefix,omitempty"`
+	// Suffix matches a value ending with it (not empty).
+	Suffix *string `json:"suffix,omitempty"`
+	// Contains matches a value containing it (not empty).
+	Contains *string `json:"contains,omitempty"`
+	// SafeRegex matches a value its expression matches in full.
+	SafeRegex *RegexMatcher `json:"safeRegex,omitempty"`
+	// IgnoreCase compares Exact, Prefix, Suffix and Contains without case
+	// (not SafeRegex).
+	IgnoreCase bool `json:"ignoreCase,omitempty"`
 }
 
 // Int64Range is the range [Start, End).
@@ -136,6 +161,15 @@ const (
 	TenThousand = "TEN_THOUSAND"
 	Million     = "MILLION"
 )
+
+// RuntimeFraction is Envoy's RuntimeFractionalPercent: only DefaultValue
+// counts (gRFC A28: there is no runtime); RuntimeKey is kept, unused.
+type RuntimeFraction struct {
+	// DefaultValue is the share.
+	DefaultValue Fraction `json:"defaultValue"`
+	// RuntimeKey is ignored.
+	RuntimeKey string `json:"runtimeKey,omitempty"`
+}
 
 // Fraction is Envoy's FractionalPercent: Numerator out of Denominator
 // ([Hundred], [TenThousand] or [Million]; "" is Hundred). A numerator above
@@ -166,11 +200,13 @@ type Action struct {
 	Cluster string `json:"cluster,omitempty"`
 	// WeightedClusters splits the requests over clusters by weight.
 	WeightedClusters *WeightedClusters `json:"weightedClusters,omitempty"`
-	// Timeout bounds each request routed here, from its pick to the end of
-	// its response; 0 is no bound. JSON: a proto3 duration ("2.5s") in
-	// "timeout"; the xDS adapter sets it from max_stream_duration (gRFC
-	// A31).
+	// Timeout is Envoy's route timeout ("timeout", a proto3 duration
+	// such as "2.5s"); 0 is none.
 	Timeout time.Duration `json:"-"`
+	// MaxStreamDuration is max_stream_duration.max_stream_duration
+	// ("maxStreamDuration": {"maxStreamDuration": "2.5s"}), the bound gRPC
+	// applies (gRFC A31); 0 is none. See [Action.Bound].
+	MaxStreamDuration time.Duration `json:"-"`
 	// Unsupported names an action lbkit does not support that a front end
 	// found (for example "cluster_header"): [Compile] rejects the route,
 	// naming it.
@@ -194,16 +230,33 @@ type ClusterWeight struct {
 	Weight uint32 `json:"weight"`
 }
 
-// MarshalJSON writes a in the form [Parse] reads, Timeout as a proto3
-// duration.
+// Bound returns how long a request routed here may last, from its pick to
+// the end of its response: MaxStreamDuration if set, else Timeout; 0 is
+// no bound.
+func (a *Action) Bound() time.Duration {
+	if a.MaxStreamDuration > 0 {
+		return a.MaxStreamDuration
+	}
+	return a.Timeout
+}
+
+// MarshalJSON writes a in the form [Parse] reads, the durations as proto3
+// durations.
 func (a Action) MarshalJSON() ([]byte, error) {
 	type plain Action
-	var timeout string
-	if a.Timeout != 0 {
-		timeout = lb.FormatDuration(a.Timeout)
+	type msd struct {
+		MaxStreamDuration string `json:"maxStreamDuration"`
 	}
-	return json.Marshal(struct {
+	out := struct {
 		plain
-		Timeout string `json:"timeout,omitempty"`
-	}{plain(a), timeout})
+		Timeout           string `json:"timeout,omitempty"`
+		MaxStreamDuration *msd   `json:"maxStreamDuration,omitempty"`
+	}{plain: plain(a)}
+	if a.Timeout != 0 {
+		out.Timeout = lb.FormatDuration(a.Timeout)
+	}
+	if a.MaxStreamDuration != 0 {
+		out.MaxStreamDuration = &msd{lb.FormatDuration(a.MaxStreamDuration)}
+	}
+	return json.Marshal(out)
 }

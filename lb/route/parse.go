@@ -3,6 +3,7 @@ package route
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 
 	"github.com/lbkit/lbkit/lb"
 )
@@ -120,45 +121,94 @@ func readRoute(obj lb.ConfigObject) (Route, error) {
 	return r, lb.PrefixConfigError("route", err)
 }
 
+// sub reads the object in field of obj with fn, prefixing its errors with
+// the field's name. A missing or null field is skipped: fn is not called.
+func sub(obj lb.ConfigObject, field string, fn func(o lb.ConfigObject) error) error {
+	raw, _, ok := obj.Raw(field)
+	if !ok || isNull(raw) {
+		return nil
+	}
+	o, err := obj.ObjectAt(field, raw)
+	if err != nil {
+		return err
+	}
+	return lb.PrefixConfigError(field, fn(o))
+}
+
+// readRegex reads a RegexMatcher in field of obj, nil if absent.
+func readRegex(obj lb.ConfigObject, field string) (*RegexMatcher, error) {
+	var re *RegexMatcher
+	err := sub(obj, field, func(o lb.ConfigObject) error {
+		re = &RegexMatcher{}
+		return o.Decode(&re.Regex, "regex")
+	})
+	return re, err
+}
+
 func readMatch(obj lb.ConfigObject) (Match, error) {
 	var m Match
 	if _, _, ok := obj.Raw("regex"); ok {
 		return m, lb.ConfigErrorf("regex", "the unsafe regex is not supported (gRFC A28): use safeRegex")
 	}
 	err := decodeAll(obj, field{&m.Prefix, "prefix"}, field{&m.Path, "path"},
-		field{&m.SafeRegex, "safeRegex"}, field{&m.CaseSensitive, "caseSensitive"},
-		field{&m.QueryParameters, "queryParameters"})
+		field{&m.CaseSensitive, "caseSensitive"}, field{&m.QueryParameters, "queryParameters"})
 	if err != nil {
 		return m, err
 	}
-	if raw, _, ok := obj.Raw("runtimeFraction"); ok && !isNull(raw) {
-		o, err := obj.ObjectAt("runtimeFraction", raw)
-		if err != nil {
-			return m, err
+	if m.SafeRegex, err = readRegex(obj, "safeRegex"); err != nil {
+		return m, err
+	}
+	err = sub(obj, "runtimeFraction", func(o lb.ConfigObject) error {
+		m.RuntimeFraction = &RuntimeFraction{}
+		if err := o.Decode(&m.RuntimeFraction.RuntimeKey, "runtimeKey"); err != nil {
+			return err
 		}
-		f, err := readFraction(o)
-		if err != nil {
-			return m, lb.PrefixConfigError("runtimeFraction", err)
-		}
-		m.RuntimeFraction = &f
+		return sub(o, "defaultValue", func(d lb.ConfigObject) error {
+			f, err := readFraction(d)
+			m.RuntimeFraction.DefaultValue = f
+			return err
+		})
+	})
+	if err != nil {
+		return m, err
 	}
 	err = eachObject(obj, "headers", func(at string, o lb.ConfigObject) error {
-		var h HeaderMatcher
-		if _, _, ok := o.Raw("regexMatch"); ok {
-			return lb.ConfigErrorf(at+".regexMatch", "the unsafe regexMatch is not supported (gRFC A28): use safeRegexMatch")
-		}
-		err := decodeAll(o, field{&h.Name, "name"}, field{&h.ExactMatch, "exactMatch"},
-			field{&h.SafeRegexMatch, "safeRegexMatch"}, field{&h.PresentMatch, "presentMatch"},
-			field{&h.PrefixMatch, "prefixMatch"}, field{&h.SuffixMatch, "suffixMatch"},
-			field{&h.ContainsMatch, "containsMatch"}, field{&h.IgnoreCase, "ignoreCase"},
-			field{&h.InvertMatch, "invertMatch"})
-		if err == nil {
-			h.RangeMatch, err = readRange(o)
-		}
+		h, err := readHeader(o)
 		m.Headers = append(m.Headers, h)
 		return lb.PrefixConfigError(at, err)
 	})
 	return m, err
+}
+
+func readHeader(o lb.ConfigObject) (HeaderMatcher, error) {
+	var h HeaderMatcher
+	if _, _, ok := o.Raw("regexMatch"); ok {
+		return h, lb.ConfigErrorf("regexMatch", "the unsafe regexMatch is not supported (gRFC A28): use safeRegexMatch")
+	}
+	err := decodeAll(o, field{&h.Name, "name"}, field{&h.ExactMatch, "exactMatch"},
+		field{&h.PresentMatch, "presentMatch"}, field{&h.PrefixMatch, "prefixMatch"},
+		field{&h.SuffixMatch, "suffixMatch"}, field{&h.ContainsMatch, "containsMatch"},
+		field{&h.InvertMatch, "invertMatch"})
+	if err != nil {
+		return h, err
+	}
+	if h.SafeRegexMatch, err = readRegex(o, "safeRegexMatch"); err != nil {
+		return h, err
+	}
+	if h.RangeMatch, err = readRange(o); err != nil {
+		return h, err
+	}
+	err = sub(o, "stringMatch", func(so lb.ConfigObject) error {
+		sm := &StringMatcher{}
+		h.StringMatch = sm
+		err := decodeAll(so, field{&sm.Exact, "exact"}, field{&sm.Prefix, "prefix"}, field{&sm.Suffix, "suffix"},
+			field{&sm.Contains, "contains"}, field{&sm.IgnoreCase, "ignoreCase"})
+		if err == nil {
+			sm.SafeRegex, err = readRegex(so, "safeRegex")
+		}
+		return err
+	})
+	return h, err
 }
 
 func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
@@ -166,31 +216,29 @@ func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
 // readRange reads rangeMatch, whose bounds are proto3 JSON int64s (numbers
 // or strings holding one).
 func readRange(obj lb.ConfigObject) (*Int64Range, error) {
-	raw, _, ok := obj.Raw("rangeMatch")
-	if !ok || isNull(raw) {
-		return nil, nil
-	}
-	o, err := obj.ObjectAt("rangeMatch", raw)
-	if err != nil {
-		return nil, err
-	}
-	var r Int64Range
-	for _, b := range []struct {
-		dst  *int64
-		name string
-	}{{&r.Start, "start"}, {&r.End, "end"}} {
-		var n json.Number
-		if err := o.Decode(&n, b.name); err != nil {
-			return nil, lb.PrefixConfigError("rangeMatch", err)
+	var r *Int64Range
+	err := sub(obj, "rangeMatch", func(o lb.ConfigObject) error {
+		r = &Int64Range{}
+		for _, b := range []struct {
+			dst  *int64
+			name string
+		}{{&r.Start, "start"}, {&r.End, "end"}} {
+			var n json.Number
+			if err := o.Decode(&n, b.name); err != nil {
+				return err
+			}
+			if n == "" {
+				continue
+			}
+			v, err := strconv.ParseInt(string(n), 10, 64)
+			if err != nil {
+				return lb.ConfigErrorf(b.name, "want a 64-bit integer, got %s", n)
+			}
+			*b.dst = v
 		}
-		if n == "" {
-			continue
-		}
-		if *b.dst, err = strconv.ParseInt(string(n), 10, 64); err != nil {
-			return nil, lb.ConfigErrorf("rangeMatch."+b.name, "want a 64-bit integer, got %s", n)
-		}
-	}
-	return &r, nil
+		return nil
+	})
+	return r, err
 }
 
 func readFraction(obj lb.ConfigObject) (Fraction, error) {
@@ -204,48 +252,57 @@ func readFraction(obj lb.ConfigObject) (Fraction, error) {
 	return f, obj.Decode(&f.Denominator, "denominator")
 }
 
+// readDuration reads a proto3 duration in field of obj (0 if absent).
+func readDuration(obj lb.ConfigObject, field string) (time.Duration, error) {
+	raw, _, _ := obj.Raw(field)
+	d, err := lb.ParseDuration(raw)
+	return d, lb.PrefixConfigError(field, err)
+}
+
 func readAction(obj lb.ConfigObject) (*Action, error) {
 	a := &Action{}
 	if err := obj.Decode(&a.Cluster, "cluster"); err != nil {
 		return nil, err
 	}
-	raw, _, _ := obj.Raw("timeout")
-	d, err := lb.ParseDuration(raw)
-	if err != nil {
-		return nil, lb.PrefixConfigError("timeout", err)
+	var err error
+	if a.Timeout, err = readDuration(obj, "timeout"); err != nil {
+		return nil, err
 	}
-	a.Timeout = d
-	for _, name := range []string{"clusterHeader", "clusterSpecifierPlugin"} {
+	err = sub(obj, "maxStreamDuration", func(o lb.ConfigObject) error {
+		a.MaxStreamDuration, err = readDuration(o, "maxStreamDuration")
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"clusterHeader", "clusterSpecifierPlugin", "inlineClusterSpecifierPlugin"} {
 		if _, _, ok := obj.Raw(name); ok {
 			a.Unsupported = name
 		}
 	}
-	raw, _, ok := obj.Raw("weightedClusters")
-	if !ok || isNull(raw) {
-		return a, nil
-	}
-	wo, err := obj.ObjectAt("weightedClusters", raw)
+	err = sub(obj, "weightedClusters", func(wo lb.ConfigObject) error {
+		a.WeightedClusters = &WeightedClusters{}
+		if raw, _, ok := wo.Raw("totalWeight"); ok && !isNull(raw) {
+			tw, err := lb.ParseUint32(raw, 0)
+			if err != nil {
+				return lb.PrefixConfigError("totalWeight", err)
+			}
+			a.WeightedClusters.TotalWeight = &tw
+		}
+		return eachObject(wo, "clusters", func(at string, o lb.ConfigObject) error {
+			var c ClusterWeight
+			err := o.Decode(&c.Name, "name")
+			if err == nil {
+				raw, _, _ := o.Raw("weight")
+				c.Weight, err = lb.ParseUint32(raw, 0)
+				err = lb.PrefixConfigError("weight", err)
+			}
+			a.WeightedClusters.Clusters = append(a.WeightedClusters.Clusters, c)
+			return lb.PrefixConfigError(at, err)
+		})
+	})
 	if err != nil {
 		return nil, err
 	}
-	a.WeightedClusters = &WeightedClusters{}
-	if raw, _, ok := wo.Raw("totalWeight"); ok && !isNull(raw) {
-		tw, err := lb.ParseUint32(raw, 0)
-		if err != nil {
-			return nil, lb.PrefixConfigError("weightedClusters.totalWeight", err)
-		}
-		a.WeightedClusters.TotalWeight = &tw
-	}
-	err = eachObject(wo, "clusters", func(at string, o lb.ConfigObject) error {
-		var c ClusterWeight
-		err := o.Decode(&c.Name, "name")
-		if err == nil {
-			raw, _, _ := o.Raw("weight")
-			c.Weight, err = lb.ParseUint32(raw, 0)
-			err = lb.PrefixConfigError("weight", err)
-		}
-		a.WeightedClusters.Clusters = append(a.WeightedClusters.Clusters, c)
-		return lb.PrefixConfigError(at, err)
-	})
-	return a, lb.PrefixConfigError("weightedClusters", err)
+	return a, nil
 }

@@ -87,7 +87,7 @@ func refRoute(m route.Match, req refRequest, rnd route.Source) bool {
 			return false
 		}
 	default:
-		if !refFullMatch(*m.SafeRegex, path) {
+		if !refFullMatch(m.SafeRegex.Regex, path) {
 			return false
 		}
 	}
@@ -96,7 +96,8 @@ func refRoute(m route.Match, req refRequest, rnd route.Source) bool {
 			return false
 		}
 	}
-	if f := m.RuntimeFraction; f != nil {
+	if m.RuntimeFraction != nil {
+		f := m.RuntimeFraction.DefaultValue
 		scale := map[string]uint64{"": 10_000, route.Hundred: 10_000, route.TenThousand: 100, route.Million: 1}[f.Denominator]
 		return rnd.Uint64()%1_000_000 < min(uint64(f.Numerator)*scale, 1_000_000)
 	}
@@ -138,28 +139,34 @@ func refHeader(h route.HeaderMatcher, req refRequest) bool {
 		return false
 	}
 	v := strings.Join(vals, ",")
-	var ok bool
+	// The string matchers, in either form; ignoreCase only in stringMatch.
+	exact, prefix, suffix, contains, regex := h.ExactMatch, h.PrefixMatch, h.SuffixMatch, h.ContainsMatch, h.SafeRegexMatch
+	ignoreCase := false
+	if sm := h.StringMatch; sm != nil {
+		exact, prefix, suffix, contains, regex, ignoreCase = sm.Exact, sm.Prefix, sm.Suffix, sm.Contains, sm.SafeRegex, sm.IgnoreCase
+	}
 	lower := func(s *string) string {
-		if h.IgnoreCase {
+		if ignoreCase {
 			v = strings.ToLower(v)
 			return strings.ToLower(*s)
 		}
 		return *s
 	}
+	var ok bool
 	switch {
-	case h.ExactMatch != nil:
-		ok = v == lower(h.ExactMatch)
-	case h.SafeRegexMatch != nil:
-		ok = refFullMatch(*h.SafeRegexMatch, v)
+	case exact != nil:
+		ok = v == lower(exact)
+	case regex != nil:
+		ok = refFullMatch(regex.Regex, v)
 	case h.RangeMatch != nil:
 		n, err := strconv.ParseInt(v, 10, 64)
 		ok = err == nil && h.RangeMatch.Start <= n && n < h.RangeMatch.End
-	case h.PrefixMatch != nil:
-		ok = strings.HasPrefix(v, lower(h.PrefixMatch))
-	case h.SuffixMatch != nil:
-		ok = strings.HasSuffix(v, lower(h.SuffixMatch))
-	case h.ContainsMatch != nil:
-		ok = strings.Contains(v, lower(h.ContainsMatch))
+	case prefix != nil:
+		ok = strings.HasPrefix(v, lower(prefix))
+	case suffix != nil:
+		ok = strings.HasSuffix(v, lower(suffix))
+	case contains != nil:
+		ok = strings.Contains(v, lower(contains))
 	}
 	return ok != h.InvertMatch
 }
@@ -204,13 +211,13 @@ var (
 func ptr[T any](v T) *T { return &v }
 
 func genHeader(t *rapid.T) route.HeaderMatcher {
-	h := route.HeaderMatcher{Name: genHName.Draw(t, "name"), InvertMatch: rapid.Bool().Draw(t, "invert"), IgnoreCase: rapid.Bool().Draw(t, "ignoreCase")}
+	h := route.HeaderMatcher{Name: genHName.Draw(t, "name"), InvertMatch: rapid.Bool().Draw(t, "invert")}
 	nonEmptyValue := rapid.SampledFrom([]string{"1", "a", "A", "ab", "/a", "GET", "0"})
-	switch rapid.IntRange(0, 6).Draw(t, "kind") {
+	switch rapid.IntRange(0, 7).Draw(t, "kind") {
 	case 0:
 		h.ExactMatch = ptr(genValue.Draw(t, "exact"))
 	case 1:
-		h.SafeRegexMatch = ptr(genRegex.Draw(t, "regex"))
+		h.SafeRegexMatch = &route.RegexMatcher{Regex: genRegex.Draw(t, "regex")}
 	case 2:
 		a, b := rapid.Int64Range(-5, 12).Draw(t, "start"), rapid.Int64Range(-5, 12).Draw(t, "end")
 		h.RangeMatch = &route.Int64Range{Start: a, End: b}
@@ -222,6 +229,21 @@ func genHeader(t *rapid.T) route.HeaderMatcher {
 		h.SuffixMatch = ptr(nonEmptyValue.Draw(t, "suffix"))
 	case 6:
 		h.ContainsMatch = ptr(nonEmptyValue.Draw(t, "contains"))
+	case 7:
+		sm := &route.StringMatcher{IgnoreCase: rapid.Bool().Draw(t, "ignoreCase")}
+		switch rapid.IntRange(0, 4).Draw(t, "stringKind") {
+		case 0:
+			sm.Exact = ptr(genValue.Draw(t, "exact"))
+		case 1:
+			sm.Prefix = ptr(nonEmptyValue.Draw(t, "prefix"))
+		case 2:
+			sm.Suffix = ptr(nonEmptyValue.Draw(t, "suffix"))
+		case 3:
+			sm.Contains = ptr(nonEmptyValue.Draw(t, "contains"))
+		case 4:
+			sm.SafeRegex = &route.RegexMatcher{Regex: genRegex.Draw(t, "regex")}
+		}
+		h.StringMatch = sm
 	}
 	return h
 }
@@ -234,7 +256,7 @@ func genRoute(t *rapid.T, i int) route.Route {
 	case 1:
 		m.Path = ptr(genStr.Draw(t, "path"))
 	case 2:
-		m.SafeRegex = ptr(genRegex.Draw(t, "regex"))
+		m.SafeRegex = &route.RegexMatcher{Regex: genRegex.Draw(t, "regex")}
 	}
 	if rapid.Bool().Draw(t, "setCase") {
 		m.CaseSensitive = ptr(rapid.Bool().Draw(t, "caseSensitive"))
@@ -244,10 +266,10 @@ func genRoute(t *rapid.T, i int) route.Route {
 		m.QueryParameters = []json.RawMessage{json.RawMessage(`{"name":"q"}`)}
 	}
 	if rapid.IntRange(0, 3).Draw(t, "hasFraction") == 0 {
-		m.RuntimeFraction = &route.Fraction{
+		m.RuntimeFraction = &route.RuntimeFraction{DefaultValue: route.Fraction{
 			Numerator:   rapid.Uint32Range(0, 120).Draw(t, "numerator"),
 			Denominator: rapid.SampledFrom([]string{"", route.Hundred, route.TenThousand, route.Million}).Draw(t, "denominator"),
-		}
+		}}
 	}
 	return route.Route{Match: m, Action: &route.Action{Cluster: "c" + strconv.Itoa(i)}}
 }

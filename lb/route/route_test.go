@@ -31,14 +31,20 @@ func TestParseRejects(t *testing.T) {
 		{`{"virtualHosts":[{"domains":[""]}]}`, "virtualHosts[0].domains[0]", "empty domain"},
 		{vh(`{"match":{},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match", "got none"},
 		{vh(`{"match":{"prefix":"/","path":"/a"},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match", "got 2"},
-		{vh(`{"match":{"safeRegex":"a(b"},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.safeRegex", "invalid RE2 regex"},
-		{vh(`{"match":{"safeRegex":"(a)\\1"},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.safeRegex", "invalid RE2 regex"},
-		{vh(`{"match":{"prefix":"/","headers":[{"name":"x","safeRegexMatch":"(?<=a)b"}]},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.headers[0].safeRegexMatch", "invalid RE2"},
+		{vh(`{"match":{"safeRegex":{"regex":"a(b"}},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.safeRegex.regex", "invalid RE2 regex"},
+		{vh(`{"match":{"safeRegex":{"regex":"(a)\\1"}},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.safeRegex.regex", "invalid RE2 regex"},
+		{vh(`{"match":{"safeRegex":"/a"},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.safeRegex", "want a JSON object"},
+		{vh(`{"match":{"prefix":"/","headers":[{"name":"x","stringMatch":{"safeRegex":{"regex":"a{2,1}"}}}]},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.headers[0].stringMatch.safeRegex.regex", "invalid RE2"},
+		{vh(`{"match":{"prefix":"/","headers":[{"name":"x","stringMatch":{"prefix":"a","suffix":"b"}}]},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.headers[0].stringMatch", "got 2"},
+		{vh(`{"match":{"prefix":"/","headers":[{"name":"x","stringMatch":{"contains":""}}]},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.headers[0].stringMatch.contains", "must not be empty"},
+		{vh(`{"match":{"prefix":"/","headers":[{"name":"x","stringMatch":{"exact":"a"},"exactMatch":"a"}]},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.headers[0]", "got 2"},
+		{vh(`{"match":{"prefix":"/","headers":[{"name":"x","safeRegexMatch":{"regex":"(?<=a)b"}}]},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.headers[0].safeRegexMatch.regex", "invalid RE2"},
 		{vh(`{"match":{"prefix":"/","headers":[{"name":"x"}]},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.headers[0]", "got 0"},
 		{vh(`{"match":{"prefix":"/","headers":[{"name":"x","exactMatch":"a","presentMatch":true}]},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.headers[0]", "got 2"},
 		{vh(`{"match":{"prefix":"/","headers":[{"exactMatch":"a"}]},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.headers[0].name", "empty header name"},
 		{vh(`{"match":{"prefix":"/","headers":[{"name":"x","prefixMatch":""}]},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.headers[0].prefixMatch", "must not be empty"},
-		{vh(`{"match":{"prefix":"/","runtimeFraction":{"numerator":1,"denominator":"BILLION"}},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.runtimeFraction.denominator", "BILLION"},
+		{vh(`{"match":{"prefix":"/","runtimeFraction":{"defaultValue":{"numerator":1,"denominator":"BILLION"}}},"route":{"cluster":"a"}}`), "virtualHosts[0].routes[0].match.runtimeFraction.defaultValue.denominator", "BILLION"},
+		{vh(`{"match":{"prefix":"/"},"route":{"cluster":"a","maxStreamDuration":{"maxStreamDuration":"x"}}}`), "virtualHosts[0].routes[0].route.maxStreamDuration.maxStreamDuration", "duration"},
 		{vh(`{"match":{"prefix":"/"}}`), "virtualHosts[0].routes[0].route", "no action"},
 		{vh(`{"match":{"prefix":"/"},"redirect":{"hostRedirect":"x"}}`), "virtualHosts[0].routes[0].route", "no action"},
 		{vh(`{"match":{"prefix":"/"},"route":{}}`), "virtualHosts[0].routes[0].route.cluster", "names no cluster"},
@@ -89,8 +95,8 @@ func TestParseListsUnknownFields(t *testing.T) {
 func TestMarshalledConfigParsesBack(t *testing.T) {
 	js := `{"name":"rc","virtualHosts":[{"name":"v","domains":["a.example","*.b"],"routes":[
 		{"name":"r0","match":{"path":"/x","caseSensitive":false,"headers":[{"name":"x-a","rangeMatch":{"start":"-5","end":10},"invertMatch":true}],
-		 "runtimeFraction":{"numerator":"25","denominator":"TEN_THOUSAND"}},"route":{"cluster":"c","timeout":"1.5s"}},
-		{"match":{"safeRegex":"/y.*"},"route":{"weightedClusters":{"clusters":[{"name":"a","weight":3},{"name":"b","weight":"1"}]}}}]}]}`
+		 "runtimeFraction":{"defaultValue":{"numerator":"25","denominator":"TEN_THOUSAND"},"runtimeKey":"k"}},"route":{"cluster":"c","timeout":"1.5s","maxStreamDuration":{"maxStreamDuration":"0.5s"}}},
+		{"match":{"safeRegex":{"regex":"/y.*"},"headers":[{"name":"x-b","stringMatch":{"suffix":"Z","ignoreCase":true}}]},"route":{"weightedClusters":{"clusters":[{"name":"a","weight":3},{"name":"b","weight":"1"}]}}}]}]}`
 	tab := mustParse(t, js)
 	out, err := jsonMarshal(tab.Config())
 	if err != nil {
@@ -101,8 +107,8 @@ func TestMarshalledConfigParsesBack(t *testing.T) {
 	if string(out) != string(out2) {
 		t.Fatalf("marshal, parse, marshal changed the config:\n%s\n%s", out, out2)
 	}
-	if got := tab2.Route(0).Action.Timeout.String(); got != "1.5s" {
-		t.Fatalf("timeout %s after the round trip, want 1.5s", got)
+	if a := tab2.Route(0).Action; a.Timeout.String() != "1.5s" || a.Bound().String() != "500ms" {
+		t.Fatalf("timeout %v, bound %v after the round trip, want 1.5s and 500ms (maxStreamDuration)", a.Timeout, a.Bound())
 	}
 	if got := strings.Join(tab2.Clusters(), ","); got != "c,a,b" {
 		t.Fatalf("Clusters() = %s, want c,a,b", got)

@@ -35,7 +35,7 @@ func (b *balancer) buildActions() error {
 	scheds := map[string]*splitSched{}
 	for i := range actions {
 		a := tab.Route(i).Action
-		actions[i].timeout = a.Timeout
+		actions[i].timeout = a.Bound()
 		if a.WeightedClusters == nil {
 			actions[i].slot = b.children.Get(a.Cluster).Data.slot
 			continue

@@ -99,7 +99,7 @@ func TestParseRejects(t *testing.T) {
 		{`{"routeConfig": {"virtualHosts": [{"domains": ["*"], "routes": [{"match": {"prefix": "/"}, "route": {"cluster": "a"}}]}]}, "clusters": {}}`, "clusters"},
 		{`{"routeConfig": {"virtualHosts": [{"domains": ["*"], "routes": [{"match": {"prefix": "/"}, "route": {"cluster": "a"}}]}]}, "clusters": {"a": {"childPolicy": [{"test_leaf": {}}]}, "b": {"childPolicy": [{"test_leaf": {}}]}}}`, `clusters["b"]`},
 		{`{"routeConfig": {"virtualHosts": [{"domains": ["*"], "routes": [{"match": {"prefix": "/"}, "route": {"cluster": "a"}}]}]}, "clusters": {"a": {"childPolicy": []}}}`, `clusters["a"].childPolicy`},
-		{`{"routeConfig": {"virtualHosts": [{"domains": ["*"], "routes": [{"match": {"safeRegex": "\\"}, "route": {"cluster": "a"}}]}]}, "clusters": {"a": {"childPolicy": [{"test_leaf": {}}]}}}`, "routeConfig.virtualHosts[0].routes[0].match.safeRegex"},
+		{`{"routeConfig": {"virtualHosts": [{"domains": ["*"], "routes": [{"match": {"safeRegex": {"regex": "\\"}}, "route": {"cluster": "a"}}]}]}, "clusters": {"a": {"childPolicy": [{"test_leaf": {}}]}}}`, "routeConfig.virtualHosts[0].routes[0].match.safeRegex.regex"},
 	} {
 		_, _, err := lb.ParseConfig(b, []byte(tc.js))
 		lbtest.WantConfigError(t, tc.js, err, tc.path)

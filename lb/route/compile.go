@@ -485,4 +485,3 @@ func compileHeader(h *HeaderMatcher) (headerMatcher, error) {
 	}
 	return hm, nil
 }
-

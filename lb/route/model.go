@@ -81,10 +81,17 @@ type Match struct {
 	// RuntimeFraction, when set, is the share of matching requests the
 	// route takes; the others go on to the next route.
 	RuntimeFraction *RuntimeFraction `json:"runtimeFraction,omitempty"`
-	// QueryParameters are Envoy's query parameter matchers, kept as
-	// given: a route that has any never matches (gRFC A28: gRPC does not
-	// match query parameters, and neither does lbkit).
-	QueryParameters []json.RawMessage `json:"queryParameters,omitempty"`
+	// QueryParameters are Envoy's query parameter matchers, by name only:
+	// a route that has any never matches (gRFC A28: gRPC does not match
+	// query parameters, and neither does lbkit).
+	QueryParameters []QueryParameterMatcher `json:"queryParameters,omitempty"`
+}
+
+// QueryParameterMatcher is an Envoy query parameter matcher, of which
+// lbkit keeps the name: its presence is what counts.
+type QueryParameterMatcher struct {
+	// Name is the parameter's name.
+	Name string `json:"name"`
 }
 
 // RegexMatcher is Envoy's RegexMatcher: an RE2 regular expression (Go's

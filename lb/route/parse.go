@@ -150,8 +150,16 @@ func readMatch(obj lb.ConfigObject) (Match, error) {
 	if _, _, ok := obj.Raw("regex"); ok {
 		return m, lb.ConfigErrorf("regex", "the unsafe regex is not supported (gRFC A28): use safeRegex")
 	}
-	err := decodeAll(obj, field{&m.Prefix, "prefix"}, field{&m.Path, "path"},
-		field{&m.CaseSensitive, "caseSensitive"}, field{&m.QueryParameters, "queryParameters"})
+	err := decodeAll(obj, field{&m.Prefix, "prefix"}, field{&m.Path, "path"}, field{&m.CaseSensitive, "caseSensitive"})
+	if err != nil {
+		return m, err
+	}
+	err = eachObject(obj, "queryParameters", func(at string, o lb.ConfigObject) error {
+		var q QueryParameterMatcher
+		err := o.Decode(&q.Name, "name")
+		m.QueryParameters = append(m.QueryParameters, q)
+		return lb.PrefixConfigError(at, err)
+	})
 	if err != nil {
 		return m, err
 	}

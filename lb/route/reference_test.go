@@ -1,7 +1,6 @@
 package route_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -263,7 +262,7 @@ func genRoute(t *rapid.T, i int) route.Route {
 	}
 	m.Headers = rapid.SliceOfN(rapid.Custom(genHeader), 0, 2).Draw(t, "headers")
 	if rapid.IntRange(0, 9).Draw(t, "queryParameters") == 0 {
-		m.QueryParameters = []json.RawMessage{json.RawMessage(`{"name":"q"}`)}
+		m.QueryParameters = []route.QueryParameterMatcher{{Name: "q"}}
 	}
 	if rapid.IntRange(0, 3).Draw(t, "hasFraction") == 0 {
 		m.RuntimeFraction = &route.RuntimeFraction{DefaultValue: route.Fraction{

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 control planes still send the deprecated header matchers and total_weight, which gRFC A28 reads
+
 package xds
 
 import (
@@ -180,7 +182,6 @@ func convertAction(r *routev3.Route) *route.Action {
 		a.Unsupported = "inlineClusterSpecifierPlugin"
 	case *routev3.RouteAction_WeightedClusters:
 		wc := &route.WeightedClusters{}
-		//lint:ignore SA1019 a control plane may still send total_weight, which A28 checks
 		if tw := cs.WeightedClusters.GetTotalWeight(); tw != nil {
 			v := tw.GetValue()
 			wc.TotalWeight = &v

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 control planes still send the deprecated header matchers and total_weight, which gRFC A28 reads
+
 package xds
 
 import (
@@ -138,7 +140,6 @@ func genProtoRoute(t *rapid.T) *routev3.Route {
 			wc.Clusters = append(wc.Clusters, cw)
 		}
 		if rare(t, 5, "total") {
-			//lint:ignore SA1019 A28 checks the deprecated field
 			wc.TotalWeight = wrapperspb.UInt32(100)
 		}
 		ra.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}

@@ -18,7 +18,7 @@
 // [Table.Find] chooses the virtual host by the request's authority and
 // then the first route that matches the request's path, headers and
 // runtime fraction, and returns its index; it allocates nothing. The
-// routing policy (lb/xdsrouting) picks with it on every request.
+// routing policy (package lb/routing) picks with it on every request.
 //
 // # Concurrency
 //

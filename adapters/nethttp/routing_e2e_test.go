@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
+
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
@@ -24,16 +26,15 @@ import (
 
 // clusterServers starts one real HTTP server per cluster name, answering
 // with the name, and returns the addresses of all of them, each with its
-// cluster as its hierarchical path.
-func clusterServers(t *testing.T, names ...string) []resolver.Address {
+// cluster as its hierarchical path. A request for /slow is announced on
+// slow and answered only when its client gives up.
+func clusterServers(t *testing.T, slow chan<- struct{}, names ...string) []resolver.Address {
 	var addrs []resolver.Address
 	for _, name := range names {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/slow" {
-				select {
-				case <-r.Context().Done():
-				case <-time.After(10 * time.Second): // a guard only: the route's timeout ends the request
-				}
+				slow <- struct{}{}
+				<-r.Context().Done()
 				return
 			}
 			fmt.Fprint(w, name)
@@ -91,11 +92,10 @@ func routedGet(t *testing.T, client *http.Client, path string, header ...string)
 
 // Routing end to end over real servers: a 90/10 split is exact over
 // 10,000 requests (EDF), a header-matched route takes exactly its
-// requests, a new route config moves traffic with the next request, a
-// route's timeout ends a slow request, and a request no route takes fails
-// with the reason.
+// requests, a new route config moves traffic with the next request, and a
+// request no route takes fails with the reason.
 func TestRoutingSplitsMatchesAndMovesTraffic(t *testing.T) {
-	addrs := clusterServers(t, "stable", "canary")
+	addrs := clusterServers(t, make(chan struct{}), "stable", "canary")
 	r := manual.NewBuilder("routing", manual.WithInitialState(resolver.State{Addresses: addrs, ServiceConfig: serviceConfig(t, canaryRoutes(90, 10))}))
 	ch, err := conn.New("routing:///shop", conn.WithResolver(r))
 	if err != nil {
@@ -153,24 +153,62 @@ func TestRoutingSplitsMatchesAndMovesTraffic(t *testing.T) {
 		t.Fatalf("after the update to 50/50: %v, want 500 each", half)
 	}
 
-	// /slow's route has a 50 ms timeout: the request ends with the deadline.
-	req, _ := http.NewRequest(http.MethodGet, "http://shop.example.com/slow", nil)
-	start := time.Now()
-	resp, err := client.Do(req)
-	if err == nil {
-		_, err = io.ReadAll(resp.Body)
-		resp.Body.Close()
-	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("GET /slow: %v, want the route's deadline", err)
-	}
-	if el := time.Since(start); el > 5*time.Second {
-		t.Fatalf("GET /slow took %v", el)
-	}
-
 	// Another authority: no virtual host, the request fails at once.
-	req, _ = http.NewRequest(http.MethodGet, "http://elsewhere/api", nil)
+	req, _ := http.NewRequest(http.MethodGet, "http://elsewhere/api", nil)
 	if _, err := client.Do(req); !errors.Is(err, lb.ErrDropped) || !strings.Contains(err.Error(), "no virtual host") {
 		t.Fatalf("a request for another authority: %v, want a drop naming the virtual host", err)
+	}
+}
+
+// A route's timeout ends the request exactly when it is due on the
+// channel's clock: not 1 ns before, and at once then.
+func TestRouteTimeoutRunsOnTheChannelsClock(t *testing.T) {
+	slow := make(chan struct{}, 1)
+	addrs := clusterServers(t, slow, "stable", "canary")
+	mock := clock.NewMock()
+	r := manual.NewBuilder("routing", manual.WithInitialState(resolver.State{Addresses: addrs, ServiceConfig: serviceConfig(t, canaryRoutes(90, 10))}))
+	ch, err := conn.New("routing:///shop", conn.WithResolver(r), conn.WithClock(mock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	// A first request to stable opens the connection /slow reuses: a dial
+	// would read the mock deadline against the real time.
+	for got := ""; got != "stable"; {
+		got = routedGet(t, client, "/warm")
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, "http://shop.example.com/slow", nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	select {
+	case <-slow:
+	case <-time.After(10 * time.Second): // a guard against a hang only
+		t.Fatal("the /slow request did not reach the server")
+	}
+	mock.Add(50*time.Millisecond - time.Nanosecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the request ended before its timeout: %v", err)
+	default:
+	}
+	mock.Add(time.Nanosecond)
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("GET /slow: %v, want the route's deadline", err)
+		}
+	case <-time.After(10 * time.Second): // a guard against a hang only
+		t.Fatal("the request outlived its route's timeout")
 	}
 }

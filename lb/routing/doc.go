@@ -25,8 +25,10 @@
 // the sum of the weights over their greatest common divisor g) a cluster
 // of weight w is chosen exactly w/g times, whatever the clusters' states
 // (gRFC A28: a routed request goes to its cluster, READY or not). A
-// cluster that has published nothing yet queues the request. A request no
-// route takes fails at once, even wait-for-ready. The route's timeout
+// cluster that has published nothing yet queues the request; the request
+// has used its turn in the split, and picks again, from the split, with
+// the next picker. A request no route takes fails at once, even
+// wait-for-ready. The route's timeout
 // reaches the transport as [lb.PickResult].Timeout.
 //
 // An update that keeps a split (same clusters, same weights) keeps its

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/lbkit/lbkit/lb"
 )
 
 // hundredRoutes is a 100-route configuration shaped like a mesh's: one
@@ -80,5 +82,40 @@ func TestFindDoesNotAllocate(t *testing.T) {
 	var rnd Source
 	if n := testing.AllocsPerRun(100, func() { _, _ = tab.Find(req, rnd) }); n != 0 {
 		t.Fatalf("Find allocates %v times per request", n)
+	}
+}
+
+// BenchmarkCompile compiles configurations of 1,000 and 10,000 routes (the
+// shapes of hundredRoutes, repeated): the cost of applying an RDS update,
+// which should grow linearly with the routes.
+func BenchmarkCompile(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		var routes []string
+		for i := range n {
+			switch i % 3 {
+			case 0:
+				routes = append(routes, fmt.Sprintf(`{"match":{"prefix":"/api/v%d/"},"route":{"cluster":"c%d"}}`, i, i%50))
+			case 1:
+				routes = append(routes, fmt.Sprintf(`{"match":{"path":"/api/items/%d"},"route":{"cluster":"c%d"}}`, i, i%50))
+			case 2:
+				routes = append(routes, fmt.Sprintf(`{"match":{"prefix":"/api/","headers":[{"name":"x-tenant","exactMatch":"t%d"}]},"route":{"weightedClusters":{"clusters":[{"name":"a","weight":9},{"name":"b","weight":1}]}}}`, i))
+			}
+		}
+		obj, err := lb.ParseConfigObject([]byte(`{"virtualHosts":[{"domains":["*"],"routes":[` + strings.Join(routes, ",") + `]}]}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg, err := Read(obj)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Compile(cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -61,8 +61,11 @@ func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *balancer {
 // children's errors are returned joined, each naming its cluster.
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 	cfg, ok := s.BalancerConfig.(*Config)
-	if !ok || cfg == nil || cfg.Routes == nil {
-		return fmt.Errorf("routing: got config %T, want a parsed *routing.Config", s.BalancerConfig)
+	if !ok || cfg == nil {
+		return fmt.Errorf("routing: got config %T, want a non-nil *routing.Config", s.BalancerConfig)
+	}
+	if err := cfg.validate(); err != nil {
+		return err
 	}
 	groups := childmanager.GroupAddresses(b.logger, "routing", s.ResolverState.Addresses, func(name string) bool {
 		_, ok := cfg.Clusters[name]

@@ -2,6 +2,8 @@ package routing
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -114,4 +116,19 @@ func actionClusters(a *route.Action) []string {
 		names = append(names, c.Name)
 	}
 	return names
+}
+
+// validate checks what the balancer relies on, for a Config built by hand
+// rather than parsed: a route table, and a policy for every cluster its
+// routes name.
+func (c *Config) validate() error {
+	if c.Routes == nil {
+		return errors.New("routing: invalid config: no route table")
+	}
+	for _, name := range c.Routes.Clusters() {
+		if p := c.Clusters[name]; p == nil || p.Builder == nil {
+			return fmt.Errorf("routing: invalid config: cluster %q, which a route names, has no policy", name)
+		}
+	}
+	return nil
 }

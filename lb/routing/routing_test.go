@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/route"
 	"github.com/lbkit/lbkit/lb/routing"
 )
 
@@ -115,4 +117,21 @@ func FuzzParseConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		lbtest.CheckConfigParse(t, b, raw)
 	})
+}
+
+// A hand-built config whose routes name a cluster without a policy is
+// refused, not a panic.
+func TestHandBuiltConfigIsValidated(t *testing.T) {
+	t.Parallel()
+	tab, _, err := route.Parse([]byte(`{"virtualHosts": [{"domains": ["*"], "routes": [{"match": {"prefix": "/"}, "route": {"cluster": "a"}}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := lbtest.NewParent(t)
+	p.Build(routing.Builder{})
+	for _, cfg := range []*routing.Config{{}, {Routes: tab}, {Routes: tab, Clusters: map[string]*lb.ParsedPolicy{"a": nil}}} {
+		if err := p.UpdateAddresses(cfg); err == nil || !strings.Contains(err.Error(), "invalid config") {
+			t.Errorf("config %+v: %v, want invalid config", cfg, err)
+		}
+	}
 }

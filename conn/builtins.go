@@ -21,6 +21,7 @@ import (
 	_ "github.com/lbkit/lbkit/lb/resolver/static"
 	_ "github.com/lbkit/lbkit/lb/resolver/unix"
 	_ "github.com/lbkit/lbkit/lb/roundrobin"
+	_ "github.com/lbkit/lbkit/lb/routing"
 	_ "github.com/lbkit/lbkit/lb/weightedtarget"
 	_ "github.com/lbkit/lbkit/lb/wrr"
 )

@@ -166,6 +166,11 @@ func resolveTarget(target string, cfg config) (resolver.Target, resolver.Builder
 // Target returns the target the channel was created with.
 func (c *Channel) Target() string { return c.target }
 
+// Clock returns the channel's clock ([WithClock]), for a transport that
+// times its requests on it (adapters/nethttp applies a route's timeout,
+// [PickResult].Timeout, as a deadline on it).
+func (c *Channel) Clock() clock.Clock { return c.clock }
+
 // State returns the channel's connectivity state: the state published with
 // the picker in use, so a pick's outcome and State never disagree.
 func (c *Channel) State() lb.ConnectivityState { return c.gen.Load().state }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lbkit/lbkit/lb"
 )
@@ -27,6 +28,12 @@ type PickOptions struct {
 	Hash uint64
 	// HasHash reports whether Hash is set.
 	HasHash bool
+	// Authority is the request's authority (the HTTP Host), for routing
+	// policies; empty if none.
+	Authority string
+	// HTTPMethod is the request's HTTP method, for routing policies;
+	// empty if none.
+	HTTPMethod string
 }
 
 // PickResult is a successful pick.
@@ -36,6 +43,10 @@ type PickResult struct {
 	SubConn *SubConn
 	// Done, when not nil, must be called once when the request ends.
 	Done func(lb.DoneInfo)
+	// Timeout, when not 0, is how long the request may last from the
+	// pick, as the policy says ([lb.PickResult].Timeout): the transport
+	// applies it as a deadline.
+	Timeout time.Duration
 }
 
 // Finish reports the end of the request, then calls Done if set. A
@@ -84,7 +95,8 @@ func (c *Channel) Pick(ctx context.Context, opts PickOptions) (PickResult, error
 	if !c.active.Load() {
 		c.active.Store(true)
 	}
-	info := lb.PickInfo{Ctx: ctx, Method: opts.Method, Metadata: opts.Metadata, Hash: opts.Hash, HasHash: opts.HasHash}
+	info := lb.PickInfo{Ctx: ctx, Method: opts.Method, Metadata: opts.Metadata, Hash: opts.Hash, HasHash: opts.HasHash,
+		Authority: opts.Authority, HTTPMethod: opts.HTTPMethod}
 	g := c.gen.Load()
 	r, err := c.tryPick(g, info)
 	if err == nil {
@@ -117,7 +129,7 @@ func (c *Channel) tryPick(g *pickerGen, info lb.PickInfo) (PickResult, error) {
 		}
 		return PickResult{}, errNotReady
 	}
-	return PickResult{SubConn: sc, Done: r.Done}, nil
+	return PickResult{SubConn: sc, Done: r.Done, Timeout: r.Timeout}, nil
 }
 
 var errForeignSubConn = fmt.Errorf("conn: the policy picked a SubConn this channel did not create: %w", lb.ErrRequestNotSent)

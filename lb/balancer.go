@@ -167,6 +167,13 @@ type PickInfo struct {
 	Hash uint64
 	// HasHash reports whether Hash is set.
 	HasHash bool
+	// Authority is the request's authority (the HTTP Host, with its port
+	// if the request names one), for policies that route by virtual host
+	// (xds_routing_experimental); empty when the transport has none.
+	Authority string
+	// HTTPMethod is the request's HTTP method ("GET"), for routes that
+	// match the ":method" header; empty when the transport has none.
+	HTTPMethod string
 }
 
 // PickResult is a successful pick.
@@ -175,6 +182,12 @@ type PickResult struct {
 	SubConn SubConn
 	// Done, when not nil, is called once when the request ends.
 	Done func(DoneInfo)
+	// Timeout, when not 0, bounds the request: the transport ends it
+	// (with context.DeadlineExceeded) if it has not ended Timeout after
+	// the pick, as a context deadline would. A routing policy sets it
+	// from the route's timeout; a parent that wraps a child's result keeps
+	// the smaller of its own and the child's.
+	Timeout time.Duration
 }
 
 // DoneInfo describes how a request ended. The transport fills it in and

@@ -66,6 +66,7 @@ var layers = []struct {
 	{"lb/lbtest", 4},
 	{"lb/connstate", 4}, // one connection's states and backoff, shared by conn and sim
 	{"lb/slowstart", 4}, // slow start's ramp and tracker, shared by the weighted leaf policies
+	{"lb/route", 4},     // xDS route configurations and their matching, for the routing policy and the xDS adapter
 	{"lb/", 5},          // the policies
 	{"conn", 6},
 	{"sim", 6},                             // the fleet simulator: runs the policies and lb/connstate, never conn

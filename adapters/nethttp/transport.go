@@ -13,6 +13,15 @@
 // no request uses the pool, the pool and its connections are dropped at
 // the next sweep (see [Transport.CloseIdleConnections]).
 //
+// # Routing per request
+//
+// Each pick carries the request's path ([lb.PickInfo].Method), headers
+// (Metadata), authority (its Host) and method (HTTPMethod), so a routing
+// policy such as xds_routing_experimental (package lb/routing) chooses a
+// cluster per request; a pick's [lb.PickResult].Timeout (a route's
+// timeout) bounds the request, from the pick to the end of its body, as a
+// deadline on the channel's clock.
+//
 // # One client for many services
 //
 // [Client] is an http.Client that routes each request by its URL's scheme
@@ -42,6 +51,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
@@ -347,15 +357,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			picked.Finish(lb.DoneInfo{Err: fmt.Errorf("%w: %w", lb.ErrRequestNotSent, err)})
 			return nil, err
 		}
+		out, cancel := t.withTimeout(out, picked.Timeout)
 		b := t.backendFor(picked.SubConn, addr)
 		resp, err := b.tr.RoundTrip(out)
 		if err == nil {
 			resp.Body = withDone(resp.Body, func(err error) {
+				cancel()
 				b.users.release()
 				t.doneWithLoad(picked.Finish, lb.DoneInfo{Err: t.classify(resp, err), Status: resp.StatusCode, Metadata: resp.Header})
 			})
 			return resp, nil
 		}
+		cancel()
 		b.users.release()
 		dialFailed := isDialError(err)
 		if dialFailed {
@@ -370,6 +383,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// withTimeout returns out bounded by the pick's timeout (the route's, from
+// a routing policy; 0 is none) on the channel's clock, and the function
+// that releases the bound, to call when the request ends.
+func (t *Transport) withTimeout(out *http.Request, timeout time.Duration) (*http.Request, context.CancelFunc) {
+	if timeout <= 0 {
+		return out, func() {}
+	}
+	ctx, cancel := t.Channel.Clock().WithTimeout(out.Context(), timeout)
+	return out.WithContext(ctx), cancel
+}
+
 // maxRepicks bounds how many picks of a backend already found unreachable
 // a retry gives back before it takes what it gets.
 const maxRepicks = 8
@@ -378,7 +402,8 @@ const maxRepicks = 8
 // backends in avoid, which this request could not reach: the channel may
 // not have taken them out of its picker yet.
 func (t *Transport) pick(req *http.Request, avoid []*conn.SubConn) (conn.PickResult, error) {
-	opts := conn.PickOptions{WaitForReady: t.WaitForReady, Method: req.URL.Path, Metadata: req.Header}
+	opts := conn.PickOptions{WaitForReady: t.WaitForReady, Method: req.URL.Path, Metadata: req.Header,
+		Authority: authority(req), HTTPMethod: method(req)}
 	if t.RequestHash != nil {
 		opts.Hash, opts.HasHash = t.RequestHash(req)
 	}
@@ -389,6 +414,22 @@ func (t *Transport) pick(req *http.Request, avoid []*conn.SubConn) (conn.PickRes
 		}
 		picked.Finish(lb.DoneInfo{Err: errRepick})
 	}
+}
+
+// authority returns req's authority: its Host, else its URL's host.
+func authority(req *http.Request) string {
+	if req.Host != "" {
+		return req.Host
+	}
+	return req.URL.Host
+}
+
+// method returns req's method; "" is GET, as net/http sends it.
+func method(req *http.Request) string {
+	if req.Method == "" {
+		return http.MethodGet
+	}
+	return req.Method
 }
 
 // errRepick is the outcome of a pick given back unused.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/childmanager"
-	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
@@ -126,16 +125,10 @@ func (b *priorityBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	groups := hierarchy.Group(s.ResolverState.Addresses)
-	if err := groups.Err(); err != nil {
-		b.logger.Warn("priority: addresses dropped", "error", err)
-	}
-	for _, name := range groups.Order {
-		if _, ok := cfg.Children[name]; !ok {
-			b.logger.Warn("priority: addresses dropped: their path names no child in the config",
-				"child_name", name, "addresses", len(groups.Children[name]))
-		}
-	}
+	groups := childmanager.GroupAddresses(b.logger, "priority", s.ResolverState.Addresses, func(name string) bool {
+		_, ok := cfg.Children[name]
+		return ok
+	})
 	b.config, b.resolverState, b.addrs = cfg, s.ResolverState, groups.Children
 	b.childDegraded = groups.Degraded(s.ResolverState.Degraded)
 

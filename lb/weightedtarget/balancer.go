@@ -10,7 +10,6 @@ import (
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/childmanager"
 	"github.com/lbkit/lbkit/lb/edf"
-	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
@@ -69,9 +68,8 @@ type wtBalancer struct {
 	// updating is set while a parent call reaches the children.
 	updating bool
 
-	// Slot allocation: slots below nextSlot not in freeSlots are in use.
-	freeSlots []int
-	nextSlot  int
+	// slots gives each target its slot.
+	slots childmanager.Slots
 	// failSeq counts children's TRANSIENT_FAILURE reports.
 	failSeq uint64
 
@@ -115,16 +113,10 @@ func (b *wtBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	groups := hierarchy.Group(s.ResolverState.Addresses)
-	if err := groups.Err(); err != nil {
-		b.logger.Warn("weightedtarget: addresses dropped", "error", err)
-	}
-	for _, name := range groups.Order {
-		if _, ok := cfg.Targets[name]; !ok {
-			b.logger.Warn("weightedtarget: addresses dropped: their path names no target in the config",
-				"child_name", name, "addresses", len(groups.Children[name]))
-		}
-	}
+	groups := childmanager.GroupAddresses(b.logger, "weightedtarget", s.ResolverState.Addresses, func(name string) bool {
+		_, ok := cfg.Targets[name]
+		return ok
+	})
 	b.config, b.resolverState = cfg, s.ResolverState
 
 	var errs []error
@@ -150,13 +142,7 @@ func (b *wtBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 			// not failed, so the failure no longer sticks.
 			c.Data.aggState, c.Data.failErr = lb.Connecting, nil
 		}
-		rs := resolver.State{
-			Addresses:     groups.Children[name],
-			ServiceConfig: s.ResolverState.ServiceConfig,
-			Attributes:    s.ResolverState.Attributes,
-			Degraded:      groups.Degraded(s.ResolverState.Degraded),
-		}
-		if err := c.Update(t.ChildPolicy, rs); err != nil {
+		if err := c.Update(t.ChildPolicy, childmanager.ChildState(groups, name, s.ResolverState)); err != nil {
 			errs = append(errs, fmt.Errorf("weightedtarget: target %q: %w", name, err))
 		}
 	}
@@ -170,12 +156,7 @@ func (b *wtBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 // state (CONNECTING), with a free slot.
 func (b *wtBalancer) addChild(name string) *child {
 	c := b.children.Add(name)
-	slot := b.nextSlot
-	if n := len(b.freeSlots); n > 0 {
-		slot, b.freeSlots = b.freeSlots[n-1], b.freeSlots[:n-1]
-	} else {
-		b.nextSlot++
-	}
+	slot := b.slots.Take()
 	initial := c.State().ConnectivityState
 	c.Data = targetData{slot: slot, reported: initial, aggState: initial}
 	b.logger.Debug("weightedtarget: adding target", "child_name", name)
@@ -276,7 +257,7 @@ func (b *wtBalancer) scheduleExitIdle(c *child) {
 // childRemoved is the child manager's Removed hook: the target's slot is
 // freed for a later target.
 func (b *wtBalancer) childRemoved(c *child) {
-	b.freeSlots = append(b.freeSlots, c.Data.slot)
+	b.slots.Free(c.Data.slot)
 }
 
 // Describe returns the weighted_target node: each target with its weight,

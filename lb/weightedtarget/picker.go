@@ -177,7 +177,7 @@ func (b *wtBalancer) readyPicker(ready []readyKey) lb.Picker {
 	if len(ready) == 1 {
 		return ready[0].c.State().Picker
 	}
-	p := &weightedPicker{sched: sched, pickers: make([]lb.Picker, b.nextSlot)}
+	p := &weightedPicker{sched: sched, pickers: make([]lb.Picker, b.slots.Len())}
 	for _, r := range ready {
 		p.pickers[r.c.Data.slot] = r.c.State().Picker
 	}

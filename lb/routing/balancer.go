@@ -1,0 +1,172 @@
+package routing
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+
+	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/childmanager"
+)
+
+// clusterData is what the policy keeps per cluster child.
+type clusterData struct {
+	// slot is the cluster's index in a picker's pickers: stable for the
+	// child's lifetime, reused after it.
+	slot int
+}
+
+type child = childmanager.Child[clusterData]
+
+// balancer is the xds_routing_experimental policy. Every method, child
+// hook and scheduled callback runs inside the tree's serialized calls, so
+// nothing is locked; the updating flag keeps children's reports during a
+// parent call from publishing before the call's end, which publishes once.
+type balancer struct {
+	cc     lb.ClientConn
+	opts   lb.BuildOptions
+	logger *slog.Logger
+
+	children *childmanager.Manager[clusterData]
+	config   *Config
+	// actions are the latest config's routes' actions, by route index.
+	actions []action
+	// scheds holds the EDF schedulers of the latest actions by their key,
+	// so that an update keeping a split keeps its schedule.
+	scheds map[string]*splitSched
+	// rnd draws the routes' runtime fractions; it lives as long as the
+	// balancer.
+	rnd *source
+
+	updating bool
+	slots    childmanager.Slots
+}
+
+func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *balancer {
+	opts = opts.WithDefaults()
+	b := &balancer{cc: cc, opts: opts, logger: opts.PolicyLogger(Name), rnd: newSource(opts.Rand.Uint64())}
+	b.children = childmanager.New(cc, opts, childmanager.Hooks[clusterData]{
+		StateChanged: b.childStateChanged,
+		Removed:      func(c *child) { b.slots.Free(c.Data.slot) },
+	})
+	return b
+}
+
+// UpdateClientConnState applies a config: clusters it no longer names are
+// removed at once, every other cluster is created if new and sent its
+// policy and the addresses whose hierarchical path starts with its name,
+// the routes' actions are rebuilt, and the policy publishes once. The
+// children's errors are returned joined, each naming its cluster.
+func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
+	cfg, ok := s.BalancerConfig.(*Config)
+	if !ok || cfg == nil {
+		return fmt.Errorf("routing: got config %T, want a non-nil *routing.Config", s.BalancerConfig)
+	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	groups := childmanager.GroupAddresses(b.logger, "routing", s.ResolverState.Addresses, func(name string) bool {
+		_, ok := cfg.Clusters[name]
+		return ok
+	})
+	b.config = cfg
+	var errs []error
+	b.updating = true
+	for _, c := range b.children.Children() {
+		if _, ok := cfg.Clusters[c.Name()]; !ok {
+			b.logger.Info("routing: removing cluster", "child_name", c.Name())
+			c.Remove()
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Clusters)) {
+		c := b.children.Get(name)
+		if c == nil {
+			c = b.addChild(name)
+		}
+		if err := c.Update(cfg.Clusters[name], childmanager.ChildState(groups, name, s.ResolverState)); err != nil {
+			errs = append(errs, fmt.Errorf("routing: cluster %q: %w", name, err))
+		}
+	}
+	b.updating = false
+	if err := b.buildActions(); err != nil {
+		errs = append(errs, err)
+	}
+	b.publish()
+	return errors.Join(errs...)
+}
+
+func (b *balancer) addChild(name string) *child {
+	c := b.children.Add(name)
+	c.Data = clusterData{slot: b.slots.Take()}
+	b.logger.Debug("routing: adding cluster", "child_name", name)
+	return c
+}
+
+// ResolverError passes err to every cluster; with none, the policy fails
+// every request with err.
+func (b *balancer) ResolverError(err error) {
+	if b.children.Len() == 0 {
+		b.cc.UpdateState(lb.State{
+			ConnectivityState: lb.TransientFailure,
+			Picker:            lb.NewErrPicker(lb.TransientFailureError(fmt.Errorf("routing: resolver error: %w", err))),
+		})
+		return
+	}
+	b.updating = true
+	b.children.ResolverError(err)
+	b.updating = false
+	b.publish()
+}
+
+// ExitIdle passes the request to every cluster.
+func (b *balancer) ExitIdle() {
+	b.updating = true
+	for _, c := range b.children.Children() {
+		c.ExitIdle()
+	}
+	b.updating = false
+	b.publish()
+}
+
+// Close removes every cluster; their SubConns shut down.
+func (b *balancer) Close() { b.children.Close() }
+
+// childStateChanged publishes the cluster's new picker, unless a parent
+// call is in progress (which publishes at its end).
+func (b *balancer) childStateChanged(c *child) {
+	if !b.updating {
+		b.publish()
+	}
+}
+
+// publish sends the aggregate state of the clusters (lb.StateCounter's)
+// with a routing picker over the clusters' current pickers. The picker is
+// the same whatever the state: a request goes to the cluster its route
+// names, whose own picker queues, fails or picks (gRFC A28).
+func (b *balancer) publish() {
+	if b.config == nil {
+		return
+	}
+	var counter lb.StateCounter
+	pickers := make([]lb.Picker, b.slots.Len())
+	for _, c := range b.children.Children() {
+		s := c.State()
+		counter.Add(s.ConnectivityState)
+		pickers[c.Data.slot] = s.Picker
+	}
+	b.cc.UpdateState(lb.State{
+		ConnectivityState: counter.Aggregate(),
+		Picker:            &picker{routes: b.config.Routes, actions: b.actions, pickers: pickers, rnd: b.rnd},
+	})
+}
+
+// Describe returns the routing node with its clusters, in name order.
+func (b *balancer) Describe() lb.Node {
+	n := lb.Node{Policy: Name}
+	for _, c := range b.children.Children() {
+		n.Children = append(n.Children, c.Describe())
+	}
+	return n
+}

@@ -30,7 +30,21 @@ func TestDemoFollowsEverySnapshot(t *testing.T) {
 	var out bytes.Buffer
 	var sum *demo.Summary
 	// A machine too busy to run the script on time runs steps back to
-	// back; such a run proves nothing and runs again.
+	// back, or leaves a watch too little time before the next push (each
+	// gets about 625 ms of real time, in which an ACK and the requests
+	// that measure a share must fit); such a run proves nothing and runs
+	// again. A client that does not follow a snapshot misses its watch in
+	// every run, so three runs still catch it.
+	watched := []string{"v1", "v2", "v3", "v4", "v6", "v6 b-2", "slow", "v7"}
+	missed := func(sum *demo.Summary) []string {
+		var names []string
+		for _, name := range watched {
+			if !sum.Watch(name).Seen {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
 	for attempt := 1; ; attempt++ {
 		out.Reset()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -40,18 +54,24 @@ func TestDemoFollowsEverySnapshot(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run: %v\n%s", err, out.String())
 		}
-		if sum.Late <= maxLate || attempt == 3 {
+		if attempt == 3 {
 			break
 		}
-		t.Logf("attempt %d: a step ran %v late; running again", attempt, sum.Late)
+		if sum.Late > maxLate {
+			t.Logf("attempt %d: a step ran %v late; running again", attempt, sum.Late)
+			continue
+		}
+		if m := missed(sum); len(m) > 0 {
+			t.Logf("attempt %d: the traffic did not follow %v before the next push; running again", attempt, m)
+			continue
+		}
+		break
 	}
 	if sum.Late > maxLate {
 		t.Fatalf("every run had a step %v late or more (the machine is too busy)\n%s", maxLate, out.String())
 	}
-	for _, name := range []string{"v1", "v2", "v3", "v4", "v6", "v6 b-2", "slow", "v7"} {
-		if !sum.Watch(name).Seen {
-			t.Errorf("the traffic did not follow %s before the next push\n%s", name, out.String())
-		}
+	for _, name := range missed(sum) {
+		t.Errorf("the traffic did not follow %s before the next push\n%s", name, out.String())
 	}
 	if w := sum.Watch("v5"); w.Seen {
 		t.Errorf("the traffic left zone c %v after the bad snapshot v5\n%s", w.After, out.String())

@@ -103,8 +103,8 @@ type adsMachine struct {
 	log      []string // watcher callbacks, owned by the serializer
 	last     map[int]string
 	inflight []*discoveryv3.DiscoveryRequest // built, not yet sent
-	subs     map[int]*subscription               // by watcher id
-	n        int                                 // responses sent
+	subs     map[int]*subscription           // by watcher id
+	n        int                             // responses sent
 }
 
 type modelWatcher struct {

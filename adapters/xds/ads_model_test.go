@@ -368,19 +368,27 @@ func (m *adsModel) respond(url, version, nonce string, items []item) {
 	mt.dirty = true
 }
 
+// ended: the stream closed. Its timers stop (the stream is down). gRFC
+// A57: closed without a response, it is a connectivity error, reported to
+// every watcher (their resources keep their values), and the next stream
+// waits for a backoff; closed after a response, it is no error, and the
+// next stream starts at once.
 func (m *adsModel) ended() {
 	m.live, m.exists = false, false
-	m.connErr = true
 	for _, mt := range m.types {
 		for _, r := range mt.res {
 			r.timing = false
-			m.tell(r, "failed")
 		}
 	}
 	if m.received {
 		m.exists, m.received = true, false
-	} else {
-		m.retry = true
+		return
+	}
+	m.connErr, m.retry = true, true
+	for _, mt := range m.types {
+		for _, r := range mt.res {
+			m.tell(r, "failed")
+		}
 	}
 }
 

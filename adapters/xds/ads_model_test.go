@@ -316,6 +316,7 @@ func (m *adsModel) sentRequest(req *discoveryv3.DiscoveryRequest, now time.Time,
 type item struct {
 	name, value string // value "" when invalid
 	why         string
+	alien       bool // an Any of the other type: refused, its name unread
 }
 
 func (m *adsModel) respond(url, version, nonce string, items []item) {
@@ -325,6 +326,10 @@ func (m *adsModel) respond(url, version, nonce string, items []item) {
 	var problems []string
 	seen := map[string]bool{}
 	for _, it := range items {
+		if it.alien {
+			problems = append(problems, "a resource of another type")
+			continue
+		}
 		why := it.why
 		if it.value != "" && seen[it.name] {
 			why = "the response has it twice"
@@ -536,9 +541,12 @@ func testPropertyADS(t *rapid.T) {
 			url := rapid.SampledFrom(urls).Draw(t, "type")
 			items := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) item {
 				it := item{name: rapid.SampledFrom(names).Draw(t, "name")}
-				if rapid.IntRange(0, 3).Draw(t, "invalid") == 0 {
+				switch rapid.IntRange(0, 7).Draw(t, "kind") {
+				case 0:
+					it.alien, it.value = true, "1"
+				case 1, 2:
 					it.why = rapid.SampledFrom([]string{"bad", "worse"}).Draw(t, "why")
-				} else {
+				default:
 					it.value = strconv.Itoa(rapid.IntRange(1, 3).Draw(t, "value"))
 				}
 				return it
@@ -551,7 +559,14 @@ func testPropertyADS(t *rapid.T) {
 				if it.value == "" {
 					raw = it.name + "!" + it.why
 				}
-				resp.Resources = append(resp.Resources, &anypb.Any{TypeUrl: url, Value: []byte(raw)})
+				typ := url
+				if it.alien { // the other type
+					typ = urls[0]
+					if url == urls[0] {
+						typ = urls[1]
+					}
+				}
+				resp.Resources = append(resp.Resources, &anypb.Any{TypeUrl: typ, Value: []byte(raw)})
 			}
 			a.step(t, fmt.Sprintf("server responds %s %s %+v", url[strings.LastIndex(url, ".")+1:], version, items), func() {
 				c.received(s, resp)

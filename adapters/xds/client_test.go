@@ -2,6 +2,7 @@ package xds
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -166,4 +167,44 @@ func TestRewatchedKeptResourceGetsItsTimer(t *testing.T) {
 	if got := w2.next(t); got != "missing" {
 		t.Fatalf("after the timeout: %q, want missing", got)
 	}
+}
+
+// gRFC A57: "we do not consider it an error if the ADS stream was closed
+// after having received a response on the stream". A server that answers
+// and then closes the stream (to rebalance, or at its connections'
+// maximum age) leaves watchers untold, even one whose resource has not
+// arrived yet, and the next stream starts at once, without backoff. Found
+// by TestPropertyADS: every stream end was reported as a failure, so a
+// channel still waiting for its cluster failed its picks.
+func TestStreamClosedAfterAResponseIsNoError(t *testing.T) {
+	c, err := newClient(clientConfig{
+		servers:         []serverConfig{{Server{URI: "server-0"}, insecureDial}},
+		node:            &corev3.Node{Id: "n"},
+		clock:           clock.NewMock(),
+		logger:          slog.New(slog.DiscardHandler),
+		backoff:         backoff.Default(),
+		resourceTimeout: DefaultResourceTimeout,
+		runStream:       func(*adsStream) {}, // the test plays the stream
+	}, clusterResource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	var log []string
+	resp := clusterResponse(t, "1") // no cluster: "a" has not arrived
+	run(t, c, func() {
+		c.watch(ClusterType, "a", logWatcher{"a", &log}, nil)
+		s := c.conns[0].stream
+		c.streamUp(s)
+		c.received(s, resp)
+		c.streamEnded(s, errors.New("max connection age"))
+	})
+	run(t, c, func() {
+		if len(log) != 0 {
+			t.Errorf("the watcher heard %v, want nothing", log)
+		}
+		if sc := c.conns[0]; sc.stream == nil || sc.retry != nil {
+			t.Errorf("stream %v, backoff pending %v: want a new stream at once", sc.stream != nil, sc.retry != nil)
+		}
+	})
 }

@@ -159,10 +159,12 @@ func (c *client) streamUp(s *adsStream) {
 	s.signal()
 }
 
-// streamEnded records the end of s: every resource keeps its value, the
-// client falls back to the next server if it should (fallback.go), and
-// the next stream starts at once after a stream that received a response,
-// else after gRPC's backoff on the client's clock.
+// streamEnded records the end of s: every resource keeps its value. A
+// stream that received a response is followed by the next at once, and
+// its end is no error (gRFC A57); one that did not is a connectivity
+// failure: the client falls back to the next server if it should
+// (fallback.go), else tells the watchers, and makes the next stream after
+// gRPC's backoff on the client's clock.
 func (c *client) streamEnded(s *adsStream, err error) {
 	if !s.current() {
 		return
@@ -186,12 +188,16 @@ func (c *client) streamEnded(s *adsStream, err error) {
 			c.setHealth(healthUnhealthy)
 		}
 	}
-	c.streamFailed(sc, err)
 	if s.received {
+		// Not an error (gRFC A57): a server may close a stream that
+		// answered (to rebalance, or at its connections' maximum age).
+		// Watchers hear nothing; a new stream starts at once.
+		c.cfg.logger.Info("xds: the server closed a stream that answered; reconnecting", "server_index", sc.index, "error", err)
 		sc.retries = 0
 		c.startStream(sc)
 		return
 	}
+	c.streamFailed(sc, err)
 	delay := c.cfg.backoff.Delay(sc.retries, c.rng)
 	sc.retries++
 	c.cfg.logger.Info("xds: reconnecting after backoff", "server_index", sc.index, "backoff", delay, "attempt", sc.retries)

@@ -38,9 +38,17 @@ func decodeCluster(raw []byte) (string, any, error) {
 // package's model, so that an assignment means the same over xDS as in a
 // file: [convertAssignment] converts the message directly and refuses what
 // [eds.Parse] refuses, and both end in [eds.ClusterLoadAssignment.Validate].
+// The common form is read from the wire without protobuf's messages
+// ([readAssignment]), to the same result.
 var endpointResource = &resourceType{url: EndpointType, kind: "endpoints", decode: decodeEndpoints}
 
 func decodeEndpoints(raw []byte) (string, any, error) {
+	if cla, ok := readAssignment(raw); ok {
+		if err := cla.Validate(); err != nil {
+			return cla.ClusterName, nil, fmt.Errorf("eds: %w", err)
+		}
+		return cla.ClusterName, cla, nil
+	}
 	var m endpointv3.ClusterLoadAssignment
 	if err := proto.Unmarshal(raw, &m); err != nil {
 		return "", nil, fmt.Errorf("not an envoy.config.endpoint.v3.ClusterLoadAssignment: %w", err)

@@ -137,9 +137,10 @@ func measureUpdates(b *testing.B, ch *conn.Channel, update func() int) {
 }
 
 // BenchmarkDecodeEndpoints10k is the client's decoding of one
-// 10,000-endpoint assignment: impl=xds is what the client does (protobuf
-// decoding, then the direct conversion into the eds package's model and
-// its validation); impl=json-detour is what it did before issue 29 (the
+// 10,000-endpoint assignment: impl=xds is what the client does (for
+// this common form, reading the wire straight into the eds package's
+// model; else protobuf decoding and the direct conversion; then its
+// validation); impl=json-detour is what it did before issue 29 (the
 // message written as proto3 JSON and read by eds.Parse);
 // impl=proto-unmarshal is protobuf decoding alone, the floor any client
 // pays; impl=eds-file is the eds file resolver's parse of the same

@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // handle applies one response from sc, the source: every valid resource
@@ -79,6 +81,16 @@ func (c *client) apply(ts *typeState, resp *discoveryv3.DiscoveryResponse, tell 
 			problems = append(problems, fmt.Sprintf("resources[%d]: type %q in a response of type %q", i, a.GetTypeUrl(), ts.rt.url))
 			continue
 		}
+		if r := unchanged(ts, a.GetValue(), seen); r != nil {
+			// The bytes of the copy in use again (a server resends every
+			// resource with each version): valid as before, and nothing
+			// for its watchers to hear. The version is still ACKed.
+			for _, e := range r.metrics {
+				e.m.valid.Add(1)
+				e.m.note(stateAcked)
+			}
+			continue
+		}
 		name, value, err := ts.rt.decode(a.GetValue())
 		if err == nil && seen[name] {
 			err = errors.New("the response has it twice")
@@ -100,7 +112,7 @@ func (c *client) apply(ts *typeState, resp *discoveryv3.DiscoveryResponse, tell 
 			continue // not subscribed (any more)
 		}
 		stopTimer(r)
-		r.value, r.has, r.missing, r.err = value, true, false, nil
+		r.value, r.raw, r.has, r.missing, r.err = value, a.GetValue(), true, false, nil
 		for _, e := range r.metrics {
 			e.m.valid.Add(1)
 			e.m.note(stateAcked)
@@ -108,6 +120,55 @@ func (c *client) apply(ts *typeState, resp *discoveryv3.DiscoveryResponse, tell 
 		*tell = append(*tell, func() { r.notify(func(w watcher) { w.update(value) }) })
 	}
 	return problems, seen
+}
+
+// unchanged returns the subscribed resource whose value in use was read
+// from exactly raw, and marks it seen; nil when raw is another copy, of a
+// resource not subscribed, already seen in this response, or whose last
+// copy was refused or whose watchers were told of a failure since (see
+// streamFailed): those are read again. Equal bytes decode to the same
+// name and value, so the name raw's first field seems to hold needs no
+// trust: a wrong guess finds bytes that differ.
+func unchanged(ts *typeState, raw []byte, seen map[string]bool) *resource {
+	name, ok := nameField(raw)
+	if !ok || seen[name] {
+		return nil
+	}
+	r := ts.resources[name]
+	if r == nil || !r.has || r.err != nil || r.raw == nil || !bytes.Equal(r.raw, raw) {
+		return nil
+	}
+	seen[name] = true
+	return r
+}
+
+// nameField returns the last value of field 1 of the message encoded in
+// raw, read as a string: the name of a Cluster and of a
+// ClusterLoadAssignment (cluster_name). ok is false when raw has no such
+// field or is not a valid encoding.
+func nameField(raw []byte) (name string, ok bool) {
+	var last []byte
+	for len(raw) > 0 {
+		num, typ, n := protowire.ConsumeTag(raw)
+		if n < 0 {
+			return "", false
+		}
+		raw = raw[n:]
+		if num == 1 && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(raw)
+			if m < 0 {
+				return "", false
+			}
+			last, ok, raw = v, true, raw[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, raw)
+		if m < 0 {
+			return "", false
+		}
+		raw = raw[m:]
+	}
+	return string(last), ok
 }
 
 // refuse records that the copy of r received is invalid, and returns what
@@ -161,7 +222,7 @@ func (c *client) armTimer(ts *typeState, name string, r *resource) {
 // markMissing records that r does not exist, and returns what its
 // watchers must hear.
 func (c *client) markMissing(r *resource) func() {
-	r.value, r.has, r.missing, r.err = nil, false, true, nil
+	r.value, r.raw, r.has, r.missing, r.err = nil, nil, false, true, nil
 	for _, e := range r.metrics {
 		e.m.note(stateDoesNotExist)
 	}

@@ -176,6 +176,11 @@ type resource struct {
 	// watching it (a resource is counted once per target).
 	metrics map[metricsKey]*watchEntry
 	value   any
+	// raw is the encoding value was read from, so that the same bytes
+	// again are not read nor told (grpc-go does the same); nil after
+	// watchers were told of a failure, so that the next copy tells them
+	// the resource is good again.
+	raw     []byte
 	has     bool     // value is the last valid value
 	missing bool     // known not to exist
 	err     error    // why the last copy received was refused

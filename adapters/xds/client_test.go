@@ -208,3 +208,77 @@ func TestStreamClosedAfterAResponseIsNoError(t *testing.T) {
 		}
 	})
 }
+
+// A resource resent unchanged in a new version (go-control-plane resends
+// every cluster with each snapshot) is ACKed and tells its watchers
+// nothing; a changed one tells them. After a stream failure, which
+// watchers hear of, the next copy tells them even unchanged, so that they
+// learn the resource is good again.
+func TestUnchangedResourceNotifiesNobody(t *testing.T) {
+	c, err := newClient(clientConfig{
+		servers:         []serverConfig{{Server{URI: "127.0.0.1:1"}, insecureDial}}, // nothing listens
+		node:            &corev3.Node{Id: "n"},
+		clock:           clock.NewMock(),
+		logger:          slog.New(slog.DiscardHandler),
+		backoff:         backoff.Config{BaseDelay: time.Hour, Multiplier: 1, MaxDelay: time.Hour},
+		resourceTimeout: DefaultResourceTimeout,
+	}, clusterResource, endpointResource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	w := recordingWatcher{make(chan string, 8)}
+	run(t, c, func() { c.watch(ClusterType, "c1", w, nil) })
+	if got := w.next(t); got != "failed" { // the stream's error
+		t.Fatalf("first callback %q, want failed", got)
+	}
+	// Callbacks run inside handle, so they have run when run returns.
+	respond := func(resp *discoveryv3.DiscoveryResponse) (got []string) {
+		run(t, c, func() { c.handle(c.conns[0], resp) })
+		for {
+			select {
+			case call := <-w.calls:
+				got = append(got, call)
+			default:
+				return got
+			}
+		}
+	}
+	acked := func(version string) {
+		t.Helper()
+		var ws wireState
+		run(t, c, func() { ws = *c.conns[0].wire[ClusterType] })
+		if ws.version != version || ws.nack != "" || !ws.dirty {
+			t.Fatalf("wire state %+v, want version %q ACKed and a request due", ws, version)
+		}
+	}
+	if got := respond(clusterResponse(t, "1", "c1")); len(got) != 1 || got[0] != "update" {
+		t.Fatalf("first copy: %q, want one update", got)
+	}
+	if got := respond(clusterResponse(t, "2", "c1")); len(got) != 0 {
+		t.Fatalf("unchanged copy in version 2: %q, want no callback", got)
+	}
+	acked("2")
+	changed := clusterResponse(t, "3", "c1")
+	var cl clusterv3.Cluster
+	if err := changed.Resources[0].UnmarshalTo(&cl); err != nil {
+		t.Fatal(err)
+	}
+	cl.EdsClusterConfig.ServiceName = "other"
+	if err := changed.Resources[0].MarshalFrom(&cl); err != nil {
+		t.Fatal(err)
+	}
+	if got := respond(changed); len(got) != 1 || got[0] != "update" {
+		t.Fatalf("changed copy: %q, want one update", got)
+	}
+	acked("3")
+	run(t, c, func() { c.streamFailed(c.conns[0], errors.New("gone")) })
+	if got := w.next(t); got != "failed" {
+		t.Fatalf("stream failure: %q, want failed", got)
+	}
+	changed.VersionInfo, changed.Nonce = "4", "4"
+	if got := respond(changed); len(got) != 1 || got[0] != "update" {
+		t.Fatalf("unchanged copy after a failure: %q, want one update", got)
+	}
+	acked("4")
+}

@@ -29,8 +29,8 @@ func convertAssignment(m *endpointv3.ClusterLoadAssignment) (*eds.ClusterLoadAss
 		cla.Endpoints = make([]eds.LocalityLbEndpoints, n)
 	}
 	for i, le := range m.GetEndpoints() {
-		if err := convertLocality(le, &cla.Endpoints[i], "endpoints["+strconv.Itoa(i)+"]"); err != nil {
-			return nil, err
+		if err := convertLocality(le, &cla.Endpoints[i]); err != nil {
+			return nil, under("endpoints["+strconv.Itoa(i)+"]", err)
 		}
 	}
 	if len(m.GetNamedEndpoints()) > 0 {
@@ -43,6 +43,14 @@ func convertAssignment(m *endpointv3.ClusterLoadAssignment) (*eds.ClusterLoadAss
 		return nil, err
 	}
 	return cla, nil
+}
+
+// under puts err, found inside the field at prefix, at its full path. The
+// converters below give paths from the message they convert, so that a
+// path is built only for an error, not for every endpoint.
+func under(prefix string, err *eds.Error) *eds.Error {
+	err.Path = prefix + "." + err.Path
+	return err
 }
 
 // notSupported is eds.Parse's refusal of a field that is set.
@@ -77,8 +85,9 @@ func convertAssignmentPolicy(p *endpointv3.ClusterLoadAssignment_Policy, cla *ed
 	return nil
 }
 
-// convertLocality converts one LocalityLbEndpoints, found at path.
-func convertLocality(le *endpointv3.LocalityLbEndpoints, out *eds.LocalityLbEndpoints, path string) *eds.Error {
+// convertLocality converts one LocalityLbEndpoints; an error's path
+// starts inside it.
+func convertLocality(le *endpointv3.LocalityLbEndpoints, out *eds.LocalityLbEndpoints) *eds.Error {
 	l := le.GetLocality()
 	out.Locality = eds.Locality{Region: l.GetRegion(), Zone: l.GetZone(), SubZone: l.GetSubZone()}
 	out.Priority = le.GetPriority()
@@ -86,17 +95,17 @@ func convertLocality(le *endpointv3.LocalityLbEndpoints, out *eds.LocalityLbEndp
 		out.LbEndpoints = make([]eds.LbEndpoint, n)
 	}
 	for j, ep := range le.GetLbEndpoints() {
-		if err := convertEndpoint(ep, &out.LbEndpoints[j], path+".lb_endpoints["+strconv.Itoa(j)+"]"); err != nil {
-			return err
+		if err := convertEndpoint(ep, &out.LbEndpoints[j]); err != nil {
+			return under("lb_endpoints["+strconv.Itoa(j)+"]", err)
 		}
 	}
 	//lint:ignore SA1019 a control plane may still send the deprecated field, which eds.Parse refuses
 	lbe := le.GetLoadBalancerEndpoints()
 	switch {
 	case lbe != nil:
-		return notSupported(path+".load_balancer_endpoints", "write the endpoints in lb_endpoints")
+		return notSupported("load_balancer_endpoints", "write the endpoints in lb_endpoints")
 	case le.GetLedsClusterLocalityConfig() != nil:
-		return notSupported(path+".leds_cluster_locality_config", "LEDS is not implemented")
+		return notSupported("leds_cluster_locality_config", "LEDS is not implemented")
 	}
 	// A locality weight of 0, set or not, leaves the locality out (gRFC
 	// A27, as grpc-go).
@@ -113,82 +122,85 @@ func weightOf(w uint32, set bool, path string) (uint32, *eds.Error) {
 	return w, nil
 }
 
-// convertEndpoint converts one LbEndpoint, found at path.
-func convertEndpoint(ep *endpointv3.LbEndpoint, out *eds.LbEndpoint, path string) *eds.Error {
+// convertEndpoint converts one LbEndpoint; an error's path starts inside
+// it.
+func convertEndpoint(ep *endpointv3.LbEndpoint, out *eds.LbEndpoint) *eds.Error {
 	e := ep.GetEndpoint()
 	if e != nil {
-		if err := convertHost(e, out, path+".endpoint"); err != nil {
-			return err
+		if err := convertHost(e, out); err != nil {
+			return under("endpoint", err)
 		}
 	}
 	if _, named := ep.GetHostIdentifier().(*endpointv3.LbEndpoint_EndpointName); named {
-		return notSupported(path+".endpoint_name", "named endpoints are not implemented; give the endpoint inline")
+		return notSupported("endpoint_name", "named endpoints are not implemented; give the endpoint inline")
 	}
 	h := ep.GetHealthStatus()
 	if h < 0 || int(h) >= len(corev3.HealthStatus_name) {
-		return &eds.Error{Path: path + ".health_status", Err: fmt.Errorf("unknown value %d (want 0 to %d)", h, len(corev3.HealthStatus_name)-1)}
+		return &eds.Error{Path: "health_status", Err: fmt.Errorf("unknown value %d (want 0 to %d)", h, len(corev3.HealthStatus_name)-1)}
 	}
 	out.HealthStatus = eds.HealthStatus(h)
 	if k, ok := ep.GetMetadata().GetFilterMetadata()["envoy.lb"].GetFields()["hash_key"].GetKind().(*structpb.Value_StringValue); ok {
 		out.HashKey = k.StringValue
 	}
 	var err *eds.Error
-	if out.LoadBalancingWeight, err = weightOf(ep.GetLoadBalancingWeight().GetValue(), ep.GetLoadBalancingWeight() != nil, path+".load_balancing_weight"); err != nil {
+	if out.LoadBalancingWeight, err = weightOf(ep.GetLoadBalancingWeight().GetValue(), ep.GetLoadBalancingWeight() != nil, "load_balancing_weight"); err != nil {
 		return err
 	}
 	if e == nil {
-		return &eds.Error{Path: path + ".endpoint", Err: fmt.Errorf("required")}
+		return &eds.Error{Path: "endpoint", Err: fmt.Errorf("required")}
 	}
 	return nil
 }
 
-// convertHost converts an Endpoint, found at path, into out's address.
-func convertHost(e *endpointv3.Endpoint, out *eds.LbEndpoint, path string) *eds.Error {
+// convertHost converts an Endpoint into out's address; an error's path
+// starts inside it.
+func convertHost(e *endpointv3.Endpoint, out *eds.LbEndpoint) *eds.Error {
 	a := e.GetAddress()
 	if a != nil {
 		switch {
 		case a.GetPipe() != nil:
-			return notSupported(path+".address.pipe", "only socket_address is supported")
+			return notSupported("address.pipe", "only socket_address is supported")
 		case a.GetEnvoyInternalAddress() != nil:
-			return notSupported(path+".address.envoy_internal_address", "only socket_address is supported")
+			return notSupported("address.envoy_internal_address", "only socket_address is supported")
 		case a.GetSocketAddress() == nil:
-			return &eds.Error{Path: path + ".address.socket_address", Err: fmt.Errorf("required")}
+			return &eds.Error{Path: "address.socket_address", Err: fmt.Errorf("required")}
 		}
-		if err := convertSocketAddress(a.GetSocketAddress(), out, path+".address.socket_address"); err != nil {
-			return err
+		if err := convertSocketAddress(a.GetSocketAddress(), out); err != nil {
+			return under("address.socket_address", err)
 		}
 	}
 	if len(e.GetAdditionalAddresses()) > 0 {
-		return notSupported(path+".additional_addresses", "additional addresses are not implemented")
+		return notSupported("additional_addresses", "additional addresses are not implemented")
 	}
 	if a == nil {
-		return &eds.Error{Path: path + ".address", Err: fmt.Errorf("required")}
+		return &eds.Error{Path: "address", Err: fmt.Errorf("required")}
 	}
 	return nil
 }
 
-// convertSocketAddress converts a SocketAddress, found at path. A port
+// convertSocketAddress converts a SocketAddress; an error's path starts
+// inside it. A port
 // given in the oneof counts as given, even as 0 (proto3 JSON writes it),
 // and Validate then refuses 0.
-func convertSocketAddress(s *corev3.SocketAddress, out *eds.LbEndpoint, path string) *eds.Error {
+func convertSocketAddress(s *corev3.SocketAddress, out *eds.LbEndpoint) *eds.Error {
 	_, named := s.GetPortSpecifier().(*corev3.SocketAddress_NamedPort)
 	_, havePort := s.GetPortSpecifier().(*corev3.SocketAddress_PortValue)
 	switch {
 	case s.GetProtocol() != corev3.SocketAddress_TCP:
 		if int(s.GetProtocol()) >= len(corev3.SocketAddress_Protocol_name) || s.GetProtocol() < 0 {
-			return &eds.Error{Path: path + ".protocol", Err: fmt.Errorf("unknown value %d (want 0 to %d)", s.GetProtocol(), len(corev3.SocketAddress_Protocol_name)-1)}
+			return &eds.Error{Path: "protocol", Err: fmt.Errorf("unknown value %d (want 0 to %d)", s.GetProtocol(), len(corev3.SocketAddress_Protocol_name)-1)}
 		}
-		return &eds.Error{Path: path + ".protocol", Err: fmt.Errorf("not supported: only TCP")}
+		return &eds.Error{Path: "protocol", Err: fmt.Errorf("not supported: only TCP")}
 	case named:
-		return notSupported(path+".named_port", "give the port in port_value")
+		return notSupported("named_port", "give the port in port_value")
 	case s.GetResolverName() != "":
-		return notSupported(path+".resolver_name", "custom resolvers are not implemented")
+		return notSupported("resolver_name", "custom resolvers are not implemented")
 	case s.GetNetworkNamespaceFilepath() != "":
-		return notSupported(path+".network_namespace_filepath", "network namespaces are not implemented")
+		return notSupported("network_namespace_filepath", "network namespaces are not implemented")
 	case s.GetAddress() == "":
-		return &eds.Error{Path: path + ".address", Err: fmt.Errorf("required")}
+		return &eds.Error{Path: "address", Err: fmt.Errorf("required")}
 	case !havePort:
-		return &eds.Error{Path: path + ".port_value", Err: fmt.Errorf("required")}
+		return &eds.Error{Path: "port_value", Err: fmt.Errorf("required")}
 	}
 	out.Address, out.Port = s.GetAddress(), s.GetPortValue()
 	return nil

@@ -2,6 +2,7 @@ package xds
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -9,11 +10,13 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	"pgregory.net/rapid"
 
+	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
 	"github.com/lbkit/lbkit/lb/resolver/eds"
 )
 
@@ -33,16 +36,11 @@ func viaJSON(m *endpointv3.ClusterLoadAssignment) (*eds.ClusterLoadAssignment, e
 // models, or both refuse at the same field.
 func TestPropertyConvertAgreesWithParse(t *testing.T) {
 	var accepted, runs int
-	defer func() {
-		// The generator must exercise both sides: most random assignments
-		// are refused somewhere, but a fair share must be accepted (about a
-		// quarter with this generator; at least a tenth, more than three
-		// standard deviations below, so that the check never flakes).
-		t.Logf("accepted %d of %d", accepted, runs)
-		if runs > 0 && accepted*10 < runs {
-			t.Errorf("only %d of %d random assignments were accepted", accepted, runs)
-		}
-	}()
+	// The generator must exercise both sides: most random assignments
+	// are refused somewhere, but a fair share must be accepted (about a
+	// quarter with this generator; at least a tenth, more than three
+	// standard deviations below, so that the check never flakes).
+	defer func() { checkShare(t, "accepted", accepted, runs, 10) }()
 	rapid.Check(t, func(t *rapid.T) {
 		runs++
 		m := genAssignment(t)
@@ -63,6 +61,15 @@ func TestPropertyConvertAgreesWithParse(t *testing.T) {
 			t.Fatalf("direct %+v\nparse %+v", direct, parsed)
 		}
 	})
+}
+
+// checkShare fails t unless got of the runs random assignments, at least
+// one in n, were what says.
+func checkShare(t *testing.T, what string, got, runs, n int) {
+	t.Logf("%s: %d of %d", what, got, runs)
+	if runs > 0 && got*n < runs {
+		t.Errorf("only %d of %d random assignments were %s", got, runs, what)
+	}
 }
 
 // rare draws true about one time in n.
@@ -219,4 +226,103 @@ func TestConvertIgnoresOverprovisioningAndZeroWeightLocalities(t *testing.T) {
 	if parsed, err := viaJSON(m); err != nil || !reflect.DeepEqual(parsed, cla) {
 		t.Errorf("the JSON front end gives %+v, %v; want %+v", parsed, err, cla)
 	}
+}
+
+// The wire reader's result, when it reads a message, is protobuf's and
+// convertAssignment's, validated: the same assignment, or the same
+// refusal. It must read the common form (the benchmarks' assignment,
+// weights on every endpoint) and a fair share of random assignments
+// (about a third with this generator; at least a twentieth, so that the
+// check never flakes); the rest takes the general path.
+func TestPropertyReadAssignmentAgreesWithConvert(t *testing.T) {
+	big, err := proto.Marshal(controlplane.BigAssignment("c", 100, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read, problem := checkReadAssignment(big); !read || problem != "" {
+		t.Fatalf("the common form: read %v, %s", read, problem)
+	}
+	var read, runs int // of genAssignment's
+	defer func() { checkShare(t, "read from the wire", read, runs, 20) }()
+	rapid.Check(t, func(t *rapid.T) {
+		runs++
+		for _, m := range []*endpointv3.ClusterLoadAssignment{genAssignment(t), genCommonAssignment(t)} {
+			raw, err := proto.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, problem := checkReadAssignment(raw)
+			if problem != "" {
+				t.Fatal(problem)
+			}
+			if ok && m.ClusterName != "common" {
+				read++
+			}
+		}
+	})
+}
+
+// genCommonAssignment draws an assignment of the common form the wire
+// reader reads, mostly valid (rarely a duplicate address, an endpoint
+// weight of 0, a UDP socket address or one without a port), so that the
+// values read are compared, not only the refusals.
+func genCommonAssignment(t *rapid.T) *endpointv3.ClusterLoadAssignment {
+	m := &endpointv3.ClusterLoadAssignment{ClusterName: "common"}
+	next := 0
+	for range rapid.IntRange(1, 3).Draw(t, "localities") {
+		le := &endpointv3.LocalityLbEndpoints{Priority: rapid.Uint32Range(0, 1).Draw(t, "priority"),
+			LoadBalancingWeight: wrapperspb.UInt32(rapid.Uint32Range(0, 5).Draw(t, "lw"))}
+		if rapid.Bool().Draw(t, "has locality") {
+			le.Locality = &corev3.Locality{Region: "r", Zone: rapid.SampledFrom([]string{"", "a", "b"}).Draw(t, "zone"), SubZone: rapid.SampledFrom([]string{"", "s"}).Draw(t, "sub zone")}
+		}
+		if rare(t, 5, "proximity") {
+			le.Proximity = wrapperspb.UInt32(2)
+		}
+		for range rapid.IntRange(1, 3).Draw(t, "endpoints") {
+			if !rare(t, 20, "duplicate") {
+				next++
+			}
+			sa := &corev3.SocketAddress{Address: fmt.Sprintf("10.0.0.%d", next), PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 80},
+				Ipv4Compat: rare(t, 5, "ipv4 compat")}
+			if rare(t, 20, "udp") {
+				sa.Protocol = corev3.SocketAddress_UDP
+			}
+			if rare(t, 20, "no port") {
+				sa.PortSpecifier = nil
+			}
+			ep := &endpointv3.LbEndpoint{HealthStatus: corev3.HealthStatus(rapid.IntRange(0, 5).Draw(t, "health")),
+				HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Hostname: rapid.SampledFrom([]string{"", "h"}).Draw(t, "hostname"),
+					Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: sa}}}}}
+			if rapid.Bool().Draw(t, "endpoint weight") {
+				ep.LoadBalancingWeight = wrapperspb.UInt32(rapid.Uint32Range(0, 9).Draw(t, "ew"))
+			}
+			le.LbEndpoints = append(le.LbEndpoints, ep)
+		}
+		m.Endpoints = append(m.Endpoints, le)
+	}
+	return m
+}
+
+// checkReadAssignment reads raw with readAssignment, and, when it reads
+// it, says how the result differs from protobuf's and convertAssignment's.
+func checkReadAssignment(raw []byte) (read bool, problem string) {
+	cla, ok := readAssignment(raw)
+	if !ok {
+		return false, ""
+	}
+	var m endpointv3.ClusterLoadAssignment
+	if err := proto.Unmarshal(raw, &m); err != nil {
+		return true, fmt.Sprintf("read from the wire, but protobuf refuses it: %v", err)
+	}
+	want, werr := convertAssignment(&m)
+	gerr := cla.Validate()
+	switch {
+	case cla.ClusterName != m.GetClusterName():
+		return true, fmt.Sprintf("name %q, protobuf's %q", cla.ClusterName, m.GetClusterName())
+	case (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error():
+		return true, fmt.Sprintf("wire: %v\nconvert: %v\nmessage: %v", gerr, werr, &m)
+	case gerr == nil && !reflect.DeepEqual(cla, want):
+		return true, fmt.Sprintf("wire %+v\nconvert %+v", cla, want)
+	}
+	return true, ""
 }

@@ -82,6 +82,7 @@ func (c *client) streamFailed(sc *serverConn, err error) {
 	c.connErr = err
 	for _, url := range c.typeURLs() {
 		for _, r := range c.types[url].resources {
+			r.raw = nil // the next copy, even unchanged, tells that it is good again
 			r.notify(func(w watcher) { w.failed(err) })
 		}
 	}

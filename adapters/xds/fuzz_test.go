@@ -9,6 +9,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
 )
 
 // FuzzDecodeResources feeds arbitrary bytes to both resource decoders, as a
@@ -59,6 +61,25 @@ func FuzzPeakEwmaPolicy(f *testing.F) {
 		}
 		if err == nil && len(c.leaf) == 0 {
 			t.Fatalf("accepted %x without a policy", raw)
+		}
+	})
+}
+
+// FuzzReadAssignment feeds arbitrary bytes to the wire reader of
+// assignments: what it reads, protobuf reads too, and convertAssignment
+// gives the same assignment or the same refusal (checkReadAssignment).
+func FuzzReadAssignment(f *testing.F) {
+	for _, n := range []int{1, 3} {
+		raw, err := proto.Marshal(controlplane.BigAssignment("c", n, 1))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if _, problem := checkReadAssignment(raw); problem != "" {
+			t.Fatal(problem)
 		}
 	})
 }

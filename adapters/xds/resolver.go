@@ -38,9 +38,17 @@ func decodeCluster(raw []byte) (string, any, error) {
 // package's model, so that an assignment means the same over xDS as in a
 // file: [convertAssignment] converts the message directly and refuses what
 // [eds.Parse] refuses, and both end in [eds.ClusterLoadAssignment.Validate].
+// The common form is read from the wire without protobuf's messages
+// ([readAssignment]), to the same result.
 var endpointResource = &resourceType{url: EndpointType, kind: "endpoints", decode: decodeEndpoints}
 
 func decodeEndpoints(raw []byte) (string, any, error) {
+	if cla, ok := readAssignment(raw); ok {
+		if err := cla.Validate(); err != nil {
+			return cla.ClusterName, nil, fmt.Errorf("eds: %w", err)
+		}
+		return cla.ClusterName, cla, nil
+	}
 	var m endpointv3.ClusterLoadAssignment
 	if err := proto.Unmarshal(raw, &m); err != nil {
 		return "", nil, fmt.Errorf("not an envoy.config.endpoint.v3.ClusterLoadAssignment: %w", err)
@@ -288,11 +296,10 @@ func (r *xdsResolver) publish() {
 	if len(conv.LeftOut) > 0 || conv.NotUsable > 0 {
 		r.logger.Warn("xds: parts of the assignment are left out of the tree", "localities", conv.LeftOut, "endpoints_not_healthy", conv.NotUsable)
 	}
-	if err := r.cc.UpdateState(conv.State); err != nil {
+	if err := r.offer(&conv.State); err != nil {
 		r.logger.Debug("xds: the channel refused the state", "error", err)
 		return
 	}
-	r.published = &conv.State
 	if conv.State.Degraded != nil {
 		r.logger.Warn("xds: no endpoints to serve", "error", conv.State.Degraded)
 	}
@@ -312,7 +319,21 @@ func (r *xdsResolver) publishEmpty(err error) {
 		return
 	}
 	conv.State.Degraded = err
-	if uerr := r.cc.UpdateState(conv.State); uerr == nil {
-		r.published = &conv.State
+	_ = r.offer(&conv.State) // a state refused is forgotten
+}
+
+// offer publishes st to the channel. It is recorded, and the view
+// Describe reads saved, before the channel has it, so that a snapshot
+// taken after a pick from st shows st; a state the channel refuses is
+// forgotten again.
+func (r *xdsResolver) offer(st *resolver.State) error {
+	prev := r.published
+	r.published = st
+	r.saveView()
+	if err := r.cc.UpdateState(*st); err != nil {
+		r.published = prev
+		r.saveView()
+		return err
 	}
+	return nil
 }

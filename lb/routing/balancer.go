@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/childmanager"
@@ -72,29 +70,15 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 		return ok
 	})
 	b.config = cfg
-	var errs []error
 	b.updating = true
-	for _, c := range b.children.Children() {
-		if _, ok := cfg.Clusters[c.Name()]; !ok {
-			b.logger.Info("routing: removing cluster", "child_name", c.Name())
-			c.Remove()
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(cfg.Clusters)) {
-		c := b.children.Get(name)
-		if c == nil {
-			c = b.addChild(name)
-		}
-		if err := c.Update(cfg.Clusters[name], childmanager.ChildState(groups, name, s.ResolverState)); err != nil {
-			errs = append(errs, fmt.Errorf("routing: cluster %q: %w", name, err))
-		}
-	}
+	err := childmanager.Sync(b.children, b.logger, "routing", "cluster", cfg.Clusters, b.addChild,
+		func(c *child, p *lb.ParsedPolicy) error {
+			return c.Update(p, childmanager.ChildState(groups, c.Name(), s.ResolverState))
+		})
 	b.updating = false
-	if err := b.buildActions(); err != nil {
-		errs = append(errs, err)
-	}
+	err = errors.Join(err, b.buildActions())
 	b.publish()
-	return errors.Join(errs...)
+	return err
 }
 
 func (b *balancer) addChild(name string) *child {
@@ -123,9 +107,7 @@ func (b *balancer) ResolverError(err error) {
 // ExitIdle passes the request to every cluster.
 func (b *balancer) ExitIdle() {
 	b.updating = true
-	for _, c := range b.children.Children() {
-		c.ExitIdle()
-	}
+	b.children.ExitIdle()
 	b.updating = false
 	b.publish()
 }

@@ -1,11 +1,8 @@
 package weightedtarget
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/childmanager"
@@ -119,37 +116,24 @@ func (b *wtBalancer) UpdateClientConnState(s lb.ClientConnState) error {
 	})
 	b.config, b.resolverState = cfg, s.ResolverState
 
-	var errs []error
 	b.updating = true
-	for _, c := range b.children.Children() {
-		if _, ok := cfg.Targets[c.Name()]; !ok {
-			b.logger.Info("weightedtarget: removing target", "child_name", c.Name())
-			c.Remove()
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(cfg.Targets)) {
-		t := cfg.Targets[name]
-		c := b.children.Get(name)
-		if c == nil {
-			c = b.addChild(name)
-		}
-		if c.Data.weight != t.Weight {
-			b.logger.Debug("weightedtarget: target weight", "child_name", name, "weight", t.Weight)
-			c.Data.weight = t.Weight
-		}
-		if p := c.Policy(); p != "" && p != t.ChildPolicy.Name {
-			// The child manager replaces the balancer: the new one has
-			// not failed, so the failure no longer sticks.
-			c.Data.aggState, c.Data.failErr = lb.Connecting, nil
-		}
-		if err := c.Update(t.ChildPolicy, childmanager.ChildState(groups, name, s.ResolverState)); err != nil {
-			errs = append(errs, fmt.Errorf("weightedtarget: target %q: %w", name, err))
-		}
-	}
+	err := childmanager.Sync(b.children, b.logger, "weightedtarget", "target", cfg.Targets, b.addChild,
+		func(c *child, t Target) error {
+			if c.Data.weight != t.Weight {
+				b.logger.Debug("weightedtarget: target weight", "child_name", c.Name(), "weight", t.Weight)
+				c.Data.weight = t.Weight
+			}
+			if p := c.Policy(); p != "" && p != t.ChildPolicy.Name {
+				// The child manager replaces the balancer: the new one has
+				// not failed, so the failure no longer sticks.
+				c.Data.aggState, c.Data.failErr = lb.Connecting, nil
+			}
+			return c.Update(t.ChildPolicy, childmanager.ChildState(groups, c.Name(), s.ResolverState))
+		})
 	b.updating = false
 
 	b.publish(true)
-	return errors.Join(errs...)
+	return err
 }
 
 // addChild creates the target called name, in the child manager's initial
@@ -190,9 +174,7 @@ func (b *wtBalancer) ResolverError(err error) {
 // ignore the call.
 func (b *wtBalancer) ExitIdle() {
 	b.updating = true
-	for _, c := range b.children.Children() {
-		c.ExitIdle()
-	}
+	b.children.ExitIdle()
 	b.updating = false
 	b.publish(false)
 }

@@ -47,6 +47,26 @@ func run(t *testing.T, c *client, f func()) {
 	}
 }
 
+// offlineClient returns a client of types whose server is an address
+// nothing listens on: its stream never starts, and tests hand it
+// responses with handle. It is closed when t ends.
+func offlineClient(t *testing.T, types ...*resourceType) *client {
+	t.Helper()
+	c, err := newClient(clientConfig{
+		servers:         []serverConfig{{Server{URI: "127.0.0.1:1"}, insecureDial}},
+		node:            &corev3.Node{Id: "n"},
+		clock:           clock.NewMock(),
+		logger:          slog.New(slog.DiscardHandler),
+		backoff:         backoff.Default(),
+		resourceTimeout: DefaultResourceTimeout,
+	}, types...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	return c
+}
+
 // recordingWatcher records which callbacks ran.
 type recordingWatcher struct{ calls chan string }
 
@@ -69,18 +89,7 @@ func (w recordingWatcher) next(t *testing.T) string {
 // subscription (found by make stress). A cluster received before and then
 // left out is deleted.
 func TestWholeSetResponseDeletesOnlyWhatWasReceived(t *testing.T) {
-	c, err := newClient(clientConfig{
-		servers:         []serverConfig{{Server{URI: "127.0.0.1:1"}, insecureDial}}, // nothing listens: the stream never starts
-		node:            &corev3.Node{Id: "n"},
-		clock:           clock.NewMock(),
-		logger:          slog.New(slog.DiscardHandler),
-		backoff:         backoff.Default(),
-		resourceTimeout: DefaultResourceTimeout,
-	}, clusterResource, endpointResource)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.close()
+	c := offlineClient(t, clusterResource, endpointResource)
 	w1, w2 := recordingWatcher{make(chan string, 8)}, recordingWatcher{make(chan string, 8)}
 	run(t, c, func() {
 		c.watch(ClusterType, "c1", w1, nil)

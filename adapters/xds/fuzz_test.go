@@ -13,7 +13,7 @@ import (
 	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
 )
 
-// FuzzDecodeResources feeds arbitrary bytes to both resource decoders, as a
+// FuzzDecodeResources feeds arbitrary bytes to every resource decoder, as a
 // management server could: they return an error or a value, never panic,
 // and a valid value always has a name.
 func FuzzDecodeResources(f *testing.F) {
@@ -38,7 +38,7 @@ func FuzzDecodeResources(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		for _, decode := range []func([]byte) (string, any, error){decodeCluster, decodeEndpoints} {
+		for _, decode := range []func([]byte) (string, any, error){decodeCluster, decodeEndpoints, decodeListener, decodeRouteConfig} {
 			name, v, err := decode(raw)
 			if err == nil && (name == "" || v == nil) {
 				t.Fatalf("a valid resource without a name or value: %q, %v", name, v)

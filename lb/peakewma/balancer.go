@@ -1,6 +1,7 @@
 package peakewma
 
 import (
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/endpointlist"
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/slowstart"
 )
 
 // endpoint is the policy's record of one endpoint: the shared list's record
@@ -27,6 +29,8 @@ type balancer struct {
 	// scratch holds the estimates of the endpoints kept by an update,
 	// for the median a new endpoint starts from.
 	scratch []float64
+	// slow ramps the endpoints that just became READY.
+	slow *slowstart.Tracker[*endpoint]
 }
 
 // UpdateClientConnState takes a new address list and config from the parent
@@ -35,6 +39,11 @@ type balancer struct {
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 	cfg, err := lb.ConfigOf[Config](Name, s.BalancerConfig)
 	if err != nil {
+		b.logger.Error(Name+": update ignored", "error", err)
+		return err
+	}
+	if err := b.slow.SetConfig(cfg.SlowStart); err != nil {
+		err = fmt.Errorf("%s: %w: %w", Name, err, lb.ErrBadResolverState)
 		b.logger.Error(Name+": update ignored", "error", err)
 		return err
 	}
@@ -73,13 +82,21 @@ func (b *balancer) startingEstimate(now int64) float64 {
 }
 
 // buildPicker returns a picker over ready with a seed drawn from the tree's
-// random source.
+// random source and, while an endpoint ramps, every endpoint's slow start
+// factor at this moment (the tracker's ticks build the next picker).
 func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
 	entries := make([]*endpointData, len(ready))
 	for i, ep := range ready {
 		entries[i] = &ep.Data
 	}
-	return newPicker(entries, b.meter, b.meter.negInvTauValue(), b.rand.Uint64()), nil
+	p := newPicker(entries, b.meter, b.meter.negInvTauValue(), b.rand.Uint64())
+	if b.slow.Ramping() {
+		p.factors = make([]float64, len(ready))
+		for i, ep := range ready {
+			p.factors[i] = b.slow.Factor(ep)
+		}
+	}
+	return p, nil
 }
 
 // Describe returns the node with each endpoint's requests in flight.

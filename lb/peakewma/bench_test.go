@@ -133,11 +133,19 @@ func benchPickers(b *testing.B, clk clock.Clock, n int) []struct {
 		entries[i] = new(endpointData)
 		entries[i].init(sc, m, float64(DefaultDefaultRTT), 0)
 	}
+	// ramping is the picker while every endpoint is in its slow start
+	// window: the same entries, with factors (issue 27).
+	ramping := newPicker(entries, m, m.negInvTauValue(), 1)
+	ramping.factors = make([]float64, n)
+	for i := range ramping.factors {
+		ramping.factors[i] = 0.1 + 0.9*float64(i)/float64(n)
+	}
 	return []struct {
 		name   string
 		picker lb.Picker
 	}{
 		{"peak_ewma", newPicker(entries, m, m.negInvTauValue(), 1)},
+		{"peak_ewma-slowstart", ramping},
 		{"mutex-baseline", newMutexPicker(clk, scs)},
 	}
 }

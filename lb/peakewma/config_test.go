@@ -1,8 +1,10 @@
 package peakewma_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/peakewma"
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/slowstart"
 )
 
 // defaults is the config every absent field gives.
@@ -58,7 +61,37 @@ func TestParseConfig(t *testing.T) {
 		{In: `{"failurePenalty": true}`, ErrPath: "failurePenalty"},
 		{In: `[]`, Err: true},
 		{In: `{"decayTime": "1s"`, Err: true},
+		// Slow start is package slowstart's object; its errors are the
+		// config's, under the field's name.
+		{In: `{"slowStartConfig": null}`, Want: defaults},
+		{In: `{"slowStartConfig": {}}`, ErrPath: "slowStartConfig.slowStartWindow"},
+		{In: `{"slow_start_config": 1}`, ErrPath: "slow_start_config"},
+		{In: `{"slowStartConfig": {"slowStartWindow": "10s", "aggression": 0}}`, ErrPath: "slowStartConfig.aggression"},
+		{In: `{"slowStartConfig": {"slowStartWindow": "10s", "minWeightPercent": 101}}`, ErrPath: "slowStartConfig.minWeightPercent"},
 	})
+}
+
+// TestParseSlowStart: "slowStartConfig" (or "slow_start_config") parses
+// into Config.SlowStart with slowstart's defaults, and the typed config
+// marshals back to JSON that parses to the same config.
+func TestParseSlowStart(t *testing.T) {
+	want := with(func(c *peakewma.Config) {
+		c.SlowStart = &slowstart.Config{SlowStartWindow: 30 * time.Second, Aggression: 1, MinWeightPercent: 10}
+	})
+	for _, in := range []string{`{"slowStartConfig": {"slowStartWindow": "30s"}}`, `{"slow_start_config": {"slow_start_window": "30s", "aggression": 1}}`} {
+		cfg, _, err := peakewma.Builder{}.ParseConfig([]byte(in))
+		if err != nil || !reflect.DeepEqual(cfg, want) {
+			t.Fatalf("ParseConfig(%s) = %+v, %v; want %+v with slow start %+v", in, cfg, err, want, *want.SlowStart)
+		}
+		raw, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _, err := peakewma.Builder{}.ParseConfig(raw)
+		if err != nil || !reflect.DeepEqual(again, want) {
+			t.Fatalf("%s parses to %+v, %v; want %+v", raw, again, err, want)
+		}
+	}
 }
 
 // TestConfigThroughRegistry: the policy is registered under its name and
@@ -90,6 +123,13 @@ func TestConfigTypes(t *testing.T) {
 		t.Fatalf("update with a config of the wrong type = %v, want ErrBadResolverState", err)
 	}
 	h.WantEvents() // nothing created, nothing published
+
+	// A Config built in Go is validated as a parsed one is.
+	bad := peakewma.Config{SlowStart: &slowstart.Config{SlowStartWindow: -time.Second, Aggression: 1}}
+	if err := h.UpdateAddresses(bad, resolver.Address{Addr: "a"}); !errors.Is(err, lb.ErrBadResolverState) || !lbtest.WantConfigError(t, "update", err, "slowStartConfig.slowStartWindow") {
+		t.Fatalf("update with a negative slow start window = %v, want ErrBadResolverState at slowStartConfig.slowStartWindow", err)
+	}
+	h.WantEvents()
 }
 
 // FuzzParseConfig checks that no input panics, that a rejected input's error
@@ -97,7 +137,8 @@ func TestConfigTypes(t *testing.T) {
 // config's durations are within their ranges.
 func FuzzParseConfig(f *testing.F) {
 	for _, s := range []string{``, `{}`, `{"decayTime":"5s"}`, `{"decayTime":"0.01s"}`, `{"failure_penalty":"-1s"}`,
-		`{"defaultRtt":"0.000000001s","failurePenalty":"3600s"}`, `[`} {
+		`{"defaultRtt":"0.000000001s","failurePenalty":"3600s"}`, `[`,
+		`{"slowStartConfig":{"slowStartWindow":"30s","aggression":2,"minWeightPercent":5}}`, `{"slow_start_config":{"slow_start_window":"0s"}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -111,6 +152,11 @@ func FuzzParseConfig(f *testing.F) {
 			c.FailurePenalty <= 0 || c.FailurePenalty > peakewma.MaxDuration {
 			t.Fatalf("ParseConfig(%q) = %#v, want a Config with every duration in range", raw, cfg)
 		}
+		if c.SlowStart != nil {
+			if err := c.SlowStart.Validate(); err != nil {
+				t.Fatalf("ParseConfig(%q) accepted slow start %+v: %v", raw, *c.SlowStart, err)
+			}
+		}
 	})
 }
 
@@ -120,6 +166,6 @@ func ExampleBuilder_ParseConfig() {
 	_, _, err = peakewma.Builder{}.ParseConfig([]byte(`{"decayTime": "0.01s"}`))
 	fmt.Println(err)
 	// Output:
-	// {DecayTime:5s DefaultRTT:10ms FailurePenalty:1s} <nil>
+	// {DecayTime:5s DefaultRTT:10ms FailurePenalty:1s SlowStart:<nil>} <nil>
 	// decayTime: must be at least 100ms, got "0.01s"
 }

@@ -8,7 +8,8 @@
 // The policy is registered under [Name] by this package's init. Build it
 // through the registry ([lb.Get]) or directly with [Builder]; its config is
 // a [Config], the JSON object {"decayTime": "10s", "defaultRtt": "0.010s",
-// "failurePenalty": "1s"} (every field optional).
+// "failurePenalty": "1s", "slowStartConfig": {"slowStartWindow": "30s"}}
+// (every field optional).
 //
 // # The estimate
 //
@@ -30,6 +31,18 @@
 // A new endpoint starts from the median of the other endpoints' decayed
 // estimates, or from the config's defaultRtt when there is none, so that
 // it is neither flooded nor starved.
+//
+// # Slow start
+//
+// With a slowStartConfig (package slowstart: window, aggression, minimum
+// weight percent, as Envoy's slow_start_config and gRFC A100 define
+// them), an endpoint that becomes READY ramps over the window: while it
+// does, a pick divides its cost by its factor in (0, 1], as Envoy's least
+// request divides by an endpoint's effective weight, so a cold endpoint
+// draws about factor times the requests in flight of a warm one at equal
+// latency. The factors are taken when a picker is built, and the policy
+// rebuilds its picker at each of the tracker's ticks; once no endpoint
+// ramps, the picker compares the plain costs.
 //
 // # Endpoints and states
 //

@@ -65,3 +65,20 @@ func Example() {
 	// of 10 picks, to the fast endpoint: 10
 	// requests in flight on the fast endpoint before the slow one gets one: 30
 }
+
+// A slowStartConfig ramps each endpoint that becomes READY over its window
+// (package slowstart's object; aggression and minWeightPercent default to
+// 1 and 10): while it ramps, picks divide its cost by its factor.
+func ExampleConfig_slowStart() {
+	cfg, _, err := peakewma.Builder{}.ParseConfig([]byte(`{"slowStartConfig": {"slowStartWindow": "30s"}}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%+v\n", *cfg.(peakewma.Config).SlowStart)
+	_, _, err = peakewma.Builder{}.ParseConfig([]byte(`{"slowStartConfig": {"slowStartWindow": "30s", "aggression": -1}}`))
+	fmt.Println(err)
+	// Output:
+	// {SlowStartWindow:30s Aggression:1 MinWeightPercent:10}
+	// slowStartConfig.aggression: must be positive and finite, got -1
+}

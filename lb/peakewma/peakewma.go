@@ -7,6 +7,7 @@ import (
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/endpointlist"
+	"github.com/lbkit/lbkit/lb/slowstart"
 )
 
 // Name is the policy's name in loadBalancingConfig and in the [lb] registry.
@@ -34,9 +35,10 @@ const (
 func init() { lb.Register(Builder{}) }
 
 // Config is peak_ewma_experimental's configuration, the JSON object
-// {"decayTime": "10s", "defaultRtt": "0.010s", "failurePenalty": "1s"}, each
-// field a proto3 JSON google.protobuf.Duration (its proto twin
-// "decay_time", "default_rtt", "failure_penalty" is accepted too). A zero
+// {"decayTime": "10s", "defaultRtt": "0.010s", "failurePenalty": "1s",
+// "slowStartConfig": {...}}, each duration field a proto3 JSON
+// google.protobuf.Duration (its proto twin "decay_time", "default_rtt",
+// "failure_penalty", "slow_start_config" is accepted too). A zero
 // field, as in the zero Config an update may carry, means its default.
 type Config struct {
 	// DecayTime is the time constant τ of the round-trip estimate: a past
@@ -54,6 +56,13 @@ type Config struct {
 	// draw the traffic. Above zero, at most [MaxDuration]; default
 	// [DefaultFailurePenalty].
 	FailurePenalty time.Duration
+	// SlowStart, when not nil, ramps each endpoint that becomes READY
+	// over a window (package slowstart): while it ramps, its cost is
+	// divided by its factor when picks compare endpoints, as Envoy's
+	// least-request slow start divides by the effective weight
+	// (docs/choices.md). The JSON field is "slowStartConfig" (or
+	// "slow_start_config"). Default: nil, no slow start.
+	SlowStart *slowstart.Config
 }
 
 // effective returns c with every zero field set to its default.
@@ -107,7 +116,9 @@ func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
 			}
 			*f.dst = d
 		}
-		return c, nil
+		var err error
+		c.SlowStart, err = slowstart.ParseField(obj)
+		return c, err
 	})
 }
 
@@ -141,6 +152,8 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 		Name:                Name,
 		BuildPicker:         b.buildPicker,
 		ResolveOnDisconnect: true,
+		OnReady:             func(ep *endpoint) { b.slow.Ready(ep) },
 	})
+	b.slow = slowstart.NewTracker[*endpoint](opts, b.Refresh)
 	return b
 }

@@ -330,7 +330,12 @@ func TestConcurrentPicks(t *testing.T) {
 // the endpoints have slots for the requests in flight.
 func TestPickDoesNotAllocate(t *testing.T) {
 	h := readyHarness(t, Config{}, 2)
-	p := h.State().Picker
+	wantNoAllocs(t, h.State().Picker)
+}
+
+// wantNoAllocs fails t unless a pick from p and its Done allocate nothing.
+func wantNoAllocs(t *testing.T, p lb.Picker) {
+	t.Helper()
 	info := lb.PickInfo{Ctx: context.Background()}
 	if n := testing.AllocsPerRun(1000, func() {
 		r, _ := p.Pick(info)

@@ -11,7 +11,8 @@ import (
 // Pick samples two distinct entries uniformly at random (one when there is
 // only one) and returns the one of lower cost (see endpointData.cost),
 // the one with fewer requests in flight among equal costs, the first
-// sampled among equals in both.
+// sampled among equals in both. While an endpoint is in its slow start
+// window, its cost is divided by its slow start factor (see factors).
 //
 // # Random numbers
 //
@@ -24,6 +25,10 @@ import (
 // multiplied by n-1, gives the second among the others.
 type picker struct {
 	entries []*endpointData
+	// factors, when not nil, are the entries' slow start factors, in
+	// (0, 1], fixed when the picker was built: an entry's cost is then
+	// divided by its factor. Nil while no endpoint ramps.
+	factors []float64
 	m       *meter
 	// negInvTau is -1/τ of the config the picker was built with.
 	negInvTau float64
@@ -78,7 +83,12 @@ func (p *picker) Pick(lb.PickInfo) (lb.PickResult, error) {
 	if i != j {
 		ci, pi := best.cost(now, p.negInvTau)
 		e := p.entries[j]
-		if cj, pj := e.cost(now, p.negInvTau); cj < ci || (cj == ci && pj < pi) {
+		cj, pj := e.cost(now, p.negInvTau)
+		if p.factors != nil {
+			ci /= p.factors[i]
+			cj /= p.factors[j]
+		}
+		if cj < ci || (cj == ci && pj < pi) {
 			best = e
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/slowstart"
 )
 
 // Config is an [lb.PolicyConfig]: usable wherever a service config or a
@@ -16,7 +17,8 @@ func (Config) PolicyName() string { return Name }
 
 // MarshalJSON returns the JSON object c stands for: its non-zero fields
 // under their JSON names, in proto3 JSON duration form (a zero field is
-// left out, and so takes its default).
+// left out, and so takes its default), and its slow start config under
+// "slowStartConfig" when set.
 func (c Config) MarshalJSON() ([]byte, error) {
 	d := func(v time.Duration) string {
 		if v == 0 {
@@ -25,8 +27,9 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		return lb.FormatDuration(v)
 	}
 	return json.Marshal(struct {
-		DecayTime      string `json:"decayTime,omitempty"`
-		DefaultRTT     string `json:"defaultRtt,omitempty"`
-		FailurePenalty string `json:"failurePenalty,omitempty"`
-	}{d(c.DecayTime), d(c.DefaultRTT), d(c.FailurePenalty)})
+		DecayTime      string            `json:"decayTime,omitempty"`
+		DefaultRTT     string            `json:"defaultRtt,omitempty"`
+		FailurePenalty string            `json:"failurePenalty,omitempty"`
+		SlowStart      *slowstart.Config `json:"slowStartConfig,omitempty"`
+	}{d(c.DecayTime), d(c.DefaultRTT), d(c.FailurePenalty), c.SlowStart})
 }

@@ -85,8 +85,15 @@ type chained struct {
 	fn    func(lb.DoneInfo) // d.finish, bound once
 }
 
+// finish counts the request out and calls the child's Done. A second
+// call before the chain is taken again (a Done called twice, against
+// lb.PickResult's contract) does nothing: the chain is not put back twice,
+// nor the request counted out twice.
 func (d *chained) finish(di lb.DoneInfo) {
 	child, c := d.child, d.c
+	if child == nil {
+		return
+	}
 	d.child = nil
 	c.free.Put(d)
 	c.n.Add(-1)

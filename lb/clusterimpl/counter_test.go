@@ -190,3 +190,25 @@ func TestChainedDoneDoesNotAllocate(t *testing.T) {
 		t.Fatalf("a chained Done allocates %v times, want 0", n)
 	}
 }
+
+// A chained Done called twice counts its request out once and calls the
+// child's Done once (it used to put the chain back twice and then call a
+// nil child).
+func TestChainedDoneTwiceCountsOnce(t *testing.T) {
+	c := NewCounter()
+	calls := 0
+	for range 2 {
+		if !c.acquire(2) {
+			t.Fatal("acquire failed under the limit")
+		}
+	}
+	done := c.done(func(lb.DoneInfo) { calls++ })
+	done(lb.DoneInfo{})
+	done(lb.DoneInfo{})
+	if got := c.InFlight(); got != 1 {
+		t.Errorf("in flight after a Done called twice: %d, want 1", got)
+	}
+	if calls != 1 {
+		t.Errorf("the child's Done ran %d times, want 1", calls)
+	}
+}

@@ -30,6 +30,9 @@ type Table struct {
 	clusters []string
 	// nroutes counts the routes of every virtual host.
 	nroutes int
+	// hashers holds each route's compiled hash policies by index; nil
+	// for a route without any.
+	hashers []*Hasher
 }
 
 // Compile validates cfg by gRFC A28's rules and compiles it into a
@@ -49,11 +52,19 @@ type Table struct {
 //     clusters; a weighted cluster without a name, named twice, or a
 //     weighted-cluster total of 0 or above 2^32-1;
 //   - a weighted-cluster total that differs from a totalWeight given;
-//   - a negative timeout.
+//   - a negative timeout;
+//   - a hash policy with no specifier or several (header, filterState,
+//     cookie, connectionProperties, queryParameter), a header policy
+//     with an empty header name, a regex rewrite without a pattern, with
+//     a pattern RE2 rejects, or with a substitution RE2 would refuse (a
+//     backslash before anything but a digit or a backslash, or a group
+//     the pattern does not have).
 //
 // The JSON reader also rejects the unsafe "regex" and "regexMatch" (gRFC
 // A28). A route with query parameter matchers is kept but never matches
-// (gRFC A28).
+// (gRFC A28). Hash policies gRFC A42 does not support (cookie,
+// connectionProperties, queryParameter, a filter state key other than
+// [ChannelIDKey]) are kept and give no hash ([HashPolicy]).
 func Compile(cfg *Config) (*Table, error) {
 	t := &Table{cfg: cloneConfig(cfg)}
 	seen := map[string]bool{}
@@ -73,9 +84,11 @@ func Compile(cfg *Config) (*Table, error) {
 		for j := range vh.Routes {
 			r := &vh.Routes[j]
 			rat := at + ".routes[" + strconv.Itoa(j) + "]"
-			if err := compileRoute(&routes[j], r); err != nil {
+			hasher, err := compileRoute(&routes[j], r)
+			if err != nil {
 				return nil, lb.PrefixConfigError(rat, err)
 			}
+			t.hashers = append(t.hashers, hasher)
 			routes[j].index = t.nroutes
 			t.nroutes++
 			for _, c := range r.Action.clusters() {
@@ -133,6 +146,7 @@ func cloneConfig(cfg *Config) Config {
 				if a.WeightedClusters != nil {
 					ac.WeightedClusters = &WeightedClusters{Clusters: append([]ClusterWeight(nil), a.WeightedClusters.Clusters...), TotalWeight: a.WeightedClusters.TotalWeight}
 				}
+				ac.HashPolicies = append([]HashPolicy(nil), a.HashPolicies...)
 				vh.Routes[j].Action = &ac
 			}
 			vh.Routes[j].Match.Headers = append([]HeaderMatcher(nil), vh.Routes[j].Match.Headers...)
@@ -202,14 +216,20 @@ type compiledRoute struct {
 
 var errNoAction = errors.New("the route has no action lbkit supports (want \"route\" with a cluster or weighted clusters; redirect and direct_response are not supported)")
 
-func compileRoute(cr *compiledRoute, r *Route) error {
+// compileRoute compiles r's match into cr and validates its action,
+// returning the action's hash policies compiled.
+func compileRoute(cr *compiledRoute, r *Route) (*Hasher, error) {
 	if err := compileMatch(cr, &r.Match); err != nil {
-		return lb.PrefixConfigError("match", err)
+		return nil, lb.PrefixConfigError("match", err)
 	}
 	if r.Action == nil {
-		return lb.ConfigErrorf("route", "%w", errNoAction)
+		return nil, lb.ConfigErrorf("route", "%w", errNoAction)
 	}
-	return lb.PrefixConfigError("route", validateAction(r.Action))
+	if err := validateAction(r.Action); err != nil {
+		return nil, lb.PrefixConfigError("route", err)
+	}
+	h, err := compileHashPolicies(r.Action.HashPolicies)
+	return h, lb.PrefixConfigError("route", err)
 }
 
 func compileMatch(cr *compiledRoute, m *Match) error {
@@ -398,6 +418,22 @@ const (
 	fromNothing
 )
 
+// headerSourceOf returns where the value of the header named lower (in
+// lower case) comes from.
+func headerSourceOf(lower string) headerSource {
+	switch {
+	case lower == ":method":
+		return fromMethod
+	case lower == ":authority" || lower == "host":
+		return fromAuthority
+	case lower == ":path":
+		return fromPath
+	case strings.HasSuffix(lower, "-bin"):
+		return fromNothing // never present (gRFC A28)
+	}
+	return fromHeaders
+}
+
 type headerKind uint8
 
 const (
@@ -416,16 +452,7 @@ func compileHeader(h *HeaderMatcher) (headerMatcher, error) {
 		return hm, lb.ConfigErrorf("name", "empty header name")
 	}
 	hm.key = textproto.CanonicalMIMEHeaderKey(h.Name)
-	switch {
-	case hm.lower == ":method":
-		hm.source = fromMethod
-	case hm.lower == ":authority" || hm.lower == "host":
-		hm.source = fromAuthority
-	case hm.lower == ":path":
-		hm.source = fromPath
-	case strings.HasSuffix(hm.lower, "-bin"):
-		hm.source = fromNothing // never present (gRFC A28)
-	}
+	hm.source = headerSourceOf(hm.lower)
 	n, field := 0, ""
 	set := func(k headerKind, s *string, name string) {
 		if s != nil {

@@ -17,6 +17,8 @@ var fuzzSeeds = []string{
 	`{"virtualHosts":[{"domains":["a.*","*.b","c"],"routes":[{"match":{"safeRegex":{"regex":"/x(a|b)+"},"headers":[{"name":"x-a","rangeMatch":{"start":1,"end":"9"}}]},"route":{"weightedClusters":{"clusters":[{"name":"a","weight":9},{"name":"b","weight":1}]},"timeout":"0.5s"}}]}]}`,
 	`{"virtualHosts":[{"domains":["*"],"routes":[{"match":{"path":"/A","caseSensitive":false,"runtimeFraction":{"defaultValue":{"numerator":50}}},"route":{"cluster":"a"}},{"match":{"prefix":"","headers":[{"name":":method","stringMatch":{"exact":"get","ignoreCase":true},"invertMatch":true}]},"route":{"cluster":"b"}}]}]}`,
 	`{"virtualHosts":[{"domains":["*"],"routes":[{"match":{"safeRegex":{"regex":"(a"}},"route":{"cluster":"a"}}]}]}`,
+	`{"virtualHosts":[{"domains":["*"],"routes":[{"match":{"prefix":"/"},"route":{"cluster":"a","hashPolicy":[{"header":{"headerName":"x-a","regexRewrite":{"pattern":{"regex":"([0-9]+)"},"substitution":"<\\1>"}}},{"filterState":{"key":"io.grpc.channel_id"},"terminal":true},{"cookie":{"name":"c"}},{"queryParameter":{}},{"connectionProperties":{"sourceIp":true}}]}}]}]}`,
+	`{"virtualHosts":[{"domains":["*"],"routes":[{"match":{"prefix":"/"},"route":{"cluster":"a","hashPolicy":[{"header":{"headerName":":path"},"terminal":true},{"header":{"headerName":"x-a-bin"}}]}}]}]}`,
 }
 
 // Parse never panics; it rejects with a *lb.ConfigError, and what it
@@ -50,7 +52,8 @@ func FuzzParse(f *testing.F) {
 }
 
 // Find never panics, returns an index in range or a miss, and agrees with
-// the reference matcher on ASCII input (the reference folds case with
+// the reference matcher, and the route's hash with the reference hash, on
+// ASCII input (the reference folds case with
 // strings.ToLower, which differs from Unicode folding outside ASCII).
 func FuzzFind(f *testing.F) {
 	for _, s := range fuzzSeeds {
@@ -80,6 +83,17 @@ func FuzzFind(f *testing.F) {
 			headers: map[string][]string{http.CanonicalHeaderKey(hname): {hvalue}}}, &seqSource{seed})
 		if got != want {
 			t.Fatalf("Find = %d, the reference %d", got, want)
+		}
+		if got < 0 {
+			return
+		}
+		// The route's hash agrees with the reference written from gRFC A42.
+		hash, ok := uint64(0), false
+		if hr := tab.Hasher(got); hr != nil {
+			hash, ok = hr.Hash(&req, seed)
+		}
+		if wantHash, wantOK := refHash(tab.Route(got).Action.HashPolicies, &req, seed); hash != wantHash || ok != wantOK {
+			t.Fatalf("Hash = %#x, %v; the reference %#x, %v", hash, ok, wantHash, wantOK)
 		}
 	})
 }

@@ -2,7 +2,6 @@ package route
 
 import (
 	"errors"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -207,21 +206,12 @@ func (h *headerMatcher) lookup(req *Request, hc *headerCache) (string, bool) {
 // fetch reads the header from md: all its values joined with "," when md
 // has them (http.Header, read directly with the canonical key).
 func (h *headerMatcher) fetch(md lb.Metadata) (string, bool) {
-	var vs []string
-	switch md := md.(type) {
-	case http.Header:
-		vs = md[h.key]
-	case valuer:
-		vs = md.Values(h.key)
-	default:
-		s := md.Get(h.key)
-		return s, s != ""
-	}
-	switch len(vs) {
-	case 0:
-		return "", false
-	case 1:
-		return vs[0], true
+	vs, v, ok := headerValues(md, h.key)
+	if len(vs) <= 1 {
+		if len(vs) == 1 {
+			v = vs[0]
+		}
+		return v, ok
 	}
 	return strings.Join(vs, ","), true
 }

@@ -200,8 +200,10 @@ func (f Fraction) perMillion() uint32 {
 	return uint32(min(n, 1_000_000))
 }
 
-// Action is a route's action: one cluster, or clusters with weights, and
-// an optional timeout. Exactly one of Cluster and WeightedClusters is set.
+// Action is a route's action: one cluster, or clusters with weights, an
+// optional timeout, and the hash policies that give a request's hash to
+// a hash-based policy (ring_hash) of its cluster. Exactly one of Cluster
+// and WeightedClusters is set.
 type Action struct {
 	// Cluster is the one cluster the requests go to.
 	Cluster string `json:"cluster,omitempty"`
@@ -214,6 +216,9 @@ type Action struct {
 	// ("maxStreamDuration": {"maxStreamDuration": "2.5s"}), the bound gRPC
 	// applies (gRFC A31); 0 is none. See [Action.Bound].
 	MaxStreamDuration time.Duration `json:"-"`
+	// HashPolicies ("hashPolicy") compute the hash of the requests the
+	// route takes, in order (gRFC A42; see [HashPolicy] and [Hasher]).
+	HashPolicies []HashPolicy `json:"hashPolicy,omitempty"`
 	// Unsupported names an action lbkit does not support that a front end
 	// found (for example "cluster_header"): [Compile] rejects the route,
 	// naming it.

@@ -283,6 +283,9 @@ func readAction(obj lb.ConfigObject) (*Action, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.HashPolicies, err = readHashPolicies(obj); err != nil {
+		return nil, err
+	}
 	for _, name := range []string{"clusterHeader", "clusterSpecifierPlugin", "inlineClusterSpecifierPlugin"} {
 		if _, _, ok := obj.Raw(name); ok {
 			a.Unsupported = name
@@ -313,4 +316,62 @@ func readAction(obj lb.ConfigObject) (*Action, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// readHashPolicies reads an action's "hashPolicy" list.
+func readHashPolicies(obj lb.ConfigObject) ([]HashPolicy, error) {
+	var ps []HashPolicy
+	err := eachObject(obj, "hashPolicy", func(at string, o lb.ConfigObject) error {
+		var p HashPolicy
+		err := readHashPolicy(o, &p)
+		ps = append(ps, p)
+		return lb.PrefixConfigError(at, err)
+	})
+	return ps, err
+}
+
+func readHashPolicy(o lb.ConfigObject, p *HashPolicy) error {
+	if err := o.Decode(&p.Terminal, "terminal"); err != nil {
+		return err
+	}
+	err := sub(o, "header", func(ho lb.ConfigObject) error {
+		p.Header = &HeaderHash{}
+		if err := ho.Decode(&p.Header.HeaderName, "headerName"); err != nil {
+			return err
+		}
+		return sub(ho, "regexRewrite", func(ro lb.ConfigObject) error {
+			rr := &RegexRewrite{}
+			p.Header.RegexRewrite = rr
+			if err := ro.Decode(&rr.Substitution, "substitution"); err != nil {
+				return err
+			}
+			var err error
+			rr.Pattern, err = readRegex(ro, "pattern")
+			return err
+		})
+	})
+	if err != nil {
+		return err
+	}
+	err = sub(o, "filterState", func(fo lb.ConfigObject) error {
+		p.FilterState = &FilterStateHash{}
+		return fo.Decode(&p.FilterState.Key, "key")
+	})
+	if err != nil {
+		return err
+	}
+	// Read and ignored (gRFC A42): their fields are listed as unknown.
+	for _, ig := range []struct {
+		dst  **IgnoredHash
+		name string
+	}{{&p.Cookie, "cookie"}, {&p.ConnectionProperties, "connectionProperties"}, {&p.QueryParameter, "queryParameter"}} {
+		err := sub(o, ig.name, func(lb.ConfigObject) error {
+			*ig.dst = &IgnoredHash{}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -34,9 +34,13 @@ type balancer struct {
 	// scheds holds the EDF schedulers of the latest actions by their key,
 	// so that an update keeping a split keeps its schedule.
 	scheds map[string]*splitSched
-	// rnd draws the routes' runtime fractions; it lives as long as the
+	// rnd draws the routes' runtime fractions and the random hashes of
+	// requests whose hash policies give none; it lives as long as the
 	// balancer.
 	rnd *source
+	// channelID is the hash of the io.grpc.channel_id hash policy (gRFC
+	// A42): random, drawn at build, the same for every request.
+	channelID uint64
 
 	updating bool
 	slots    childmanager.Slots
@@ -45,6 +49,7 @@ type balancer struct {
 func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *balancer {
 	opts = opts.WithDefaults()
 	b := &balancer{cc: cc, opts: opts, logger: opts.PolicyLogger(Name), rnd: newSource(opts.Rand.Uint64())}
+	b.channelID = opts.Rand.Uint64()
 	b.children = childmanager.New(cc, opts, childmanager.Hooks[clusterData]{
 		StateChanged: b.childStateChanged,
 		Removed:      func(c *child) { b.slots.Free(c.Data.slot) },
@@ -140,7 +145,7 @@ func (b *balancer) publish() {
 	}
 	b.cc.UpdateState(lb.State{
 		ConnectivityState: counter.Aggregate(),
-		Picker:            &picker{routes: b.config.Routes, actions: b.actions, pickers: pickers, rnd: b.rnd},
+		Picker:            &picker{routes: b.config.Routes, actions: b.actions, pickers: pickers, rnd: b.rnd, channelID: b.channelID},
 	})
 }
 

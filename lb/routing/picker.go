@@ -13,11 +13,13 @@ import (
 )
 
 // action is a route's action, compiled: the slot of its one cluster, or
-// an EDF scheduler over its clusters' slots, and its timeout.
+// an EDF scheduler over its clusters' slots, its timeout, and its hash
+// policies (nil when it has none).
 type action struct {
 	slot    int
 	split   *splitSched
 	timeout time.Duration
+	hasher  *route.Hasher
 }
 
 // splitSched is the scheduler of a weighted-clusters action.
@@ -36,6 +38,7 @@ func (b *balancer) buildActions() error {
 	for i := range actions {
 		a := tab.Route(i).Action
 		actions[i].timeout = a.Bound()
+		actions[i].hasher = tab.Hasher(i)
 		if a.WeightedClusters == nil {
 			actions[i].slot = b.children.Get(a.Cluster).Data.slot
 			continue
@@ -71,16 +74,19 @@ func (b *balancer) buildActions() error {
 
 // picker routes each request (gRFC A28): it finds the request's route in
 // the table, chooses the route's cluster (by exact EDF over the weights
-// for a split, whatever the clusters' states) and returns that cluster's
-// picker's result, with the route's timeout. It is immutable but for the
-// schedulers' positions and the random source, which are safe for
-// concurrent use.
+// for a split, whatever the clusters' states), computes the request's
+// hash when the route has hash policies (gRFC A42), and returns that
+// cluster's picker's result, with the route's timeout. It is immutable
+// but for the schedulers' positions and the random source, which are safe
+// for concurrent use.
 type picker struct {
 	routes  *route.Table
 	actions []action
 	// pickers holds each cluster's latest picker at its slot.
 	pickers []lb.Picker
 	rnd     *source
+	// channelID is what the io.grpc.channel_id hash policy gives.
+	channelID uint64
 }
 
 // Pick routes the request. Its outcomes:
@@ -91,7 +97,14 @@ type picker struct {
 //   - otherwise the cluster picker's result and error, with Timeout set
 //     to the route's timeout when that is shorter.
 //
-// It allocates nothing itself on success.
+// When the route has hash policies, the cluster's picker gets the hash
+// they compute ([route.Hasher]) in info.Hash, replacing any the caller
+// set; when none of them gives one, a random hash (gRFC A42), so a
+// hash-based policy sends the request to a random endpoint. A route
+// without hash policies passes the caller's Hash on unchanged.
+//
+// It allocates nothing itself on success, unless a hash policy rewrites a
+// header with a regex.
 func (p *picker) Pick(info lb.PickInfo) (lb.PickResult, error) {
 	req := route.Request{Authority: info.Authority, Method: info.HTTPMethod, Path: info.Method, Headers: info.Metadata}
 	i, err := p.routes.Find(&req, p.rnd)
@@ -107,6 +120,13 @@ func (p *picker) Pick(info lb.PickInfo) (lb.PickResult, error) {
 	cp := p.pickers[slot]
 	if cp == nil {
 		return lb.PickResult{}, lb.ErrNoSubConnAvailable
+	}
+	if a.hasher != nil {
+		h, ok := a.hasher.Hash(&req, p.channelID)
+		if !ok {
+			h = p.rnd.Uint64()
+		}
+		info.Hash, info.HasHash = h, true
 	}
 	res, err := cp.Pick(info)
 	if err == nil && a.timeout > 0 && (res.Timeout == 0 || a.timeout < res.Timeout) {

@@ -8,4 +8,4 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
-require github.com/cespare/xxhash/v2 v2.3.0 // indirect
+require github.com/cespare/xxhash/v2 v2.3.0

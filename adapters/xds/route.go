@@ -197,5 +197,38 @@ func convertAction(r *routev3.Route) *route.Action {
 	if d := ra.Route.GetMaxStreamDuration().GetMaxStreamDuration(); d != nil {
 		a.MaxStreamDuration = d.AsDuration()
 	}
+	for _, hp := range ra.Route.GetHashPolicy() {
+		a.HashPolicies = append(a.HashPolicies, convertHashPolicy(hp))
+	}
 	return a
+}
+
+// convertHashPolicy converts one of the route's hash policies (gRFC A42).
+// route.Compile refuses what A42 NACKs (a header policy without a name, a
+// regex rewrite RE2 rejects) and keeps, giving no hash, the kinds A42
+// ignores: cookie, connection_properties, query_parameter, and
+// filter_state with a key other than io.grpc.channel_id. A policy with no
+// kind this build of Envoy's API knows has none set, and is refused.
+func convertHashPolicy(hp *routev3.RouteAction_HashPolicy) route.HashPolicy {
+	p := route.HashPolicy{Terminal: hp.GetTerminal()}
+	switch ps := hp.GetPolicySpecifier().(type) {
+	case *routev3.RouteAction_HashPolicy_Header_:
+		h := &route.HeaderHash{HeaderName: ps.Header.GetHeaderName()}
+		if rr := ps.Header.GetRegexRewrite(); rr != nil {
+			h.RegexRewrite = &route.RegexRewrite{Substitution: rr.GetSubstitution()}
+			if pat := rr.GetPattern(); pat != nil {
+				h.RegexRewrite.Pattern = convertRegex(pat)
+			}
+		}
+		p.Header = h
+	case *routev3.RouteAction_HashPolicy_FilterState_:
+		p.FilterState = &route.FilterStateHash{Key: ps.FilterState.GetKey()}
+	case *routev3.RouteAction_HashPolicy_Cookie_:
+		p.Cookie = &route.IgnoredHash{}
+	case *routev3.RouteAction_HashPolicy_ConnectionProperties_:
+		p.ConnectionProperties = &route.IgnoredHash{}
+	case *routev3.RouteAction_HashPolicy_QueryParameter_:
+		p.QueryParameter = &route.IgnoredHash{}
+	}
+	return p
 }

@@ -5,9 +5,12 @@ package xds
 import (
 	"encoding/json"
 	"errors"
+	"math/bits"
+	"net/http"
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
@@ -152,8 +155,40 @@ func genProtoRoute(t *rapid.T) *routev3.Route {
 	if rare(t, 3, "max stream duration") {
 		ra.MaxStreamDuration = &routev3.RouteAction_MaxStreamDuration{MaxStreamDuration: genDuration(t, "msd")}
 	}
+	if rare(t, 3, "hash policies") {
+		for range rapid.IntRange(1, 3).Draw(t, "hash policy count") {
+			ra.HashPolicy = append(ra.HashPolicy, genProtoHashPolicy(t))
+		}
+	}
 	r.Action = &routev3.Route_Route{Route: ra}
 	return r
+}
+
+// genProtoHashPolicy draws a hash policy of every kind gRFC A42 names,
+// valid and not (no name, no kind, a bad regex or substitution).
+func genProtoHashPolicy(t *rapid.T) *routev3.RouteAction_HashPolicy {
+	hp := &routev3.RouteAction_HashPolicy{Terminal: rapid.Bool().Draw(t, "terminal")}
+	switch rapid.IntRange(0, 6).Draw(t, "hash kind") {
+	case 0, 1:
+		h := &routev3.RouteAction_HashPolicy_Header{HeaderName: rapid.SampledFrom([]string{"x-user", "x-a-bin", ":path", ""}).Draw(t, "hash header")}
+		if rare(t, 2, "rewrite") {
+			h.RegexRewrite = &matcherv3.RegexMatchAndSubstitute{Substitution: rapid.SampledFrom([]string{"", `\1`, `\x`, "$1"}).Draw(t, "substitution")}
+			if !rare(t, 6, "no pattern") {
+				h.RegexRewrite.Pattern = &matcherv3.RegexMatcher{Regex: genRegexText.Draw(t, "rewrite regex")}
+			}
+		}
+		hp.PolicySpecifier = &routev3.RouteAction_HashPolicy_Header_{Header: h}
+	case 2:
+		hp.PolicySpecifier = &routev3.RouteAction_HashPolicy_FilterState_{FilterState: &routev3.RouteAction_HashPolicy_FilterState{
+			Key: rapid.SampledFrom([]string{"io.grpc.channel_id", "other", ""}).Draw(t, "key")}}
+	case 3:
+		hp.PolicySpecifier = &routev3.RouteAction_HashPolicy_Cookie_{Cookie: &routev3.RouteAction_HashPolicy_Cookie{Name: "session", Ttl: durationpb.New(time.Second)}}
+	case 4:
+		hp.PolicySpecifier = &routev3.RouteAction_HashPolicy_ConnectionProperties_{ConnectionProperties: &routev3.RouteAction_HashPolicy_ConnectionProperties{SourceIp: true}}
+	case 5:
+		hp.PolicySpecifier = &routev3.RouteAction_HashPolicy_QueryParameter_{QueryParameter: &routev3.RouteAction_HashPolicy_QueryParameter{Name: "q"}}
+	}
+	return hp
 }
 
 func genDuration(t *rapid.T, label string) *durationpb.Duration {
@@ -232,6 +267,51 @@ func TestConvertRouteConfiguration(t *testing.T) {
 		t.Fatalf("cluster_header: %v, want a NACK at virtualHosts[0].routes[1].route.clusterHeader", err)
 	}
 	agree(t, bad)
+}
+
+// Istio's consistentHash on a header becomes a header hash policy; gRFC
+// A42's bad hash policies are NACKed at the field, its unsupported kinds
+// are kept and give no hash.
+func TestConvertRouteHashPolicies(t *testing.T) {
+	rc := func(hps ...*routev3.RouteAction_HashPolicy) *routev3.RouteConfiguration {
+		return &routev3.RouteConfiguration{VirtualHosts: []*routev3.VirtualHost{{Domains: []string{"*"}, Routes: []*routev3.Route{{
+			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+			Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "a"}, HashPolicy: hps}}}}}}}
+	}
+	header := func(name, pattern, sub string) *routev3.RouteAction_HashPolicy {
+		h := &routev3.RouteAction_HashPolicy_Header{HeaderName: name}
+		if pattern != "" {
+			h.RegexRewrite = &matcherv3.RegexMatchAndSubstitute{Pattern: &matcherv3.RegexMatcher{Regex: pattern}, Substitution: sub}
+		}
+		return &routev3.RouteAction_HashPolicy{PolicySpecifier: &routev3.RouteAction_HashPolicy_Header_{Header: h}}
+	}
+	good := rc(header("x-user", `^(\w+)@.*$`, `\1`),
+		&routev3.RouteAction_HashPolicy{PolicySpecifier: &routev3.RouteAction_HashPolicy_Cookie_{Cookie: &routev3.RouteAction_HashPolicy_Cookie{Name: "s"}}},
+		&routev3.RouteAction_HashPolicy{Terminal: true, PolicySpecifier: &routev3.RouteAction_HashPolicy_FilterState_{FilterState: &routev3.RouteAction_HashPolicy_FilterState{Key: route.ChannelIDKey}}})
+	if !agree(t, good) {
+		t.Fatal("the hash policies were refused")
+	}
+	tab, _ := convertRouteConfiguration(good)
+	got, ok := tab.Hasher(0).Hash(&route.Request{Headers: http.Header{"X-User": {"ann@example.com"}}}, 3)
+	if want := bits.RotateLeft64(xxhash.Sum64String("ann"), 1) ^ 3; !ok || got != want {
+		t.Fatalf("hash %#x, %v; want %#x", got, ok, want)
+	}
+	const at = "virtualHosts[0].routes[0].route.hashPolicy[1]"
+	for _, tc := range []struct {
+		hp   *routev3.RouteAction_HashPolicy
+		path string
+	}{
+		{header("", "", ""), at + ".header.headerName"},
+		{header("x", "(a", ""), at + ".header.regexRewrite.pattern.regex"},
+		{header("x", "a", `\1`), at + ".header.regexRewrite.substitution"},
+		{&routev3.RouteAction_HashPolicy{Terminal: true}, at},
+	} {
+		_, err := convertRouteConfiguration(rc(header("x-ok", "", ""), tc.hp))
+		var ce *lb.ConfigError
+		if !errors.As(err, &ce) || ce.Path != tc.path {
+			t.Errorf("%v: %v, want a NACK at %s", tc.hp, err, tc.path)
+		}
+	}
 }
 
 // FuzzConvertRouteConfiguration: any bytes that decode as a

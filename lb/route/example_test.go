@@ -47,3 +47,36 @@ func ExampleParse() {
 	// /cart -> route 2: cluster "", split true, timeout 0s
 	// virtualHosts[0].routes[0].match.safeRegex.regex: invalid RE2 regex "(?<!x)y"
 }
+
+// A route's hash policies (gRFC A42) in the JSON form: the user's id,
+// taken from the x-user header by a regex rewrite, and, for requests
+// without it, the channel's id. Requests of one user hash alike, whatever
+// the rest of the header; the routing policy gives the hash to the
+// cluster's ring_hash picker.
+func ExampleTable_Hasher() {
+	tab, _, err := route.Parse([]byte(`{"virtualHosts": [{"domains": ["*"], "routes": [
+		{"match": {"prefix": "/"}, "route": {"cluster": "cache", "hashPolicy": [
+			{"header": {"headerName": "x-user",
+			            "regexRewrite": {"pattern": {"regex": "^([^;]*);.*$"}, "substitution": "\\1"}},
+			 "terminal": true},
+			{"filterState": {"key": "io.grpc.channel_id"}}]}}]}]}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	const channelID = 42
+	hash := func(h http.Header) uint64 {
+		req := route.Request{Authority: "cache", Path: "/get", Headers: h}
+		i, _ := tab.Find(&req, nil)
+		v, _ := tab.Hasher(i).Hash(&req, channelID)
+		return v
+	}
+	a := hash(http.Header{"X-User": {"ann;session=1"}})
+	b := hash(http.Header{"X-User": {"ann;session=2"}})
+	c := hash(http.Header{"X-User": {"bob;session=1"}})
+	fmt.Println("ann twice alike:", a == b, "- ann and bob alike:", a == c)
+	fmt.Println("no header, the channel's id:", hash(nil))
+	// Output:
+	// ann twice alike: true - ann and bob alike: false
+	// no header, the channel's id: 42
+}

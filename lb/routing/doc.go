@@ -31,6 +31,22 @@
 // wait-for-ready. The route's timeout
 // reaches the transport as [lb.PickResult].Timeout.
 //
+// # Request hashes
+//
+// A route with hash policies (gRFC A42, [route.HashPolicy]) is the source
+// of the request's hash: the picker computes it ([route.Hasher]: request
+// headers hashed with XXH64, optionally rewritten by a regex, and the
+// channel's id for the io.grpc.channel_id filter state) and gives it to
+// the cluster's picker in [lb.PickInfo].Hash, replacing any hash the
+// caller set, so that a hash-based cluster policy (ring_hash_experimental,
+// maglev_experimental) keeps each key on one endpoint. A request for which
+// no policy gives a hash gets a random one (gRFC A42), drawn from the
+// tree's seeded random source, so it goes to a random endpoint. The
+// channel's id is drawn from the same source when the balancer is built.
+// A route without hash policies passes the caller's hash on unchanged.
+// Policy kinds A42 does not support (cookie, connection properties, query
+// parameters) are accepted and give no hash.
+//
 // An update that keeps a split (same clusters, same weights) keeps its
 // schedule; one that changes it starts a new schedule at a random point
 // of its period, so a weight change takes effect with the next request.

@@ -163,7 +163,9 @@ type PickInfo struct {
 	Metadata Metadata
 	// Hash is the request's hash for hash-based policies (ring_hash), set
 	// when HasHash is: computed by the transport from the request (a
-	// header, a cookie, the path) or given by the caller.
+	// header, a cookie, the path) or given by the caller; a routing
+	// policy (xds_routing_experimental) replaces it with the hash its
+	// route's hash policies compute (gRFC A42) before its cluster picks.
 	Hash uint64
 	// HasHash reports whether Hash is set.
 	HasHash bool

@@ -92,7 +92,8 @@ type Transport struct {
 	// when the request has nothing to hash; see [HashHeader],
 	// [HashCookie] and [HashPath]. If nil, requests carry no hash, and
 	// ring_hash needs its requestHashHeader (the request's headers always
-	// reach the policy).
+	// reach the policy). Under xds_routing_experimental, a route with hash
+	// policies (gRFC A42) replaces this hash with its own.
 	RequestHash func(*http.Request) (uint64, bool)
 	// DecodeBinLoadReport, when not nil, decodes the BIN form of a
 	// response's [LoadReportHeader] (a serialized ORCA OrcaLoadReport, which

@@ -34,8 +34,8 @@ type bridge struct {
 	scope  *lb.Scope
 	logger *slog.Logger
 	target string
-	// malformed counts the malformed load reports of the picks.
-	malformed loadCounter
+	// picks is what the channel's pickers share.
+	picks pickShared
 
 	// Touched only inside ser.
 	lbb   lb.Balancer
@@ -56,7 +56,11 @@ func newBridge(bb *Builder, cc balancer.ClientConn, bopts balancer.BuildOptions)
 		target: bopts.Target.String(),
 	}
 	b.scope = lb.NewScope(b.ser)
-	b.malformed.logger = b.logger
+	b.picks = pickShared{
+		authority: bopts.Authority,
+		malformed: onceCounter{logger: b.logger, what: "malformed load reports"},
+		timeouts:  onceCounter{logger: b.logger, what: "pick timeouts, which grpc-go's picker cannot apply"},
+	}
 	if o.observer != nil {
 		o.observer(b.ser)
 	}
@@ -185,7 +189,7 @@ func (c *lbConn) UpdateState(s lb.State) {
 	b := (*bridge)(c)
 	b.cc.UpdateState(balancer.State{
 		ConnectivityState: toGRPCState(s.ConnectivityState),
-		Picker:            newPicker(s.Picker, &b.malformed),
+		Picker:            newPicker(s.Picker, &b.picks),
 	})
 }
 

@@ -102,6 +102,28 @@
 // [lb.DoneInfo.Err] (nil is success), its gRPC status code
 // [lb.DoneInfo.Status], and the trailer [lb.DoneInfo.Metadata].
 //
+// # What a pick knows, and what it cannot do
+//
+// The lbkit picker gets the call's full method name ([lb.PickInfo.Method]),
+// its outgoing metadata ([lb.PickInfo.Metadata]), the hash set with
+// [WithRequestHash] ([lb.PickInfo.Hash]), and the channel's authority
+// ([lb.PickInfo.Authority]): grpc-go's balancer.BuildOptions.Authority,
+// which is the dial target's authority or the one set with
+// grpc.WithAuthority, so a routing policy (xds_routing_experimental)
+// finds its virtual host. grpc-go's balancer.PickInfo carries no
+// authority of its own, so a per-call grpc.CallAuthority does not reach
+// the picker.
+//
+// An lbkit pick's [lb.PickResult.Timeout] (a route's timeout, gRFC A31's
+// max_stream_duration) is not applied: grpc-go's balancer.PickResult has
+// no deadline, and a picker cannot shorten the deadline of the call it
+// picks for (grpc-go's own xDS client applies route timeouts in its
+// config selector, an API closed to balancers). Rather than end calls
+// some other way that grpc-go would report differently, the adapter
+// leaves the call's deadline as the caller set it, counts such picks, and
+// logs the first per channel at WARN. Set the deadline on the call's
+// context, or a methodConfig timeout in the service config.
+//
 // # Serialization
 //
 // grpc-go does not give a balancer its serializer, so each balancer the

@@ -80,7 +80,7 @@ var reports = sync.Pool{New: func() any { return new(lb.LoadReport) }}
 // (di.ServerLoad, set when the program links google.golang.org/grpc/orca),
 // else the trailer's endpoint-load-metrics-bin. A malformed report is left
 // out and counted in *malformed.
-func doneWithLoad(done func(lb.DoneInfo), di balancer.DoneInfo, malformed *loadCounter) {
+func doneWithLoad(done func(lb.DoneInfo), di balancer.DoneInfo, malformed *onceCounter) {
 	info := toDoneInfo(di)
 	r := reports.Get().(*lb.LoadReport)
 	defer func() {
@@ -110,18 +110,21 @@ func doneWithLoad(done func(lb.DoneInfo), di balancer.DoneInfo, malformed *loadC
 	done(info)
 }
 
-// loadCounter counts the malformed load reports of one channel's picks
-// and logs the first (at WARN): a backend that sends them sends many.
-type loadCounter struct {
+// onceCounter counts one kind of event of a channel's picks (malformed
+// load reports, pick timeouts grpc-go cannot apply) and logs the first at
+// WARN, naming what it ignores: a backend or a policy that causes one
+// causes many. It is safe for concurrent use.
+type onceCounter struct {
 	n      atomic.Uint64
 	logged atomic.Bool
 	logger *slog.Logger
+	what   string // what the bridge ignores: "malformed load reports"
 }
 
-// add counts err's report.
-func (c *loadCounter) add(err error) {
+// add counts err's event.
+func (c *onceCounter) add(err error) {
 	c.n.Add(1)
 	if !c.logged.Load() && c.logged.CompareAndSwap(false, true) {
-		c.logger.Warn("grpcgo: ignoring malformed load reports (logged once per channel)", "error", err)
+		c.logger.Warn("grpcgo: ignoring "+c.what+" (logged once per channel)", "error", err)
 	}
 }

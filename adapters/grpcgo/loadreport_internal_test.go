@@ -25,7 +25,7 @@ func TestDoneCarriesLoadReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad, _ := proto.Marshal(&v3orcapb.OrcaLoadReport{CpuUtilization: -1})
-	counter := &loadCounter{logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	counter := &onceCounter{logger: slog.New(slog.NewTextHandler(io.Discard, nil)), what: "malformed load reports"}
 	for _, tc := range []struct {
 		name          string
 		di            balancer.DoneInfo

@@ -12,21 +12,40 @@ import (
 	"github.com/lbkit/lbkit/lb"
 )
 
-// picker runs an lbkit picker for grpc-go. It holds nothing else, so a
-// READY pick costs one interface call and a type assertion on top of the
-// lbkit pick, and allocates nothing unless the lbkit result has a Done or
-// the call has outgoing metadata (which becomes [lb.PickInfo.Metadata]:
-// grpc-go copies it).
+// picker runs an lbkit picker for grpc-go. It holds nothing else but what
+// the channel's pickers share, so a READY pick costs one interface call
+// and a type assertion on top of the lbkit pick, and allocates nothing
+// unless the lbkit result has a Done or the call has outgoing metadata
+// (which becomes [lb.PickInfo.Metadata]: grpc-go copies it).
 type picker struct {
-	p         lb.Picker
-	malformed *loadCounter // the channel's count of malformed load reports
+	p      lb.Picker
+	shared *pickShared
+}
+
+// pickShared is what every picker of one channel shares. It is safe for
+// concurrent use.
+type pickShared struct {
+	// authority is the channel's authority (grpc-go's
+	// balancer.BuildOptions.Authority: the dial target's, or
+	// grpc.WithAuthority's), given to every pick as lb.PickInfo.Authority.
+	authority string
+	// malformed counts the malformed load reports of the picks.
+	malformed onceCounter
+	// timeouts counts the picks whose lbkit result had a Timeout, which
+	// grpc-go's picker API cannot apply.
+	timeouts onceCounter
 }
 
 var _ balancer.Picker = (*picker)(nil)
 
-func newPicker(p lb.Picker, malformed *loadCounter) *picker {
-	return &picker{p: p, malformed: malformed}
+func newPicker(p lb.Picker, shared *pickShared) *picker {
+	return &picker{p: p, shared: shared}
 }
+
+// errTimeoutIgnored is what the channel logs, once, when an lbkit pick
+// carries a Timeout.
+var errTimeoutIgnored = errors.New("grpcgo: an lbkit pick asked for a timeout (lb.PickResult.Timeout, such as a route's), " +
+	"but grpc-go's balancer.PickResult cannot shorten a call's deadline: set the deadline on the call's context, or a methodConfig timeout in the service config")
 
 // errForeignSubConn is returned when an lbkit picker returns a SubConn this
 // bridge did not create, breaking lbkit's contract.
@@ -47,8 +66,13 @@ var errForeignSubConn = status.Error(codes.Internal, "grpcgo: lbkit picker retur
 //     error with the original message, which grpc-go uses to fail the RPC
 //     with UNAVAILABLE unless it is wait-for-ready, in which case it
 //     queues it.
+//
+// The lbkit picker gets the call's method, outgoing metadata, hash
+// ([WithRequestHash]) and the channel's authority. A result's Timeout is
+// not applied: grpc-go's picker cannot change a call's deadline; the
+// channel counts such picks and logs the first (see the package doc).
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
-	in := lb.PickInfo{Ctx: info.Ctx, Method: info.FullMethodName}
+	in := lb.PickInfo{Ctx: info.Ctx, Method: info.FullMethodName, Authority: p.shared.authority}
 	if md, ok := metadata.FromOutgoingContext(info.Ctx); ok {
 		in.Metadata = mdView(md) // a copy: grpc-go allocates it only when the call has metadata
 	}
@@ -63,7 +87,10 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	}
 	res := balancer.PickResult{SubConn: sc.sc}
 	if r.Done != nil {
-		res.Done = sc.grpcDone(r.Done, p.malformed)
+		res.Done = sc.grpcDone(r.Done, &p.shared.malformed)
+	}
+	if r.Timeout > 0 {
+		p.shared.timeouts.add(errTimeoutIgnored)
 	}
 	return res, nil
 }
@@ -135,7 +162,7 @@ type doneAdapter struct {
 // weighted_round_robin give one Done per endpoint), else a new one, which
 // it caches. Comparing closures by their address is what makes a pick of
 // such a policy allocate nothing.
-func (sc *subConn) grpcDone(done func(lb.DoneInfo), malformed *loadCounter) func(balancer.DoneInfo) {
+func (sc *subConn) grpcDone(done func(lb.DoneInfo), malformed *onceCounter) func(balancer.DoneInfo) {
 	id := closureID(done)
 	if a := sc.done.Load(); a != nil && a.lbDone == id {
 		return a.grpc

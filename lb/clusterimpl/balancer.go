@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/lbkit/lbkit/lb"
-	"github.com/lbkit/lbkit/lb/attributes"
 	"github.com/lbkit/lbkit/lb/childmanager"
 )
 
@@ -60,7 +59,7 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 		return fmt.Errorf("clusterimpl: got config %T, want a non-nil *clusterimpl.Config: %w", s.BalancerConfig, lb.ErrBadResolverState)
 	}
 	b.cfg = cfg
-	if c, ok := attributes.Get(s.ResolverState.Attributes, counterKey); ok && c != nil {
+	if c := counterFor(s.ResolverState.Attributes, cfg.Cluster); c != nil {
 		b.counter = c
 	}
 	b.applyConfig()

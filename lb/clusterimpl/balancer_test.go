@@ -221,3 +221,40 @@ func TestSharedCounterLimitsTwoChannels(t *testing.T) {
 		t.Fatalf("after a Done on channel 0, channel 1 picks: %v, %d in flight", err, shared.InFlight())
 	}
 }
+
+// Balancers of two clusters given one Counters count each in its own
+// cluster's Counter (gRFC A37: each cluster under an aggregate cluster
+// has its own circuit breaker); a cluster Counters does not name falls
+// back to the WithCounter one.
+func TestCountersGiveEachClusterItsCounter(t *testing.T) {
+	primary, secondary, fallback := NewCounter(), NewCounter(), NewCounter()
+	attrs := WithCounters(WithCounter(attributes.Attributes{}, fallback), NewCounters(map[string]*Counter{"primary": primary, "secondary": secondary}))
+	for _, tc := range []struct {
+		cluster string
+		want    *Counter
+	}{{"primary", primary}, {"secondary", secondary}, {"other", fallback}} {
+		e := newEnv(t, 1)
+		err := e.p.UpdateClientConnState(lb.ClientConnState{
+			ResolverState:  resolver.State{Addresses: []resolver.Address{{Addr: "10.0.0.1:80"}}, Attributes: attrs},
+			BalancerConfig: e.p.ParseConfig(Name, `{"cluster": "`+tc.cluster+`", "maxConcurrentRequests": 3, "childPolicy": [{"test_leaf": {}}]}`),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.p.CC.SubConns()[0].Ready()
+		pk := e.p.WantState(lb.Ready).Picker
+		if _, err := pk.Pick(lb.PickInfo{}); err != nil {
+			t.Fatalf("cluster %s: %v", tc.cluster, err)
+		}
+		for _, c := range []*Counter{primary, secondary, fallback} {
+			want := int64(0)
+			if c == tc.want {
+				want = 1
+			}
+			if c.InFlight() != want {
+				t.Errorf("after a pick of cluster %s: a counter has %d in flight, want %d", tc.cluster, c.InFlight(), want)
+			}
+		}
+		tc.want.n.Add(-1)
+	}
+}

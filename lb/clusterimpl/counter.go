@@ -99,3 +99,46 @@ func (d *chained) finish(di lb.DoneInfo) {
 	c.n.Add(-1)
 	child(di)
 }
+
+// Counters gives each cluster of an aggregate cluster (gRFC A37) its own
+// shared [Counter]: one resolver state feeds several
+// xds_cluster_impl_experimental balancers, one per underlying cluster,
+// and each must count in its cluster's Counter. A Counters is immutable
+// once made and safe for concurrent use.
+type Counters struct{ byCluster map[string]*Counter }
+
+// NewCounters returns the Counters of byCluster, keyed by the cluster
+// name of each balancer's config ("cluster"). It keeps its own copy.
+func NewCounters(byCluster map[string]*Counter) *Counters {
+	m := make(map[string]*Counter, len(byCluster))
+	for k, v := range byCluster {
+		m[k] = v
+	}
+	return &Counters{byCluster: m}
+}
+
+// countersKey is the resolver state attribute holding Counters.
+var countersKey = attributes.NewKey[*Counters]("lbkit/clusterimpl.Counters")
+
+// WithCounters returns a with cs, for a resolver state: an
+// xds_cluster_impl_experimental balancer of the channel that receives the
+// state counts in the Counter cs holds for its config's cluster, which
+// takes precedence over a Counter of [WithCounter]; a cluster cs does not
+// name falls back to that, then to the balancer's own.
+func WithCounters(a attributes.Attributes, cs *Counters) attributes.Attributes {
+	return attributes.With(a, countersKey, cs)
+}
+
+// counterFor returns the shared Counter for cluster that a carries (by
+// [WithCounters], else [WithCounter]), or nil.
+func counterFor(a attributes.Attributes, cluster string) *Counter {
+	if cs, ok := attributes.Get(a, countersKey); ok && cs != nil {
+		if c := cs.byCluster[cluster]; c != nil {
+			return c
+		}
+	}
+	if c, ok := attributes.Get(a, counterKey); ok {
+		return c
+	}
+	return nil
+}

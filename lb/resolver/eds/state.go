@@ -168,8 +168,26 @@ func (n *Namer) Convert(cla *ClusterLoadAssignment, p Policies) (Conversion, err
 // stateAndDrops is Convert's work, also returning what the tree leaves
 // out; n is unchanged on error.
 func (n *Namer) stateAndDrops(cla *ClusterLoadAssignment, p Policies) (resolver.State, drops, error) {
-	if err := cla.validate(); err != nil {
+	saved := n.clone()
+	cfg, addrs, dropped, err := n.build(cla, p, "")
+	if err != nil {
 		return resolver.State{}, drops{}, err
+	}
+	sc, err := marshal(serviceConfig{LoadBalancingConfig: topOfTree(cla, p, cfg)})
+	if err != nil {
+		*n = *saved
+		return resolver.State{}, drops{}, fmt.Errorf("encoding the service config: %w", err)
+	}
+	return resolver.State{Addresses: addrs, ServiceConfig: sc}, dropped, nil
+}
+
+// build returns the priority policy's config for cla with the policies p,
+// its children named by n with prefix before each name, and the
+// addresses with their hierarchy paths under those names; n is unchanged
+// on error.
+func (n *Namer) build(cla *ClusterLoadAssignment, p Policies, prefix string) (priorityConfig, []resolver.Address, drops, error) {
+	if err := cla.validate(); err != nil {
+		return priorityConfig{}, nil, drops{}, err
 	}
 	leaf := p.Endpoint
 	if len(leaf) == 0 {
@@ -178,15 +196,18 @@ func (n *Namer) stateAndDrops(cla *ClusterLoadAssignment, p Policies) (resolver.
 	var od map[string]json.RawMessage
 	if len(p.OutlierDetection) > 0 {
 		if err := json.Unmarshal(p.OutlierDetection, &od); err != nil || od == nil {
-			return resolver.State{}, drops{}, fmt.Errorf("Policies.OutlierDetection: not a JSON object: %s", p.OutlierDetection)
+			return priorityConfig{}, nil, drops{}, fmt.Errorf("Policies.OutlierDetection: not a JSON object: %s", p.OutlierDetection)
 		}
 		if _, ok := od["childPolicy"]; ok {
-			return resolver.State{}, drops{}, errors.New("Policies.OutlierDetection: has a childPolicy; the tree supplies it")
+			return priorityConfig{}, nil, drops{}, errors.New("Policies.OutlierDetection: has a childPolicy; the tree supplies it")
 		}
 	}
 	prios, dropped := buildTree(cla)
 	saved := n.clone()
 	names := n.assign(prios)
+	for i := range names {
+		names[i] = prefix + names[i]
+	}
 
 	cfg := priorityConfig{Children: make(map[string]priorityChild, len(prios)), Priorities: names}
 	var addrs []resolver.Address
@@ -213,7 +234,7 @@ func (n *Namer) stateAndDrops(cla *ClusterLoadAssignment, p Policies) (resolver.
 			wrapped, err := marshal(child)
 			if err != nil {
 				*n = *saved
-				return resolver.State{}, drops{}, fmt.Errorf("encoding the service config: %w", err)
+				return priorityConfig{}, nil, drops{}, fmt.Errorf("encoding the service config: %w", err)
 			}
 			withChild := maps.Clone(od)
 			withChild["childPolicy"] = wrapped
@@ -221,12 +242,7 @@ func (n *Namer) stateAndDrops(cla *ClusterLoadAssignment, p Policies) (resolver.
 		}
 		cfg.Children[names[i]] = priorityChild{Config: child}
 	}
-	sc, err := marshal(serviceConfig{LoadBalancingConfig: topOfTree(cla, p, cfg)})
-	if err != nil {
-		*n = *saved
-		return resolver.State{}, drops{}, fmt.Errorf("encoding the service config: %w", err)
-	}
-	return resolver.State{Addresses: addrs, ServiceConfig: sc}, dropped, nil
+	return cfg, addrs, dropped, nil
 }
 
 // topOfTree returns the tree's loadBalancingConfig: the priority policy,
@@ -413,6 +429,9 @@ type (
 		// policy's list when Policies.Flat is set, either of them
 		// possibly wrapped in outlier_detection_experimental.
 		Config any `json:"config"`
+		// IgnoreReresolutionRequests is set on the children of an
+		// aggregate cluster's EDS clusters ([Concat], gRFC A37).
+		IgnoreReresolutionRequests bool `json:"ignoreReresolutionRequests,omitempty"`
 	}
 	weightedTargetConfig struct {
 		Targets map[string]target `json:"targets"`

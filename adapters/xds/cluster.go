@@ -26,9 +26,19 @@ import (
 type ClusterConfig struct {
 	// Name is the cluster's name.
 	Name string
-	// EDSServiceName is eds_cluster_config.service_name, or Name when that
-	// is empty: the name of the ClusterLoadAssignment to subscribe to.
+	// Kind is how the cluster finds its endpoints: EDS, LOGICAL_DNS or
+	// aggregate (gRFC A37).
+	Kind ClusterKind
+	// EDSServiceName, for an EDS cluster, is
+	// eds_cluster_config.service_name, or Name when that is empty: the
+	// name of the ClusterLoadAssignment to subscribe to.
 	EDSServiceName string
+	// DNSHostPort, for a LOGICAL_DNS cluster, is the "host:port" to
+	// resolve, from load_assignment's one endpoint (gRFC A37).
+	DNSHostPort string
+	// Clusters, for an aggregate cluster, are the underlying clusters in
+	// priority order, as its ClusterConfig lists them (gRFC A37).
+	Clusters []string
 	// Policies are the endpoint policy, the outlier detection and the
 	// tree's shape (Flat) for [eds.Namer.Convert].
 	Policies eds.Policies
@@ -77,11 +87,20 @@ const (
 //
 // # Discovery
 //
-// The cluster must be type EDS with eds_cluster_config.eds_config set to
-// ads or self, as gRPC requires: lbkit follows EDS clusters over the one
-// ADS stream. STATIC, STRICT_DNS, LOGICAL_DNS and ORIGINAL_DST types and
-// any cluster_type (aggregate or custom) are refused, such as
-// "type: LOGICAL_DNS is not supported (lbkit follows EDS clusters only)".
+// The cluster is one of the three kinds gRPC supports (gRFC A37; the
+// rules are in [ClusterKind]'s documentation):
+//
+//   - type EDS with eds_cluster_config.eds_config set to ads or self:
+//     lbkit follows its endpoints over the one ADS stream;
+//   - type LOGICAL_DNS, whose load_assignment names the one host:port to
+//     resolve;
+//   - cluster_type envoy.clusters.aggregate, whose typed_config is an
+//     envoy.extensions.clusters.aggregate.v3.ClusterConfig listing the
+//     underlying clusters.
+//
+// STATIC, STRICT_DNS and ORIGINAL_DST types and any other cluster_type are
+// refused, such as "type: STATIC is not supported (lbkit supports EDS,
+// LOGICAL_DNS and aggregate clusters)".
 //
 // # Load balancing policy
 //
@@ -228,7 +247,7 @@ const (
 // connect_timeout, max_requests_per_connection, the protocol options,
 // transport_socket and transport_socket_matches (the channel's transport
 // sets security), lrs_server (lbkit sends no load reports), load_assignment
-// (EDS supplies it), the dns_* fields, upstream_* fields, filters,
+// of an EDS or aggregate cluster (EDS supplies it), the dns_* fields, upstream_* fields, filters,
 // metadata, preconnect_policy, and every field not named here.
 //
 // ParseCluster does not keep c; it may be called concurrently.
@@ -250,12 +269,8 @@ func parseCluster(c *clusterv3.Cluster) (ClusterConfig, *ResourceError) {
 		return ClusterConfig{}, fieldErrorf("name", "required")
 	}
 	cfg := ClusterConfig{Name: c.GetName()}
-	if err := checkDiscovery(c); err != nil {
+	if err := discovery(c, &cfg); err != nil {
 		return ClusterConfig{}, err
-	}
-	cfg.EDSServiceName = c.GetEdsClusterConfig().GetServiceName()
-	if cfg.EDSServiceName == "" {
-		cfg.EDSServiceName = cfg.Name
 	}
 	if s := c.GetLbSubsetConfig(); len(s.GetSubsetSelectors()) > 0 {
 		return ClusterConfig{}, fieldErrorf("lb_subset_config", "subset load balancing is not supported (it would restrict which endpoints get traffic)")
@@ -324,14 +339,8 @@ func ignoredBreakers(c *clusterv3.Cluster) []string {
 	return ignored
 }
 
-// checkDiscovery checks that c is an EDS cluster fetched over ADS.
-func checkDiscovery(c *clusterv3.Cluster) *ResourceError {
-	if ct := c.GetClusterType(); ct != nil {
-		return fieldErrorf("cluster_type", "%q is not supported (lbkit follows EDS clusters only)", ct.GetName())
-	}
-	if t := c.GetType(); t != clusterv3.Cluster_EDS {
-		return fieldErrorf("type", "%s is not supported (lbkit follows EDS clusters only)", t)
-	}
+// checkEDS checks that c's endpoints are fetched over ADS.
+func checkEDS(c *clusterv3.Cluster) *ResourceError {
 	src := c.GetEdsClusterConfig().GetEdsConfig()
 	switch spec := src.GetConfigSourceSpecifier().(type) {
 	case *corev3.ConfigSource_Ads, *corev3.ConfigSource_Self:

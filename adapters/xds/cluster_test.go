@@ -417,13 +417,13 @@ func TestParseClusterErrors(t *testing.T) {
 	checkClusterErrors(t, []clusterError{
 		{"no name", edsCluster(func(c *clusterv3.Cluster) { c.Name = "" }), "name", "name: required"},
 		{"STATIC (the default type)", edsCluster(func(c *clusterv3.Cluster) { c.ClusterDiscoveryType = nil }), "type",
-			"type: STATIC is not supported (lbkit follows EDS clusters only)"},
-		{"STRICT_DNS", edsCluster(withType(clusterv3.Cluster_STRICT_DNS)), "type", "type: STRICT_DNS is not supported (lbkit follows EDS clusters only)"},
-		{"LOGICAL_DNS", edsCluster(withType(clusterv3.Cluster_LOGICAL_DNS)), "type", "type: LOGICAL_DNS is not supported (lbkit follows EDS clusters only)"},
-		{"ORIGINAL_DST", edsCluster(withType(clusterv3.Cluster_ORIGINAL_DST)), "type", "type: ORIGINAL_DST is not supported (lbkit follows EDS clusters only)"},
+			"type: STATIC is not supported (lbkit supports EDS, LOGICAL_DNS and aggregate clusters)"},
+		{"STRICT_DNS", edsCluster(withType(clusterv3.Cluster_STRICT_DNS)), "type", "type: STRICT_DNS is not supported (lbkit supports EDS, LOGICAL_DNS and aggregate clusters)"},
+		{"LOGICAL_DNS without load_assignment", edsCluster(withType(clusterv3.Cluster_LOGICAL_DNS)), "load_assignment", "load_assignment: required for a LOGICAL_DNS cluster"},
+		{"ORIGINAL_DST", edsCluster(withType(clusterv3.Cluster_ORIGINAL_DST)), "type", "type: ORIGINAL_DST is not supported (lbkit supports EDS, LOGICAL_DNS and aggregate clusters)"},
 		{"aggregate cluster", edsCluster(func(c *clusterv3.Cluster) {
 			c.ClusterDiscoveryType = &clusterv3.Cluster_ClusterType{ClusterType: &clusterv3.Cluster_CustomClusterType{Name: "envoy.clusters.aggregate"}}
-		}), "cluster_type", `cluster_type: "envoy.clusters.aggregate" is not supported (lbkit follows EDS clusters only)`},
+		}), "cluster_type.typed_config", `cluster_type.typed_config: required (cluster_type "envoy.clusters.aggregate")`},
 		{"no eds_cluster_config", edsCluster(func(c *clusterv3.Cluster) { c.EdsClusterConfig = nil }), "eds_cluster_config.eds_config",
 			"eds_cluster_config.eds_config: required: ads or self"},
 		{"eds_config path", edsCluster(func(c *clusterv3.Cluster) {

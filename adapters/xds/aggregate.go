@@ -184,6 +184,9 @@ type graphWalk struct {
 	// Pending lists the clusters reached whose resources are not known
 	// yet: until none is left nothing is published (gRFC A37).
 	Pending []string
+	// Missing lists the clusters reached that do not exist; Err then says
+	// so (unless the graph is too deep).
+	Missing []string
 	// Err is why the graph cannot be used: a cluster that does not
 	// exist, an aggregate cluster deeper than 16 levels, or no leaf
 	// cluster at all. It names the resource.
@@ -201,7 +204,6 @@ type graphWalk struct {
 func walkGraph(root string, lookup func(name string) (clusterState, *ClusterConfig)) graphWalk {
 	var w graphWalk
 	seen := make(map[string]bool)
-	var missing []string
 	var visit func(name string, depth int) bool
 	visit = func(name string, depth int) bool {
 		if seen[name] {
@@ -219,7 +221,7 @@ func walkGraph(root string, lookup func(name string) (clusterState, *ClusterConf
 			w.Pending = append(w.Pending, name)
 			return true
 		case state == clusterMissing || cfg == nil:
-			missing = append(missing, name)
+			w.Missing = append(w.Missing, name)
 			return true
 		case cfg.Kind != ClusterAggregate:
 			w.Leaves = append(w.Leaves, name)
@@ -235,8 +237,8 @@ func walkGraph(root string, lookup func(name string) (clusterState, *ClusterConf
 	visit(root, 1)
 	switch {
 	case w.Err != nil:
-	case len(missing) > 0:
-		w.Err = fmt.Errorf("xds: cluster %s of the aggregate cluster graph from %q does not exist", quoteAll(missing), root)
+	case len(w.Missing) > 0:
+		w.Err = fmt.Errorf("xds: cluster %s of the aggregate cluster graph from %q does not exist", quoteAll(w.Missing), root)
 	case len(w.Pending) == 0 && len(w.Leaves) == 0:
 		w.Err = fmt.Errorf("xds: cluster %q: the aggregate cluster graph has no EDS or LOGICAL_DNS cluster (only aggregate clusters in a loop)", root)
 	}

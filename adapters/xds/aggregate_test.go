@@ -9,32 +9,18 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	aggregatev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 	"pgregory.net/rapid"
+
+	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
 )
 
-// aggregateOf is an aggregate cluster over clusters.
-func aggregateOf(name string, clusters ...string) *clusterv3.Cluster {
-	v, _ := proto.Marshal(&aggregatev3.ClusterConfig{Clusters: clusters})
-	return &clusterv3.Cluster{Name: name, ClusterDiscoveryType: &clusterv3.Cluster_ClusterType{ClusterType: &clusterv3.Cluster_CustomClusterType{
-		Name: "envoy.clusters.aggregate", TypedConfig: &anypb.Any{TypeUrl: aggregateTypeURL, Value: v},
-	}}}
-}
-
-// logicalDNS is a LOGICAL_DNS cluster resolving host:port.
-func logicalDNS(name, host string, port uint32) *clusterv3.Cluster {
-	return &clusterv3.Cluster{Name: name, ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_LOGICAL_DNS},
-		LoadAssignment: &endpointv3.ClusterLoadAssignment{ClusterName: name, Endpoints: []*endpointv3.LocalityLbEndpoints{{
-			LbEndpoints: []*endpointv3.LbEndpoint{{HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
-				Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
-					Address: host, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: port},
-				}}},
-			}}}},
-		}}}}
-}
+// Short names for the clusters of these tests.
+var (
+	aggregateOf = controlplane.AggregateCluster
+	logicalDNS  = controlplane.LogicalDNSCluster
+)
 
 func TestParseAggregateAndLogicalDNSClusters(t *testing.T) {
 	cfg, err := ParseCluster(aggregateOf("agg", "primary", "secondary"))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"sync"
@@ -202,7 +203,8 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts res
 	if err != nil {
 		return nil, err
 	}
-	r := &xdsResolver{c: c, key: key, cc: cc, cluster: name, logger: opts.Logger.With("cluster", name), counter: acquireCounter(name)}
+	r := &xdsResolver{c: c, key: key, cc: cc, cluster: name, logger: opts.Logger.With("cluster", name), counter: acquireCounter(name),
+		rand: rand.New(rand.NewPCG(opts.Rand.Uint64(), opts.Rand.Uint64()))}
 	if b.cfg != nil && b.cfg.metrics != nil {
 		r.metrics = newResolverMetrics(b.cfg.metrics, b.cfg, label, c.cfg.servers[0].URI)
 	}

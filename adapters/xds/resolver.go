@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,7 +81,14 @@ type xdsResolver struct {
 	closeOnce sync.Once
 	view      atomic.Pointer[resolverView]
 
+	// dnsClosing counts the graph's DNS resolvers being closed.
+	dnsClosing sync.WaitGroup
+
 	// Owned by c's serializer.
+	// graph follows an aggregate or LOGICAL_DNS root (graph.go); nil for
+	// an EDS root. rand seeds its DNS resolvers.
+	graph     *clusterGraph
+	rand      *rand.Rand
 	cdsWatch  *subscription
 	edsWatch  *subscription
 	edsName   string
@@ -102,6 +110,7 @@ type resolverView struct {
 	cla       *eds.ClusterLoadAssignment
 	published *resolver.State
 	problems  []error
+	graph     []resolver.Fact
 }
 
 // start subscribes to the cluster. It runs inside the serializer.
@@ -113,7 +122,11 @@ func (r *xdsResolver) start() {
 // saveView replaces the copy Describe reads. It runs inside the
 // serializer, at the end of every callback.
 func (r *xdsResolver) saveView() {
-	r.view.Store(&resolverView{edsName: r.edsName, cfg: r.cfg, cla: r.cla, published: r.published, problems: []error{r.cdsErr, r.edsErr, r.treeErr}})
+	v := &resolverView{edsName: r.edsName, cfg: r.cfg, cla: r.cla, published: r.published, problems: []error{r.cdsErr, r.edsErr, r.treeErr}}
+	if r.graph != nil {
+		v.graph, v.problems = r.graph.facts(), append(v.problems, r.graph.problem)
+	}
+	r.view.Store(v)
 }
 
 // Describe says what the resolver follows and where it stands, for the
@@ -151,6 +164,7 @@ func (r *xdsResolver) Describe() resolver.Description {
 		}
 		facts = append(facts, resolver.Fact{Name: "endpoint policy", Value: leaf}, resolver.Fact{Name: "outlier detection", Value: od})
 	}
+	facts = append(facts, v.graph...)
 	facts = append(facts, r.limitFacts(v)...)
 	if v.published != nil {
 		facts = append(facts, resolver.Fact{Name: "addresses published", Value: strconv.Itoa(len(v.published.Addresses))})
@@ -172,8 +186,16 @@ func (r *xdsResolver) Describe() resolver.Description {
 	return d
 }
 
-// ResolveNow does nothing: the management server pushes every change.
-func (r *xdsResolver) ResolveNow() {}
+// ResolveNow resolves the LOGICAL_DNS clusters of an aggregate cluster
+// again (gRFC A37); it does nothing else: the management server pushes
+// every change. It never blocks.
+func (r *xdsResolver) ResolveNow() {
+	r.c.ser.Schedule(func() {
+		if r.graph != nil {
+			r.graph.resolveNow()
+		}
+	})
+}
 
 // Close ends the subscriptions and releases the shared client; no call
 // to the ClientConn happens after it returns. It waits for a callback of
@@ -184,6 +206,7 @@ func (r *xdsResolver) Close() {
 		// cancels exist; after it, no callback of theirs runs.
 		r.c.ser.Run(context.Background(), func() {
 			r.cdsWatch.cancel()
+			r.endGraph()
 			if r.edsWatch != nil {
 				r.edsWatch.cancel()
 			}
@@ -191,6 +214,7 @@ func (r *xdsResolver) Close() {
 				r.c.removeStreamMetrics(r.metrics)
 			}
 		})
+		r.dnsClosing.Wait()
 		release(r.key)
 		releaseCounter(r.cluster)
 	})
@@ -210,6 +234,9 @@ func (w clusterWatcher) update(v any) {
 	if cfg.EDSServiceName != r.edsName {
 		r.followEndpoints(cfg.EDSServiceName)
 	}
+	if r.followGraph(&cfg) { // aggregate and LOGICAL_DNS clusters (graph.go)
+		return
+	}
 	r.publish()
 }
 
@@ -219,6 +246,7 @@ func (w clusterWatcher) missing() {
 	r := w.r
 	defer r.saveView()
 	r.cfg = nil
+	r.endGraph()
 	r.followEndpoints("")
 	r.cdsErr = fmt.Errorf("xds: cluster %q does not exist on the management server %s", r.cluster, r.c.serverURI())
 	r.publishEmpty(r.cdsErr)

@@ -1,0 +1,220 @@
+package xds_test
+
+import (
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/lbkit/lbkit/adapters/nethttp"
+	"github.com/lbkit/lbkit/adapters/xds"
+	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
+	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/lb/backoff"
+	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/resolver"
+)
+
+// Short names for the clusters of these tests.
+var (
+	aggregateCluster  = controlplane.AggregateCluster
+	logicalDNSCluster = controlplane.LogicalDNSCluster
+)
+
+// subscribed matches a CDS request naming every one of names.
+func subscribed(names ...string) func(*discoveryv3.DiscoveryRequest) bool {
+	return func(r *discoveryv3.DiscoveryRequest) bool {
+		if r.GetTypeUrl() != xds.ClusterType {
+			return false
+		}
+		for _, n := range names {
+			if !slices.Contains(r.GetResourceNames(), n) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// An aggregate cluster's tree has the priorities of its clusters in
+// order, the first cluster's first (gRFC A37), each under its own
+// cluster's xds_cluster_impl_experimental; the resolver watches every
+// cluster of the graph.
+func TestAggregateClusterConcatenatesItsClustersPriorities(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{aggregateCluster("agg", "primary", "inner"), aggregateCluster("inner", "secondary", "primary"), clusterNamed("primary"), clusterNamed("secondary")},
+		[]*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("primary"), assignment("secondary", locality{Zone: "s", Weight: 1, Addrs: []string{"10.0.2.1:80"}})})
+	cc, r := follow(t, testBuilder(t, cp.addr), "agg", clock.NewMock(), &lbtest.Logs{})
+
+	st := cc.NextState(t)
+	want := []endpoint{
+		{"10.0.0.1:80", "primary/priority-0-0>r/a/", 1},
+		{"10.0.0.2:80", "primary/priority-0-0>r/a/", 1},
+		{"10.0.1.1:80", "primary/priority-1-0>r/b/", 1},
+		{"10.0.2.1:80", "secondary/priority-0-0>r/s/", 1},
+	}
+	if got := endpoints(st); !slices.Equal(got, want) {
+		t.Errorf("endpoints = %v, want %v", got, want)
+	}
+	for _, s := range []string{
+		`"priorities":["primary/priority-0-0","primary/priority-1-0","secondary/priority-0-0"]`,
+		`{"xds_cluster_impl_experimental":{"cluster":"primary","maxConcurrentRequests":1024,`,
+		`{"xds_cluster_impl_experimental":{"cluster":"secondary","maxConcurrentRequests":1024,`,
+	} {
+		if !strings.Contains(string(st.ServiceConfig), s) {
+			t.Errorf("service config %s lacks %s", st.ServiceConfig, s)
+		}
+	}
+	cp.waitRequest(ctxFor(t), subscribed("agg", "inner", "primary", "secondary"))
+	xds.Sync(t, r)
+	var leaves string
+	for _, f := range r.(resolver.Describer).Describe().Facts {
+		if f.Name == "leaf clusters" {
+			leaves = f.Value
+		}
+	}
+	if leaves != "primary (EDS primary), secondary (EDS secondary)" {
+		t.Errorf("Describe's leaf clusters = %q", leaves)
+	}
+}
+
+// A graph deeper than 16 levels, and an aggregate cluster naming only
+// itself, are errors naming the resource; nothing is published.
+func TestAggregateClusterGraphErrors(t *testing.T) {
+	chain := []*clusterv3.Cluster{clusterNamed("leaf")}
+	for i := 1; i <= 16; i++ {
+		next := "c" + strconv.Itoa(i+1)
+		if i == 16 {
+			next = "leaf"
+		}
+		chain = append(chain, aggregateCluster("c"+strconv.Itoa(i), next))
+	}
+	cp := startControlPlane(t)
+	cp.set("1", append(chain, aggregateCluster("self", "self")), []*endpointv3.ClusterLoadAssignment{assignment("leaf", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80"}})})
+	b := testBuilder(t, cp.addr)
+	for _, tc := range []struct{ root, want string }{
+		{"c1", `xds: cluster "leaf": the aggregate cluster graph from "c1" is deeper than 16 levels (gRFC A37)`},
+		{"self", `xds: cluster "self": the aggregate cluster graph has no EDS or LOGICAL_DNS cluster`},
+	} {
+		cc, _ := follow(t, b, tc.root, clock.NewMock(), &lbtest.Logs{})
+		if err := cc.NextError(t); !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.root, err, tc.want)
+		}
+	}
+	// 15 aggregate levels over the leaf are within the limit.
+	cc, _ := follow(t, b, "c2", clock.NewMock(), &lbtest.Logs{})
+	if got := endpoints(cc.NextState(t)); len(got) != 1 || got[0].path != "leaf/priority-0-0>r/a/" {
+		t.Errorf("c2: endpoints %v", got)
+	}
+}
+
+// A cluster of the graph that does not exist fails the channel with a
+// reason naming it (gRFC A37), once the does-not-exist timer fires.
+func TestAggregateClusterWithAMissingCluster(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{aggregateCluster("agg", "primary", "gone"), clusterNamed("primary")},
+		[]*endpointv3.ClusterLoadAssignment{assignment("primary", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80"}})})
+	mock := clock.NewMock()
+	cc, r := follow(t, testBuilder(t, cp.addr), "agg", mock, &lbtest.Logs{})
+	cp.waitRequest(ctxFor(t), subscribed("agg", "primary", "gone"))
+	xds.Sync(t, r)
+	if n := cc.Events.Pending(); n != 0 {
+		t.Fatalf("%d updates before every cluster is known, want none (gRFC A37)", n)
+	}
+	lbtest.AdvanceSerializers(t, mock, xds.DefaultResourceTimeout, xds.SerializerOf(r))
+	st := cc.NextState(t)
+	if len(st.Addresses) != 0 || st.Degraded == nil || !strings.Contains(st.Degraded.Error(), `cluster "gone" of the aggregate cluster graph from "agg" does not exist`) {
+		t.Errorf("state %v, Degraded %v", st.Addresses, st.Degraded)
+	}
+}
+
+// failoverServers starts the backends of the failover test and a channel
+// following xds:///root.
+func failoverChannel(t *testing.T, cp *testPlane, root string) *http.Client {
+	t.Helper()
+	fast := backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.6, MaxDelay: 100 * time.Millisecond}
+	ch, err := conn.New("xds:///"+root, conn.WithResolver(testBuilder(t, cp.addr, xds.WithBackoff(fast))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ch.Close() })
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// until sends requests until one reaches want, then n more that must all
+// reach want.
+func until(t *testing.T, client *http.Client, want string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		name, err := get(client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no request reached %s within %v", want, hangGuard)
+		}
+	}
+	for i := range n {
+		if name, err := get(client); err != nil || name != want {
+			t.Fatalf("request %d after the switch: %q, %v; want %s", i, name, err, want)
+		}
+	}
+}
+
+// An aggregate cluster [primary, secondary] over real HTTP backends sends
+// its traffic to primary; when primary's assignment has no endpoint the
+// traffic fails over to secondary, and it comes back with primary's
+// endpoints (gRFC A37's failover, issue 31's proof).
+func TestAggregateClusterFailsOverBetweenClusters(t *testing.T) {
+	addrs := namedServers(t, "primary", "secondary")
+	cp := startControlPlane(t)
+	clusters := []*clusterv3.Cluster{aggregateCluster("agg", "primary", "secondary"), clusterNamed("primary"), clusterNamed("secondary")}
+	secondary := assignment("secondary", locality{Zone: "s", Weight: 1, Addrs: addrs[1:]})
+	withPrimary := []*endpointv3.ClusterLoadAssignment{assignment("primary", locality{Zone: "p", Weight: 1, Addrs: addrs[:1]}), secondary}
+	cp.set("1", clusters, withPrimary)
+	client := failoverChannel(t, cp, "agg")
+
+	until(t, client, "primary", 20)
+	cp.set("2", clusters, []*endpointv3.ClusterLoadAssignment{assignment("primary"), secondary})
+	until(t, client, "secondary", 20)
+	cp.set("3", clusters, withPrimary)
+	until(t, client, "primary", 20)
+}
+
+// A LOGICAL_DNS cluster serves the addresses DNS gives for its host,
+// alone or as an aggregate cluster's fallback from an EDS cluster
+// without endpoints (A37's EDS-to-DNS fallback).
+func TestLogicalDNSClusterServes(t *testing.T) {
+	addrs := namedServers(t, "dns")
+	_, portText, err := net.SplitHostPort(addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.ParseUint(portText, 10, 16)
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{
+		logicalDNSCluster("by-ip", "127.0.0.1", uint32(port)),
+		logicalDNSCluster("by-name", "localhost", uint32(port)),
+		clusterNamed("empty"),
+		aggregateCluster("fallback", "empty", "by-name"),
+	}, []*endpointv3.ClusterLoadAssignment{assignment("empty")})
+	for _, root := range []string{"by-ip", "by-name", "fallback"} {
+		t.Run(root, func(t *testing.T) {
+			until(t, failoverChannel(t, cp, root), "dns", 5)
+		})
+	}
+}
+

@@ -217,4 +217,3 @@ func TestLogicalDNSClusterServes(t *testing.T) {
 		})
 	}
 }
-

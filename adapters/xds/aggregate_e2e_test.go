@@ -1,11 +1,15 @@
 package xds_test
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +24,7 @@ import (
 	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/resolver/dns"
 )
 
 // Short names for the clusters of these tests.
@@ -216,4 +221,109 @@ func TestLogicalDNSClusterServes(t *testing.T) {
 			until(t, failoverChannel(t, cp, root), "dns", 5)
 		})
 	}
+}
+
+// fakeDNS answers lookups of host names from a table; a name not in it
+// fails. It counts the lookups.
+type fakeDNS struct {
+	mu      sync.Mutex
+	answers map[string]string
+	lookups int
+}
+
+func (f *fakeDNS) set(host, ip string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers[host] = ip
+}
+
+func (f *fakeDNS) lookup(_ context.Context, host string) ([]netip.Addr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lookups++
+	ip, ok := f.answers[host]
+	if !ok {
+		return nil, fmt.Errorf("no such host %s", host)
+	}
+	return []netip.Addr{netip.MustParseAddr(ip)}, nil
+}
+
+func (f *fakeDNS) builder(t *testing.T) *dns.Builder {
+	t.Helper()
+	b, err := dns.NewBuilder(dns.WithLookup(f.lookup), dns.WithMinResolutionInterval(0), dns.WithPollInterval(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A LOGICAL_DNS cluster's addresses are one locality under pick_first,
+// and each ResolveNow resolves the host again (gRFC A37).
+func TestLogicalDNSClusterResolvesAgainOnResolveNow(t *testing.T) {
+	f := &fakeDNS{answers: map[string]string{"svc.example": "10.0.0.1"}}
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{logicalDNSCluster("d", "svc.example", 8080)}, nil)
+	cc, r := follow(t, testBuilder(t, cp.addr, xds.WithDNS(f.builder(t))), "d", clock.NewMock(), &lbtest.Logs{})
+
+	st := cc.NextState(t)
+	if got := endpoints(st); !slices.Equal(got, []endpoint{{"10.0.0.1:8080", "d/priority-0-0", 1}}) {
+		t.Errorf("endpoints = %v", got)
+	}
+	if !strings.Contains(string(st.ServiceConfig), `"childPolicy":[{"pick_first":{}}]`) {
+		t.Errorf("service config %s: want pick_first under the cluster's xds_cluster_impl_experimental", st.ServiceConfig)
+	}
+	f.set("svc.example", "10.0.0.2")
+	r.ResolveNow()
+	if got := endpoints(cc.NextState(t)); !slices.Equal(got, []endpoint{{"10.0.0.2:8080", "d/priority-0-0", 1}}) {
+		t.Errorf("after ResolveNow: endpoints = %v", got)
+	}
+}
+
+// A LOGICAL_DNS cluster whose first resolution fails has no endpoints,
+// so the aggregate cluster's next cluster serves (gRFC A37).
+func TestAggregateClusterSkipsAFailedDNSCluster(t *testing.T) {
+	f := &fakeDNS{answers: map[string]string{}}
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{aggregateCluster("agg", "d", "s"), logicalDNSCluster("d", "nowhere.example", 80), clusterNamed("s")},
+		[]*endpointv3.ClusterLoadAssignment{assignment("s", locality{Zone: "s", Weight: 1, Addrs: []string{"10.0.2.1:80"}})})
+	cc, _ := follow(t, testBuilder(t, cp.addr, xds.WithDNS(f.builder(t))), "agg", clock.NewMock(), &lbtest.Logs{})
+	st := cc.NextState(t)
+	if got := endpoints(st); !slices.Equal(got, []endpoint{{"10.0.2.1:80", "s/priority-0-0>r/s/", 1}}) || st.Degraded != nil {
+		t.Errorf("endpoints = %v, Degraded %v", got, st.Degraded)
+	}
+}
+
+// When the aggregate cluster drops a cluster, its CDS and EDS watches end
+// and its priorities leave the tree; when the root becomes an EDS
+// cluster, the graph ends.
+func TestAggregateClusterFollowsGraphChanges(t *testing.T) {
+	cp := startControlPlane(t)
+	eds := []*endpointv3.ClusterLoadAssignment{
+		assignment("p", locality{Zone: "p", Weight: 1, Addrs: []string{"10.0.0.1:80"}}),
+		assignment("s", locality{Zone: "s", Weight: 1, Addrs: []string{"10.0.2.1:80"}}),
+		assignment("agg", locality{Zone: "x", Weight: 1, Addrs: []string{"10.0.9.1:80"}}),
+	}
+	cp.set("1", []*clusterv3.Cluster{aggregateCluster("agg", "p", "s"), clusterNamed("p"), clusterNamed("s")}, eds)
+	cc, _ := follow(t, testBuilder(t, cp.addr), "agg", clock.NewMock(), &lbtest.Logs{})
+	if got := endpoints(cc.NextState(t)); len(got) != 2 {
+		t.Fatalf("endpoints = %v, want p's and s's", got)
+	}
+	ctx := ctxFor(t)
+	cp.set("2", []*clusterv3.Cluster{aggregateCluster("agg", "s"), clusterNamed("p"), clusterNamed("s")}, eds)
+	if got := endpoints(cc.NextState(t)); !slices.Equal(got, []endpoint{{"10.0.2.1:80", "s/priority-0-0>r/s/", 1}}) {
+		t.Errorf("after dropping p: endpoints = %v", got)
+	}
+	cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.ClusterType && slices.Equal(r.GetResourceNames(), []string{"agg", "s"})
+	})
+	cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.EndpointType && slices.Equal(r.GetResourceNames(), []string{"s"})
+	})
+	cp.set("3", []*clusterv3.Cluster{clusterNamed("agg")}, eds)
+	if got := endpoints(cc.NextState(t)); !slices.Equal(got, []endpoint{{"10.0.9.1:80", "priority-0-0>r/x/", 1}}) {
+		t.Errorf("agg as an EDS cluster: endpoints = %v", got)
+	}
+	cp.waitRequest(ctx, func(r *discoveryv3.DiscoveryRequest) bool {
+		return r.GetTypeUrl() == xds.EndpointType && slices.Equal(r.GetResourceNames(), []string{"agg"})
+	})
 }

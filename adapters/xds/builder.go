@@ -14,6 +14,7 @@ import (
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/backoff"
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/resolver/dns"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 )
@@ -30,6 +31,7 @@ type builderConfig struct {
 	backoff         backoff.Config
 	dialOptions     []grpc.DialOption
 	metrics         lb.MetricsRecorder // nil: none
+	dns             *dns.Builder       // nil: dns.NewBuilder()'s defaults
 }
 
 func defaultConfig() builderConfig {
@@ -100,6 +102,20 @@ func WithMetrics(rec lb.MetricsRecorder) Option {
 			return errors.New("xds: WithMetrics: the recorder is nil")
 		}
 		c.metrics = rec
+		return nil
+	})
+}
+
+// WithDNS resolves the host of LOGICAL_DNS clusters (gRFC A37) with b,
+// for its lookup, its intervals and its backoff; the default is the dns
+// package's defaults (a zero dns.Builder): a 30 s poll interval and
+// floor. Each resolution runs on the channel's clock. b must not be nil.
+func WithDNS(b *dns.Builder) Option {
+	return optionFunc(func(c *builderConfig) error {
+		if b == nil {
+			return errors.New("xds: WithDNS: the builder is nil")
+		}
+		c.dns = b
 		return nil
 	})
 }
@@ -207,6 +223,10 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts res
 		rand: rand.New(rand.NewPCG(opts.Rand.Uint64(), opts.Rand.Uint64()))}
 	if b.cfg != nil && b.cfg.metrics != nil {
 		r.metrics = newResolverMetrics(b.cfg.metrics, b.cfg, label, c.cfg.servers[0].URI)
+	}
+	r.dns = &dns.Builder{}
+	if b.cfg != nil && b.cfg.dns != nil {
+		r.dns = b.cfg.dns
 	}
 	c.ser.Schedule(func() {
 		if r.metrics != nil {

@@ -227,7 +227,7 @@ func (g *clusterGraph) start(l *graphLeaf) {
 		Logger: g.r.logger.With("dns_cluster", l.name),
 		Rand:   rand.New(rand.NewPCG(g.r.rand.Uint64(), g.r.rand.Uint64())),
 	}
-	res, err := (&dns.Builder{}).Build(resolver.Target{Scheme: dns.Scheme, Endpoint: l.target}, dnsConn{g, l}, opts)
+	res, err := g.r.dns.Build(resolver.Target{Scheme: dns.Scheme, Endpoint: l.target}, dnsConn{g, l}, opts)
 	if err != nil {
 		// ParseCluster validated the target; should it still be refused,
 		// the leaf has no endpoints and says why.

@@ -16,6 +16,7 @@ import (
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	"github.com/lbkit/lbkit/lb/clusterimpl"
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/resolver/dns"
 	"github.com/lbkit/lbkit/lb/resolver/eds"
 	"google.golang.org/protobuf/proto"
 )
@@ -81,6 +82,8 @@ type xdsResolver struct {
 	closeOnce sync.Once
 	view      atomic.Pointer[resolverView]
 
+	// dns builds the DNS resolvers of LOGICAL_DNS clusters.
+	dns *dns.Builder
 	// dnsClosing counts the graph's DNS resolvers being closed.
 	dnsClosing sync.WaitGroup
 

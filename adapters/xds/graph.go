@@ -303,16 +303,6 @@ func (g *clusterGraph) publish() {
 		parts = append(parts, p)
 	}
 	conv, err := eds.Concat(parts)
-	r := g.r
-	if err != nil {
-		err = fmt.Errorf("xds: cluster %q: %w", r.cluster, err)
-		r.treeErr = err
-		if r.published == nil {
-			r.cc.ReportError(err)
-		}
-		r.logger.Warn("xds: cannot build the tree; keeping the last good state", "error", err)
-		return
-	}
 	if conv.State.Degraded != nil {
 		var why []string
 		for _, l := range g.leaves {
@@ -323,24 +313,9 @@ func (g *clusterGraph) publish() {
 		if len(why) > 0 {
 			conv.State.Degraded = fmt.Errorf("%w (%s)", conv.State.Degraded, strings.Join(why, "; "))
 		}
-		conv.State.Degraded = fmt.Errorf("xds: cluster %q: %w", r.cluster, conv.State.Degraded)
 	}
 	conv.State.Attributes = clusterimpl.WithCounters(conv.State.Attributes, g.counters)
-	r.treeErr = nil
-	if r.published != nil && resolver.SameState(*r.published, conv.State) {
-		return
-	}
-	if len(conv.LeftOut) > 0 || conv.NotUsable > 0 {
-		r.logger.Warn("xds: parts of the assignment are left out of the tree", "localities", conv.LeftOut, "endpoints_not_healthy", conv.NotUsable)
-	}
-	if err := r.offer(&conv.State); err != nil {
-		r.logger.Debug("xds: the channel refused the state", "error", err)
-		return
-	}
-	if conv.State.Degraded != nil {
-		r.logger.Warn("xds: no endpoints to serve", "error", conv.State.Degraded)
-	}
-	r.logger.Debug("xds: published", "addresses", len(conv.State.Addresses))
+	g.r.publishConversion(conv, err)
 }
 
 // facts describes the graph for Describe; it runs inside the serializer.

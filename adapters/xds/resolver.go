@@ -307,6 +307,15 @@ func (r *xdsResolver) publish() {
 		return
 	}
 	conv, err := r.namer.Convert(r.cla, r.cfg.Policies)
+	conv.State.Attributes = clusterimpl.WithCounter(conv.State.Attributes, r.counter)
+	r.publishConversion(conv, err)
+}
+
+// publishConversion publishes conv's state, its reason prefixed with the
+// cluster, unless it is the state published; err is the conversion's
+// error, reported to the channel when nothing was published yet, with
+// the last good state kept.
+func (r *xdsResolver) publishConversion(conv eds.Conversion, err error) {
 	if err != nil {
 		err = fmt.Errorf("xds: cluster %q: %w", r.cluster, err)
 		r.treeErr = err
@@ -319,7 +328,6 @@ func (r *xdsResolver) publish() {
 	if conv.State.Degraded != nil {
 		conv.State.Degraded = fmt.Errorf("xds: cluster %q: %w", r.cluster, conv.State.Degraded)
 	}
-	conv.State.Attributes = clusterimpl.WithCounter(conv.State.Attributes, r.counter)
 	r.treeErr = nil
 	if r.published != nil && resolver.SameState(*r.published, conv.State) {
 		return

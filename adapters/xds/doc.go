@@ -20,6 +20,20 @@
 // cluster give their channels one counter of requests in flight, so the
 // limit holds across the process.
 //
+// # Aggregate and LOGICAL_DNS clusters
+//
+// The cluster may be a LOGICAL_DNS cluster, whose load_assignment names the
+// host:port that package lb/resolver/dns resolves ([WithDNS]), or an
+// aggregate cluster (gRFC A37), whose clusters, EDS, LOGICAL_DNS or
+// aggregate again, the resolver watches in turn. It walks the graph depth
+// first, each leaf cluster listed where first reached (loops and repeats add
+// nothing, more than 16 levels is an error naming the cluster), publishes
+// nothing until every cluster is known, and publishes one
+// priority_experimental whose priorities are the leaves' in order, each
+// under its own cluster's xds_cluster_impl_experimental and counter: a leaf
+// without endpoints lets traffic fail over to the next. docs/choices.md
+// ("xDS aggregate and LOGICAL_DNS clusters") says where lbkit chooses.
+//
 // # Sharing
 //
 // One ADS client, with one gRPC connection and one stream, serves every

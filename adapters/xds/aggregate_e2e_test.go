@@ -327,3 +327,67 @@ func TestAggregateClusterFollowsGraphChanges(t *testing.T) {
 		return r.GetTypeUrl() == xds.EndpointType && slices.Equal(r.GetResourceNames(), []string{"agg"})
 	})
 }
+
+// An aggregate cluster (gRFC A37) over an EDS cluster and a LOGICAL_DNS
+// fallback: while the EDS cluster has no endpoint the DNS cluster serves,
+// and traffic returns to the EDS cluster once it has one. WithDNS chooses
+// how LOGICAL_DNS hosts are resolved (here the dns package's defaults,
+// with a 10 s poll interval and floor).
+func ExampleWithDNS() {
+	addrs, stop := exampleServers("from EDS", "from DNS")
+	defer stop()
+	cp, err := controlplane.Start("127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cp.Stop()
+	host, port, _ := net.SplitHostPort(addrs[1])
+	dnsPort, _ := strconv.ParseUint(port, 10, 16)
+	clusters := []*clusterv3.Cluster{
+		controlplane.AggregateCluster("shop", "shop-eds", "shop-dns"),
+		controlplane.EDSCluster("shop-eds"),
+		controlplane.LogicalDNSCluster("shop-dns", host, uint32(dnsPort)),
+	}
+	publish := func(version string, edsAddrs ...string) {
+		err := cp.Set(version, clusters, []*endpointv3.ClusterLoadAssignment{
+			controlplane.Assignment("shop-eds", controlplane.Locality{Zone: "a", Weight: 1, Addrs: edsAddrs}),
+		})
+		if err != nil {
+			fmt.Println(err)
+		}
+	}
+	publish("1") // the EDS cluster has no endpoint yet
+
+	dnsBuilder, err := dns.NewBuilder(dns.WithPollInterval(10*time.Second), dns.WithMinResolutionInterval(10*time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	boot := &xds.Bootstrap{Servers: []xds.Server{{URI: cp.Addr, Creds: xds.Creds{Type: "insecure"}}}, Node: xds.Node{ID: controlplane.Node}}
+	b, err := xds.NewBuilder(xds.WithBootstrap(boot), xds.WithDNS(dnsBuilder))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ch, err := conn.New("xds:///shop", conn.WithResolver(b))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ch.Close()
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+
+	name, _ := get(client)
+	fmt.Println("EDS empty:", name)
+	publish("2", addrs[0])
+	for name != "from EDS" {
+		name, _ = get(client)
+	}
+	fmt.Println("EDS back:", name)
+	// Output:
+	// EDS empty: from DNS
+	// EDS back: from EDS
+}

@@ -29,7 +29,9 @@ func FuzzDecodeResources(f *testing.F) {
 	cluster := &clusterv3.Cluster{Name: "c", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS},
 		EdsClusterConfig: &clusterv3.Cluster_EdsClusterConfig{EdsConfig: &corev3.ConfigSource{
 			ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}}}}
-	for _, m := range []proto.Message{cla, cluster} {
+	aggregate := controlplane.AggregateCluster("a", "b", "c")
+	logicalDNS := controlplane.LogicalDNSCluster("d", "localhost", 8080)
+	for _, m := range []proto.Message{cla, cluster, aggregate, logicalDNS} {
 		raw, err := proto.Marshal(m)
 		if err != nil {
 			f.Fatal(err)

@@ -210,39 +210,59 @@ func modelLeaves(root string, g map[string]*ClusterConfig, budget int) (leaves [
 	return leaves, tooDeep, missing, pending, true
 }
 
+// drawGraph draws a graph of clusters c0 (the root) to c<n-1>: each
+// pending (absent), missing (nil), a leaf or an aggregate cluster, in
+// shares drawn per graph, an aggregate's clusters mostly the next one and
+// otherwise any; half the graphs are long chains of aggregates ending in a
+// leaf, around the depth limit.
+func drawGraph(t *rapid.T) map[string]*ClusterConfig {
+	n := rapid.IntRange(1, 24).Draw(t, "clusters")
+	aggPct := rapid.IntRange(0, 100).Draw(t, "aggregate %")
+	badPct := rapid.IntRange(0, 20).Draw(t, "pending or missing %")
+	if rapid.Bool().Draw(t, "long chain") {
+		// Around the depth limit: aggregates with a leaf at the end, a
+		// few leaves on the way.
+		n, aggPct, badPct = rapid.IntRange(14, 24).Draw(t, "chain length"), 95, 0
+	}
+	name := func(i int) string { return fmt.Sprintf("c%d", i) }
+	g := make(map[string]*ClusterConfig)
+	for i := range n {
+		roll := rapid.IntRange(0, 99).Draw(t, "roll "+name(i))
+		switch {
+		case roll < badPct/2:
+			// pending: absent
+		case roll < badPct:
+			g[name(i)] = nil
+		case roll < badPct+(100-badPct)*aggPct/100:
+			var children []string
+			for range rapid.IntRange(1, 3).Draw(t, "children of "+name(i)) {
+				if rapid.IntRange(0, 3).Draw(t, "forward") > 0 {
+					children = append(children, name(min(i+1, n-1)))
+				} else {
+					children = append(children, name(rapid.IntRange(0, n-1).Draw(t, "child")))
+				}
+			}
+			g[name(i)] = agg(children...)
+		default:
+			g[name(i)] = &ClusterConfig{Kind: ClusterKind(rapid.IntRange(0, 1).Draw(t, "leaf kind"))}
+		}
+	}
+	if aggPct == 95 && g[name(n-1)] != nil && g[name(n-1)].Kind == ClusterAggregate {
+		g[name(n-1)] = edsLeaf
+	}
+	return g
+}
+
 // The walk matches the model on random graphs: chains (to pass the depth
 // limit), diamonds, loops, missing and pending clusters.
 func TestWalkGraphMatchesA37Model(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		n := rapid.IntRange(1, 24).Draw(t, "clusters")
-		name := func(i int) string { return fmt.Sprintf("c%d", i) }
-		g := make(map[string]*ClusterConfig)
-		for i := range n {
-			switch rapid.IntRange(0, 9).Draw(t, "kind "+name(i)) {
-			case 0:
-				// pending: absent
-			case 1:
-				g[name(i)] = nil
-			case 2, 3:
-				g[name(i)] = &ClusterConfig{Kind: ClusterKind(rapid.IntRange(0, 1).Draw(t, "leaf kind"))}
-			default:
-				k := rapid.IntRange(1, 3).Draw(t, "children of "+name(i))
-				var children []string
-				for range k {
-					if rapid.IntRange(0, 3).Draw(t, "forward") > 0 {
-						children = append(children, name(min(i+1, n-1)))
-					} else {
-						children = append(children, name(rapid.IntRange(0, n-1).Draw(t, "child")))
-					}
-				}
-				g[name(i)] = agg(children...)
-			}
-		}
-		leaves, tooDeep, missing, pending, ok := modelLeaves(name(0), g, 200_000)
+		g := drawGraph(t)
+		leaves, tooDeep, missing, pending, ok := modelLeaves("c0", g, 200_000)
 		if !ok {
 			t.Skip("the model's expansion is too large")
 		}
-		w := walkGraph(name(0), graphLookup(g))
+		w := walkGraph("c0", graphLookup(g))
 		switch {
 		case tooDeep:
 			if w.Err == nil || !strings.Contains(w.Err.Error(), "deeper than 16") {

@@ -2,6 +2,7 @@ package xds_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,7 +22,9 @@ import (
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
 	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/backoff"
+	"github.com/lbkit/lbkit/lb/clusterimpl"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/dns"
@@ -390,4 +393,48 @@ func ExampleWithDNS() {
 	// Output:
 	// EDS empty: from DNS
 	// EDS back: from EDS
+}
+
+// Under an aggregate cluster each cluster's priorities count in that
+// cluster's process-wide counter (gRFC A32 and A37): a request in flight on
+// a channel following p directly fills p's limit of 1 for the aggregate
+// cluster's channel too.
+func TestAggregateClusterCountsInEachClustersCounter(t *testing.T) {
+	addrs := namedServers(t, "p", "s")
+	cp := startControlPlane(t)
+	cp.set("1", []*clusterv3.Cluster{aggregateCluster("agg", "p", "s"), withMaxRequests("p", 1), clusterNamed("s")}, []*endpointv3.ClusterLoadAssignment{
+		assignment("p", locality{Zone: "p", Weight: 1, Addrs: addrs[:1]}),
+		assignment("s", locality{Zone: "s", Weight: 1, Addrs: addrs[1:]}),
+	})
+	ctx := ctxFor(t)
+	var chans []*conn.Channel
+	for _, target := range []string{"xds:///agg", "xds:///p"} {
+		ch, err := conn.New(target, conn.WithResolver(testBuilder(t, cp.addr)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ch.Close() })
+		r, err := ch.Pick(ctx, conn.PickOptions{WaitForReady: true})
+		if err != nil {
+			t.Fatalf("%s: %v", target, err)
+		}
+		r.Finish(lb.DoneInfo{})
+		chans = append(chans, ch)
+	}
+	held, err := chans[1].Pick(ctx, conn.PickOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chans[0].Pick(ctx, conn.PickOptions{}); !errors.Is(err, clusterimpl.ErrOverLimit) || !strings.Contains(err.Error(), `cluster "p"`) {
+		t.Fatalf("the aggregate's pick while p's one request is in flight elsewhere: %v, want over p's limit", err)
+	}
+	held.Finish(lb.DoneInfo{})
+	r, err := chans[0].Pick(ctx, conn.PickOptions{})
+	if err != nil {
+		t.Fatalf("after the request ended: %v", err)
+	}
+	if _, err := chans[1].Pick(ctx, conn.PickOptions{}); !errors.Is(err, clusterimpl.ErrOverLimit) {
+		t.Errorf("p's channel while the aggregate's request to p is in flight: %v, want over the limit", err)
+	}
+	r.Finish(lb.DoneInfo{})
 }

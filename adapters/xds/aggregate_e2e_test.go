@@ -54,12 +54,14 @@ func subscribed(names ...string) func(*discoveryv3.DiscoveryRequest) bool {
 // An aggregate cluster's tree has the priorities of its clusters in
 // order, the first cluster's first (gRFC A37), each under its own
 // cluster's xds_cluster_impl_experimental; the resolver watches every
-// cluster of the graph.
+// cluster of the graph, describes its leaves and logs the fields a
+// cluster under the aggregate sets that lbkit ignores.
 func TestAggregateClusterConcatenatesItsClustersPriorities(t *testing.T) {
 	cp := startControlPlane(t)
-	cp.set("1", []*clusterv3.Cluster{aggregateCluster("agg", "primary", "inner"), aggregateCluster("inner", "secondary", "primary"), clusterNamed("primary"), clusterNamed("secondary")},
+	cp.set("1", []*clusterv3.Cluster{aggregateCluster("agg", "primary", "inner"), aggregateCluster("inner", "secondary", "primary"), clusterNamed("primary"), withMaxRequests("secondary", 1024)},
 		[]*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("primary"), assignment("secondary", locality{Zone: "s", Weight: 1, Addrs: []string{"10.0.2.1:80"}})})
-	cc, r := follow(t, testBuilder(t, cp.addr), "agg", clock.NewMock(), &lbtest.Logs{})
+	logs := &lbtest.Logs{}
+	cc, r := follow(t, testBuilder(t, cp.addr), "agg", clock.NewMock(), logs)
 
 	st := cc.NextState(t)
 	want := []endpoint{
@@ -90,6 +92,10 @@ func TestAggregateClusterConcatenatesItsClustersPriorities(t *testing.T) {
 	}
 	if leaves != "primary (EDS primary), secondary (EDS secondary)" {
 		t.Errorf("Describe's leaf clusters = %q", leaves)
+	}
+	// secondary's HIGH threshold is ignored (gRFC A32), and logged.
+	if !logged(logs, "the cluster sets fields lbkit ignores") || !logged(logs, "resource=secondary") {
+		t.Errorf("no log of secondary's ignored fields: %q", logs.Lines())
 	}
 }
 

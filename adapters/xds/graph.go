@@ -348,6 +348,9 @@ type nodeWatcher struct {
 func (w nodeWatcher) update(v any) {
 	defer w.g.r.saveView()
 	cfg := v.(ClusterConfig)
+	if len(cfg.Ignored) > 0 && (w.n.cfg == nil || !slices.Equal(w.n.cfg.Ignored, cfg.Ignored)) {
+		w.g.r.logger.Warn("xds: the cluster sets fields lbkit ignores", "resource", w.name, "fields", cfg.Ignored)
+	}
 	w.n.state, w.n.cfg = clusterKnown, &cfg
 	w.g.update()
 }

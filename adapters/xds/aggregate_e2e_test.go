@@ -379,23 +379,17 @@ func ExampleWithDNS() {
 		fmt.Println(err)
 		return
 	}
-	ch, err := conn.New("xds:///shop", conn.WithResolver(b))
+	client, closeClient, err := exampleClient("xds:///shop", b)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer ch.Close()
-	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
+	defer closeClient()
 
 	name, _ := get(client)
 	fmt.Println("EDS empty:", name)
 	publish("2", addrs[0])
-	for name != "from EDS" {
-		name, _ = get(client)
-	}
-	fmt.Println("EDS back:", name)
+	fmt.Println("EDS back:", getUntil(client, "from EDS"))
 	// Output:
 	// EDS empty: from DNS
 	// EDS back: from EDS

@@ -240,23 +240,17 @@ func ExampleNewBuilder() {
 		fmt.Println(err)
 		return
 	}
-	ch, err := conn.New("xds:///shop", conn.WithResolver(b))
+	client, closeClient, err := exampleClient("xds:///shop", b)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer ch.Close()
-	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
+	defer closeClient()
 
 	name, _ := get(client)
 	fmt.Println("snapshot 1:", name)
 	publish("2", addrs[1])
-	for name != "green" {
-		name, _ = get(client)
-	}
-	fmt.Println("snapshot 2:", name)
+	fmt.Println("snapshot 2:", getUntil(client, "green"))
 	// Output:
 	// snapshot 1: blue
 	// snapshot 2: green
@@ -307,6 +301,28 @@ func ExampleWithMetrics() {
 	// connected: 1
 	// clusters acked: 1
 	// endpoints acked: 1
+}
+
+// exampleClient returns an http.Client whose requests go through a
+// channel following target with b's resolvers, and the function that
+// closes them.
+func exampleClient(target string, b *xds.Builder) (*http.Client, func(), error) {
+	ch, err := conn.New(target, conn.WithResolver(b))
+	if err != nil {
+		return nil, nil, err
+	}
+	tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
+	return &http.Client{Transport: tr}, func() { tr.CloseIdleConnections(); ch.Close() }, nil
+}
+
+// getUntil sends requests through client until one is served by want,
+// and returns want.
+func getUntil(client *http.Client, want string) string {
+	for {
+		if name, _ := get(client); name == want {
+			return name
+		}
+	}
 }
 
 // exampleServers is namedServers for examples.

@@ -64,7 +64,8 @@ func decodeEndpoints(raw []byte) (string, any, error) {
 
 // xdsResolver follows one cluster: its CDS resource says which EDS
 // resource to follow and with which policies; each valid pair is
-// published as the eds package's tree, straight to cc. Its state is owned
+// published as the eds package's tree, straight to cc. An aggregate or
+// LOGICAL_DNS cluster is handed to a clusterGraph instead (graph.go). Its state is owned
 // by its client's serializer, where its watchers' callbacks run; Describe
 // reads a copy (view) replaced after each of them.
 type xdsResolver struct {

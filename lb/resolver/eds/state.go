@@ -156,6 +156,11 @@ type Conversion struct {
 // leaves n unchanged.
 func (n *Namer) Convert(cla *ClusterLoadAssignment, p Policies) (Conversion, error) {
 	st, d, err := n.stateAndDrops(cla, p)
+	return conversion(st, d, err)
+}
+
+// conversion is Convert's result from stateAndDrops's.
+func conversion(st resolver.State, d drops, err error) (Conversion, error) {
 	if err != nil {
 		return Conversion{}, fmt.Errorf("eds: %w", err)
 	}
@@ -171,6 +176,11 @@ func (n *Namer) stateAndDrops(cla *ClusterLoadAssignment, p Policies) (resolver.
 	if err := cla.validate(); err != nil {
 		return resolver.State{}, drops{}, err
 	}
+	return n.stateOfValid(cla, p)
+}
+
+// stateOfValid is stateAndDrops for a cla that validate accepted.
+func (n *Namer) stateOfValid(cla *ClusterLoadAssignment, p Policies) (resolver.State, drops, error) {
 	leaf := p.Endpoint
 	if len(leaf) == 0 {
 		leaf = defaultLeaf

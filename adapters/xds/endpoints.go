@@ -21,8 +21,9 @@ import (
 // reason, and a field proto3 JSON would omit (a default scalar, an unset
 // message) counts as absent, as in eds.Parse. The fields are checked in
 // the order protojson writes them (the order of declaration in the .proto
-// files), so the first refusal is the one eds.Parse would meet first. Errors are [*eds.Error]s naming
-// the proto field path.
+// files), so the first refusal is the one eds.Parse would meet first.
+// Errors wrap an [*eds.Error] naming the proto field path, and begin
+// "eds: " as eds.Parse's do.
 func convertAssignment(m *endpointv3.ClusterLoadAssignment) (eds.Valid, error) {
 	cla := &eds.ClusterLoadAssignment{ClusterName: m.GetClusterName()}
 	if n := len(m.GetEndpoints()); n > 0 {
@@ -30,14 +31,14 @@ func convertAssignment(m *endpointv3.ClusterLoadAssignment) (eds.Valid, error) {
 	}
 	for i, le := range m.GetEndpoints() {
 		if err := convertLocality(le, &cla.Endpoints[i]); err != nil {
-			return eds.Valid{}, under("endpoints["+strconv.Itoa(i)+"]", err)
+			return eds.Valid{}, fmt.Errorf("eds: %w", under("endpoints["+strconv.Itoa(i)+"]", err))
 		}
 	}
 	if len(m.GetNamedEndpoints()) > 0 {
-		return eds.Valid{}, notSupported("named_endpoints", "named endpoints (lb_endpoints[].endpoint_name) are not implemented")
+		return eds.Valid{}, fmt.Errorf("eds: %w", notSupported("named_endpoints", "named endpoints (lb_endpoints[].endpoint_name) are not implemented"))
 	}
 	if err := convertAssignmentPolicy(m.GetPolicy(), cla); err != nil {
-		return eds.Valid{}, err
+		return eds.Valid{}, fmt.Errorf("eds: %w", err)
 	}
 	return eds.Check(cla)
 }

@@ -47,7 +47,7 @@ func decodeEndpoints(raw []byte) (string, any, error) {
 	if cla, ok := readAssignment(raw); ok {
 		v, err := eds.Check(cla)
 		if err != nil {
-			return cla.ClusterName, nil, fmt.Errorf("eds: %w", err)
+			return cla.ClusterName, nil, err // "eds: ..."
 		}
 		return cla.ClusterName, v, nil
 	}
@@ -57,7 +57,7 @@ func decodeEndpoints(raw []byte) (string, any, error) {
 	}
 	v, err := convertAssignment(&m)
 	if err != nil {
-		return m.GetClusterName(), nil, fmt.Errorf("eds: %w", err)
+		return m.GetClusterName(), nil, err // "eds: ..."
 	}
 	return m.GetClusterName(), v, nil
 }

@@ -7,8 +7,8 @@ import "errors"
 // checking it again: a source that must check each assignment as it
 // arrives, to accept or refuse it (an xDS client ACKs or NACKs it), and
 // converts it later, pays for the check once. For an assignment of 10,000
-// endpoints the check costs about 1 ms and 1.5 MB, the conversion's own
-// work about 3 ms.
+// endpoints the check costs about 1 to 2 ms and 0.8 MB, the conversion's
+// own work about 3 ms.
 //
 // A Valid shares its assignment with the caller of Check, which must not
 // change it afterwards; this package only reads it. The zero Valid holds

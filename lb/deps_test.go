@@ -41,7 +41,7 @@ var layers = []struct {
 	rank int
 }{
 	{"lb/attributes", 0},
-	{"internal/httpbackend", 0},               // a test server, imports nothing of lbkit
+	{"lb/lbtest/httpbackend", 0},              // a test HTTP server, imports nothing of lbkit
 	{"internal/dnstest", 0},                   // a DNS server for tests, imports nothing of lbkit
 	{"lb/lbtest/testpki", 0},                  // throwaway certificates for tests, imports nothing of lbkit
 	{"lb/resolver/regularfile", 0},            // bounded reads of regular files, imports nothing of lbkit
@@ -74,7 +74,7 @@ var layers = []struct {
 	{"adapters/xds/cmd/", 10},              // the xDS demo, a program like cmd/
 	{"adapters/xds/internal/grpcbench", 9}, // lbkit's xDS client against grpc-go's, its own module
 	{"adapters/", 8},
-	{"internal/demo", 9}, // the demos' runner, under cmd/lbdemo and adapters/xds/cmd/xdsdemo
+	{"demo", 9}, // the demos' runner, under cmd/lbdemo and adapters/xds/cmd/xdsdemo
 	{"cmd/", 10},
 	{"internal/", 9},
 }

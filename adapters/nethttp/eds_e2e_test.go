@@ -11,20 +11,9 @@ import (
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
-	"github.com/lbkit/lbkit/internal/httpbackend"
 	"github.com/lbkit/lbkit/lb/backoff"
+	"github.com/lbkit/lbkit/lb/lbtest/httpbackend"
 )
-
-// newBackend starts a restartable HTTP backend that answers with its name,
-// stopped when the test ends.
-func newBackend(t *testing.T, name string) *httpbackend.Backend {
-	b, err := httpbackend.Start(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Stop)
-	return b
-}
 
 // restart starts b again on its port, failing the test on an error.
 func restart(t *testing.T, b *httpbackend.Backend) {
@@ -40,7 +29,7 @@ func restart(t *testing.T, b *httpbackend.Backend) {
 // primary priority moves traffic to the secondary, restarting it brings
 // traffic back.
 func TestEDSEndToEnd(t *testing.T) {
-	a, b, backup := newBackend(t, "a"), newBackend(t, "b"), newBackend(t, "backup")
+	a, b, backup := httpbackend.New(t, "a"), httpbackend.New(t, "b"), httpbackend.New(t, "backup")
 	cla := fmt.Sprintf(`{
 	  "clusterName": "e2e",
 	  "endpoints": [

@@ -13,6 +13,7 @@ import (
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/backoff"
+	"github.com/lbkit/lbkit/lb/lbtest/httpbackend"
 )
 
 // A backend that accepts requests but never answers is drained by an HTTP
@@ -20,7 +21,7 @@ import (
 // Real time, short intervals: the exact thresholds and deadlines are pinned
 // on a mock clock in conn (TestHealthCheckThresholdsAndDeadlines).
 func TestHTTPHealthCheckDrainsAHungBackend(t *testing.T) {
-	a, b := newBackend(t, "a"), newBackend(t, "b")
+	a, b := httpbackend.New(t, "a"), httpbackend.New(t, "b")
 	ch, err := conn.New("static:///"+a.Addr()+","+b.Addr(),
 		conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`),
 		conn.WithHealthCheck(conn.HealthCheck{
@@ -97,7 +98,7 @@ func guardCtx(t *testing.T) context.Context {
 // internal/stress's TestRestartedBackendReturnsWithinOneHealthInterval).
 func TestRestartedBackendServesAtTheFirstProbe(t *testing.T) {
 	const interval = 5 * time.Second
-	a, b := newBackend(t, "a"), newBackend(t, "b")
+	a, b := httpbackend.New(t, "a"), httpbackend.New(t, "b")
 	clk := clock.NewMock()
 	ch, client := channelClient(t, "static:///"+a.Addr()+","+b.Addr(), conn.WithClock(clk),
 		conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`),

@@ -14,9 +14,9 @@ import (
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
-	"github.com/lbkit/lbkit/internal/httpbackend"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/lbtest/httpbackend"
 	"github.com/lbkit/lbkit/lb/wrr"
 )
 

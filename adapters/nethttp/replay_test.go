@@ -13,6 +13,7 @@ import (
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest/httpbackend"
 )
 
 // onlyReader hides a reader's other methods, so net/http cannot rewind it
@@ -23,7 +24,7 @@ type onlyReader struct{ io.Reader }
 // another backend when its body can be sent again, and fails with the dial
 // error otherwise.
 func TestUnreachableBackendRequestTriesAnotherWhenSafe(t *testing.T) {
-	dead, live := newBackend(t, "dead"), newBackend(t, "live")
+	dead, live := httpbackend.New(t, "dead"), httpbackend.New(t, "live")
 	dead.Stop()
 	// The steady dialer keeps both SubConns READY whatever the backends do,
 	// so picks reach the dead one until a request finds it unreachable.

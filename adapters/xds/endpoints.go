@@ -13,36 +13,34 @@ import (
 )
 
 // convertAssignment converts a ClusterLoadAssignment message straight into
-// the eds package's model, and checks it with
-// [eds.ClusterLoadAssignment.Validate]: the same result, accepted or
+// the eds package's model, and checks it with [eds.Check] (Validate),
+// so that the resolver converts it without a second check: the same result, accepted or
 // refused, as writing m as proto3 JSON and reading it with [eds.Parse]
 // (TestPropertyConvertAgreesWithParse), without the detour. Every field
 // eds.Parse refuses when set is refused here when set, with the same
 // reason, and a field proto3 JSON would omit (a default scalar, an unset
 // message) counts as absent, as in eds.Parse. The fields are checked in
 // the order protojson writes them (the order of declaration in the .proto
-// files), so the first refusal is the one eds.Parse would meet first. Errors are [*eds.Error]s naming
-// the proto field path.
-func convertAssignment(m *endpointv3.ClusterLoadAssignment) (*eds.ClusterLoadAssignment, error) {
+// files), so the first refusal is the one eds.Parse would meet first.
+// Errors wrap an [*eds.Error] naming the proto field path, and begin
+// "eds: " as eds.Parse's do.
+func convertAssignment(m *endpointv3.ClusterLoadAssignment) (eds.Valid, error) {
 	cla := &eds.ClusterLoadAssignment{ClusterName: m.GetClusterName()}
 	if n := len(m.GetEndpoints()); n > 0 {
 		cla.Endpoints = make([]eds.LocalityLbEndpoints, n)
 	}
 	for i, le := range m.GetEndpoints() {
 		if err := convertLocality(le, &cla.Endpoints[i]); err != nil {
-			return nil, under("endpoints["+strconv.Itoa(i)+"]", err)
+			return eds.Valid{}, fmt.Errorf("eds: %w", under("endpoints["+strconv.Itoa(i)+"]", err))
 		}
 	}
 	if len(m.GetNamedEndpoints()) > 0 {
-		return nil, notSupported("named_endpoints", "named endpoints (lb_endpoints[].endpoint_name) are not implemented")
+		return eds.Valid{}, fmt.Errorf("eds: %w", notSupported("named_endpoints", "named endpoints (lb_endpoints[].endpoint_name) are not implemented"))
 	}
 	if err := convertAssignmentPolicy(m.GetPolicy(), cla); err != nil {
-		return nil, err
+		return eds.Valid{}, fmt.Errorf("eds: %w", err)
 	}
-	if err := cla.Validate(); err != nil {
-		return nil, err
-	}
-	return cla, nil
+	return eds.Check(cla)
 }
 
 // under puts err, found inside the field at prefix, at its full path. The

@@ -44,7 +44,8 @@ func TestPropertyConvertAgreesWithParse(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		runs++
 		m := genAssignment(t)
-		direct, derr := convertAssignment(m)
+		valid, derr := convertAssignment(m)
+		direct := valid.Assignment()
 		parsed, perr := viaJSON(m)
 		if (derr == nil) != (perr == nil) {
 			t.Fatalf("direct: %v\nparse: %v\nmessage: %v", derr, perr, m)
@@ -216,15 +217,15 @@ func TestConvertIgnoresOverprovisioningAndZeroWeightLocalities(t *testing.T) {
 		t.Fatalf("convertAssignment: %v", err)
 	}
 	var n eds.Namer
-	c, err := n.Convert(cla, eds.Policies{})
+	c, err := n.ConvertValid(cla, eds.Policies{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.State.Addresses) != 1 || c.State.Addresses[0].Addr != "10.0.0.2:80" || len(c.LeftOut) != 1 {
 		t.Errorf("addresses %v, left out %q; want 10.0.0.2:80 only, the zero-weight locality left out", c.State.Addresses, c.LeftOut)
 	}
-	if parsed, err := viaJSON(m); err != nil || !reflect.DeepEqual(parsed, cla) {
-		t.Errorf("the JSON front end gives %+v, %v; want %+v", parsed, err, cla)
+	if parsed, err := viaJSON(m); err != nil || !reflect.DeepEqual(parsed, cla.Assignment()) {
+		t.Errorf("the JSON front end gives %+v, %v; want %+v", parsed, err, cla.Assignment())
 	}
 }
 
@@ -321,7 +322,7 @@ func checkReadAssignment(raw []byte) (read bool, problem string) {
 		return true, fmt.Sprintf("name %q, protobuf's %q", cla.ClusterName, m.GetClusterName())
 	case (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error():
 		return true, fmt.Sprintf("wire: %v\nconvert: %v\nmessage: %v", gerr, werr, &m)
-	case gerr == nil && !reflect.DeepEqual(cla, want):
+	case gerr == nil && !reflect.DeepEqual(cla, want.Assignment()):
 		return true, fmt.Sprintf("wire %+v\nconvert %+v", cla, want)
 	}
 	return true, ""

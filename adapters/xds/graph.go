@@ -381,7 +381,7 @@ type leafWatcher struct {
 
 func (w leafWatcher) update(v any) {
 	defer w.g.r.saveView()
-	w.l.reported, w.l.cla, w.l.err = true, v.(*eds.ClusterLoadAssignment), nil
+	w.l.reported, w.l.cla, w.l.err = true, v.(eds.Valid).Assignment(), nil
 	w.g.publish()
 }
 

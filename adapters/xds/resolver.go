@@ -39,27 +39,29 @@ func decodeCluster(raw []byte) (string, any, error) {
 // endpointResource reads EDS ClusterLoadAssignments into the eds
 // package's model, so that an assignment means the same over xDS as in a
 // file: [convertAssignment] converts the message directly and refuses what
-// [eds.Parse] refuses, and both end in [eds.ClusterLoadAssignment.Validate].
-// The common form is read from the wire without protobuf's messages
-// ([readAssignment]), to the same result.
+// [eds.Parse] refuses, and both end in [eds.ClusterLoadAssignment.Validate]
+// ([eds.Check]). The common form is read from the wire without protobuf's
+// messages ([readAssignment]), to the same result. The value is an
+// [eds.Valid], which the resolver converts without checking it again.
 var endpointResource = &resourceType{url: EndpointType, kind: "endpoints", decode: decodeEndpoints}
 
 func decodeEndpoints(raw []byte) (string, any, error) {
 	if cla, ok := readAssignment(raw); ok {
-		if err := cla.Validate(); err != nil {
-			return cla.ClusterName, nil, fmt.Errorf("eds: %w", err)
+		v, err := eds.Check(cla)
+		if err != nil {
+			return cla.ClusterName, nil, err // "eds: ..."
 		}
-		return cla.ClusterName, cla, nil
+		return cla.ClusterName, v, nil
 	}
 	var m endpointv3.ClusterLoadAssignment
 	if err := proto.Unmarshal(raw, &m); err != nil {
 		return "", nil, fmt.Errorf("not an envoy.config.endpoint.v3.ClusterLoadAssignment: %w", err)
 	}
-	cla, err := convertAssignment(&m)
+	v, err := convertAssignment(&m)
 	if err != nil {
-		return m.GetClusterName(), nil, fmt.Errorf("eds: %w", err)
+		return m.GetClusterName(), nil, err // "eds: ..."
 	}
-	return m.GetClusterName(), cla, nil
+	return m.GetClusterName(), v, nil
 }
 
 // xdsResolver follows one cluster: its CDS resource says which EDS
@@ -97,7 +99,7 @@ type xdsResolver struct {
 	edsWatch  *subscription
 	edsName   string
 	cfg       *ClusterConfig
-	cla       *eds.ClusterLoadAssignment
+	cla       eds.Valid
 	namer     eds.Namer
 	published *resolver.State
 	// The problems that still stand, for Describe: the cluster's and the
@@ -126,7 +128,7 @@ func (r *xdsResolver) start() {
 // saveView replaces the copy Describe reads. It runs inside the
 // serializer, at the end of every callback.
 func (r *xdsResolver) saveView() {
-	v := &resolverView{edsName: r.edsName, cfg: r.cfg, cla: r.cla, published: r.published, problems: []error{r.cdsErr, r.edsErr, r.treeErr}}
+	v := &resolverView{edsName: r.edsName, cfg: r.cfg, cla: r.cla.Assignment(), published: r.published, problems: []error{r.cdsErr, r.edsErr, r.treeErr}}
 	if r.graph != nil {
 		v.graph, v.problems = r.graph.facts(), append(v.problems, r.graph.problem)
 	}
@@ -262,7 +264,7 @@ type endpointWatcher struct{ r *xdsResolver }
 func (w endpointWatcher) update(v any) {
 	r := w.r
 	defer r.saveView()
-	r.cla, r.edsErr = v.(*eds.ClusterLoadAssignment), nil
+	r.cla, r.edsErr = v.(eds.Valid), nil
 	r.publish()
 }
 
@@ -271,7 +273,7 @@ func (w endpointWatcher) failed(err error) { w.r.failed(&w.r.edsErr, err) }
 func (w endpointWatcher) missing() {
 	r := w.r
 	defer r.saveView()
-	r.cla = nil
+	r.cla = eds.Valid{}
 	r.edsErr = fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", r.cluster, r.edsName, r.c.serverURI())
 	r.publishEmpty(r.edsErr)
 }
@@ -282,7 +284,7 @@ func (r *xdsResolver) followEndpoints(name string) {
 		r.edsWatch.cancel()
 		r.edsWatch = nil
 	}
-	r.edsName, r.cla, r.namer = name, nil, eds.Namer{}
+	r.edsName, r.cla, r.namer = name, eds.Valid{}, eds.Namer{}
 	if name != "" {
 		r.edsWatch = r.c.watch(EndpointType, name, endpointWatcher{r}, r.metrics)
 	}
@@ -304,10 +306,10 @@ func (r *xdsResolver) failed(on *error, err error) {
 // publish publishes the tree of the current cluster and assignment, when
 // both are known and it changed.
 func (r *xdsResolver) publish() {
-	if r.cfg == nil || r.cla == nil {
+	if r.cfg == nil || r.cla.Assignment() == nil {
 		return
 	}
-	conv, err := r.namer.Convert(r.cla, r.cfg.Policies)
+	conv, err := r.namer.ConvertValid(r.cla, r.cfg.Policies)
 	conv.State.Attributes = clusterimpl.WithCounter(conv.State.Attributes, r.counter)
 	r.publishConversion(conv, err)
 }

@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/lbkit/lbkit/internal/demo"
+	"github.com/lbkit/lbkit/demo"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

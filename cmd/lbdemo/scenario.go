@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/lbkit/lbkit/conn"
-	"github.com/lbkit/lbkit/internal/demo"
-	"github.com/lbkit/lbkit/internal/httpbackend"
+	"github.com/lbkit/lbkit/demo"
 	"github.com/lbkit/lbkit/lb/backoff"
+	"github.com/lbkit/lbkit/lb/lbtest/httpbackend"
 )
 
 //go:embed cla.json

@@ -13,8 +13,8 @@ import (
 
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/conn/debugpage"
-	"github.com/lbkit/lbkit/internal/httpbackend"
 	"github.com/lbkit/lbkit/lb/hierarchy"
+	"github.com/lbkit/lbkit/lb/lbtest/httpbackend"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/manual"
 )
@@ -36,22 +36,12 @@ const priorityConfig = `{"loadBalancingConfig":[{"priority_experimental":{
   "children":{"p0":{"config":[{"round_robin":{}}]},"p1":{"config":[{"round_robin":{}}]}},
   "priorities":["p0","p1"]}}]}`
 
-func startBackend(t *testing.T, name string) *httpbackend.Backend {
-	t.Helper()
-	b, err := httpbackend.Start(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Stop)
-	return b
-}
-
 // A person opening the debug page sees the active priority and each
 // endpoint's state; after p0's backend is stopped, the page (refreshing by
 // itself) shows p0's endpoint failing and p1 active.
 func TestDebugPageInHeadlessChromium(t *testing.T) {
 	browser := chromium(t)
-	b0, b1 := startBackend(t, "b0"), startBackend(t, "b1")
+	b0, b1 := httpbackend.New(t, "b0"), httpbackend.New(t, "b1")
 	r := manual.NewBuilder("test", manual.WithInitialState(resolver.State{Addresses: []resolver.Address{
 		hierarchy.Set(resolver.Address{Addr: b0.Addr()}, []string{"p0"}),
 		hierarchy.Set(resolver.Address{Addr: b1.Addr()}, []string{"p1"}),

@@ -10,6 +10,7 @@ import (
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/conn/debugpage"
 	"github.com/lbkit/lbkit/lb/draining"
+	"github.com/lbkit/lbkit/lb/lbtest/httpbackend"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/manual"
 )
@@ -21,7 +22,7 @@ import (
 // (issue 27).
 func TestDebugPageShowsDrainingEndpoints(t *testing.T) {
 	browser := chromium(t)
-	kept, leaving := startBackend(t, "kept"), startBackend(t, "leaving")
+	kept, leaving := httpbackend.New(t, "kept"), httpbackend.New(t, "leaving")
 	state := func(drain bool) resolver.State {
 		l := resolver.Address{Addr: leaving.Addr()}
 		if drain {

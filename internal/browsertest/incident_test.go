@@ -15,6 +15,7 @@ import (
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/conn/debugpage"
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest/httpbackend"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/manual"
 )
@@ -34,7 +35,7 @@ const outlierConfig = `{"loadBalancingConfig":[{"outlier_detection_experimental"
 // state with its start time and the config in use with its source.
 func TestDebugPageShowsAnIncident(t *testing.T) {
 	browser := chromium(t)
-	ok, failing, sick := startBackend(t, "ok"), startBackend(t, "failing"), startBackend(t, "sick")
+	ok, failing, sick := httpbackend.New(t, "ok"), httpbackend.New(t, "failing"), httpbackend.New(t, "sick")
 	failing.SetFailing(true)
 	http200 := conn.HTTPHealthCheck{Path: "/healthz"}
 	checker := conn.HealthCheckFunc(func(ctx context.Context, a resolver.Address, svc string) error {

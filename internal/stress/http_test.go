@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lbkit/lbkit/internal/httpbackend"
 	"io"
 	"net/http"
 	"strings"
@@ -12,21 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lbkit/lbkit/lb/lbtest/httpbackend"
+
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb/backoff"
 )
-
-// newHTTPBackend starts a restartable HTTP backend that answers with its
-// name, stopped when the test ends.
-func newHTTPBackend(t testing.TB, name string) *httpbackend.Backend {
-	b, err := httpbackend.Start(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Stop)
-	return b
-}
 
 // Real HTTP backends behind adapters/nethttp under concurrent load: one is
 // killed and restarted, then all are killed and restored. Every request
@@ -38,7 +28,7 @@ func TestHTTPBackendsKilledAndRestored(t *testing.T) {
 	baseline := openFDs(t)
 	const reqTimeout = 2 * time.Second
 	maxBackoff := 200 * time.Millisecond
-	backends := []*httpbackend.Backend{newHTTPBackend(t, "a"), newHTTPBackend(t, "b"), newHTTPBackend(t, "c")}
+	backends := []*httpbackend.Backend{httpbackend.New(t, "a"), httpbackend.New(t, "b"), httpbackend.New(t, "c")}
 	var targets []string
 	for _, b := range backends {
 		targets = append(targets, b.Addr())

@@ -12,6 +12,7 @@ import (
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/lb/backoff"
+	"github.com/lbkit/lbkit/lb/lbtest/httpbackend"
 )
 
 // firstServed records, per backend name, when a response from it first
@@ -71,7 +72,7 @@ func TestRestartedBackendReturnsWithinOneHealthInterval(t *testing.T) {
 	// slowest of 75 runs at a load average of 14), and still far below
 	// the 8 s the backoff alone would take.
 	const attempt = time.Second
-	a, b := newHTTPBackend(t, "a"), newHTTPBackend(t, "b")
+	a, b := httpbackend.New(t, "a"), httpbackend.New(t, "b")
 	target := "static:///" + strings.Join([]string{a.Addr(), b.Addr()}, ",")
 	rr := conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`)
 	checked, err := conn.New(target, rr, conn.WithHealthCheck(conn.HealthCheck{

@@ -13,7 +13,7 @@ import (
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
-	"github.com/lbkit/lbkit/internal/httpbackend"
+	"github.com/lbkit/lbkit/lb/lbtest/httpbackend"
 )
 
 // slowRun is S1 of docs/simulation.md at a tenth of its time scale, on real
@@ -77,7 +77,7 @@ func runSlowBackend(t *testing.T, policy string) slowResult {
 	var targets []string
 	var backends []*httpbackend.Backend
 	for i := range slowBackends {
-		b := newHTTPBackend(t, fmt.Sprintf("b%d", i))
+		b := httpbackend.New(t, fmt.Sprintf("b%d", i))
 		b.SetDelay(slowNormal)
 		backends = append(backends, b)
 		targets = append(targets, b.Addr())

@@ -11,7 +11,7 @@ import (
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
 	"github.com/lbkit/lbkit/internal/dnstest"
-	"github.com/lbkit/lbkit/internal/httpbackend"
+	"github.com/lbkit/lbkit/lb/lbtest/httpbackend"
 	"github.com/lbkit/lbkit/lb/resolver/dns"
 )
 

@@ -170,6 +170,11 @@
 // weighted_target_experimental layer at all, the endpoint policy taking
 // all of a priority's endpoints (the path is then [child name]).
 //
+// A source that checks each assignment when it arrives and converts it
+// later (the xDS client accepts or refuses it first) keeps the [Valid]
+// that [Check] returns and converts it with [Namer.ConvertValid], which
+// does not check it again.
+//
 // # Resolver
 //
 // The target is "eds:///absolute/path.json": the endpoint is the path of

@@ -156,6 +156,11 @@ type Conversion struct {
 // leaves n unchanged.
 func (n *Namer) Convert(cla *ClusterLoadAssignment, p Policies) (Conversion, error) {
 	st, d, err := n.stateAndDrops(cla, p)
+	return conversion(st, d, err)
+}
+
+// conversion is Convert's result from stateAndDrops's.
+func conversion(st resolver.State, d drops, err error) (Conversion, error) {
 	if err != nil {
 		return Conversion{}, fmt.Errorf("eds: %w", err)
 	}
@@ -168,8 +173,16 @@ func (n *Namer) Convert(cla *ClusterLoadAssignment, p Policies) (Conversion, err
 // stateAndDrops is Convert's work, also returning what the tree leaves
 // out; n is unchanged on error.
 func (n *Namer) stateAndDrops(cla *ClusterLoadAssignment, p Policies) (resolver.State, drops, error) {
+	if err := cla.validate(); err != nil {
+		return resolver.State{}, drops{}, err
+	}
+	return n.stateOfValid(cla, p)
+}
+
+// stateOfValid is stateAndDrops for a cla that validate accepted.
+func (n *Namer) stateOfValid(cla *ClusterLoadAssignment, p Policies) (resolver.State, drops, error) {
 	saved := n.clone()
-	cfg, addrs, dropped, err := n.build(cla, p, "")
+	cfg, addrs, dropped, err := n.buildValid(cla, p, "")
 	if err != nil {
 		return resolver.State{}, drops{}, err
 	}
@@ -189,6 +202,11 @@ func (n *Namer) build(cla *ClusterLoadAssignment, p Policies, prefix string) (pr
 	if err := cla.validate(); err != nil {
 		return priorityConfig{}, nil, drops{}, err
 	}
+	return n.buildValid(cla, p, prefix)
+}
+
+// buildValid is build for a cla that validate accepted.
+func (n *Namer) buildValid(cla *ClusterLoadAssignment, p Policies, prefix string) (priorityConfig, []resolver.Address, drops, error) {
 	leaf := p.Endpoint
 	if len(leaf) == 0 {
 		leaf = defaultLeaf

@@ -39,7 +39,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/lbkit/lbkit/internal/demo"
+	"github.com/lbkit/lbkit/demo"
 )
 
 func main() { demo.Main("xdsdemo", run) }

@@ -14,8 +14,8 @@ import (
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
 	"github.com/lbkit/lbkit/conn"
-	"github.com/lbkit/lbkit/internal/demo"
-	"github.com/lbkit/lbkit/internal/httpbackend"
+	"github.com/lbkit/lbkit/demo"
+	"github.com/lbkit/lbkit/lb/lbtest/httpbackend"
 )
 
 // cluster is the CDS and EDS resource name the demo publishes and follows.

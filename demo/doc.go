@@ -1,11 +1,15 @@
-// Package demo runs lbkit's demos: steady HTTP traffic through a channel
-// and the net/http adapter, a script of steps played against it (servers
-// stopped, snapshots pushed), a table printed every second, an SVG
-// timeline and a summary of how fast the traffic followed each step.
+// Package demo runs demos of a channel's load balancing: steady HTTP
+// traffic through a channel and the net/http adapter, a script of steps
+// played against it (servers stopped, snapshots pushed), a table printed
+// every second, an SVG timeline and a summary of how fast the traffic
+// followed each step.
 //
 // cmd/lbdemo (the eds file resolver, outlier detection, failover) and
-// adapters/xds/cmd/xdsdemo (snapshots pushed by an xDS control plane) are
-// thin mains over it.
+// adapters/xds/cmd/xdsdemo (snapshots pushed by an xDS control plane, in
+// the xds module) are thin mains over it; a user's own demo of a resolver
+// or a policy can be one too, with backends from package
+// lb/lbtest/httpbackend. It is public for that: the adapter modules use
+// the core module's public packages only.
 //
 // # Running
 //

@@ -1,11 +1,16 @@
-// Package httpbackend is a real HTTP server on a loopback port, for lbkit's
-// demo and tests: it answers every request with its name (as the body, and
-// in the X-Backend header), answers 503 while told to fail (except on
-// /healthz, as a backend whose dependency fails while it lives), answers
-// late while told to be slow (except on /healthz), accepts
-// requests but never answers them while told to hang, and can be stopped
-// and started again on the same port, as a crashed and restarted server
-// would be.
+// Package httpbackend is a real HTTP server on a loopback port, for tests
+// of HTTP traffic balanced by lbkit (a channel with adapters/nethttp):
+// lbkit's own tests and demos, and users' own. It answers every request
+// with its name (as the body, and in the X-Backend header), answers 503
+// while told to fail (except on /healthz, as a backend whose dependency
+// fails while it lives), answers late while told to be slow (except on
+// /healthz), accepts requests but never answers them while told to hang,
+// and can be stopped and started again on the same port, as a crashed and
+// restarted server would be. [CountBodies] counts which backends answered
+// a series of requests.
+//
+// Its delays are real time: a test that must not wait uses SetDelay for
+// requests it cancels, not to time anything.
 package httpbackend
 
 import (
@@ -17,6 +22,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -42,6 +48,18 @@ func Start(name string) (*Backend, error) {
 	b := &Backend{name: name, addr: ln.Addr().String()}
 	b.serve(ln)
 	return b, nil
+}
+
+// New is [Start] for a test: it fails tb when the backend cannot start,
+// and stops the backend when the test ends (tb.Cleanup).
+func New(tb testing.TB, name string) *Backend {
+	tb.Helper()
+	b, err := Start(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(b.Stop)
+	return b
 }
 
 // Name returns the backend's name.

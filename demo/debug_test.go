@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lbkit/lbkit/conn"
-	"github.com/lbkit/lbkit/internal/demo"
+	"github.com/lbkit/lbkit/demo"
 )
 
 // A demo serves the debug page while it runs and prints its URL.

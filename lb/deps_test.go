@@ -62,21 +62,22 @@ var layers = []struct {
 	{"lb", 3},
 	{"lb/resolver/", 3}, // the resolvers: never lb or a policy
 	{"lb/childmanager", 4},
-	{"lb/endpointlist", 4},
 	{"lb/lbtest", 4},
 	{"lb/connstate", 4}, // one connection's states and backoff, shared by conn and sim
-	{"lb/slowstart", 4}, // slow start's ramp and tracker, shared by the weighted leaf policies
+	{"lb/slowstart", 4}, // slow start's ramp and tracker, run by lb/endpointlist
 	{"lb/route", 4},     // xDS route configurations and their matching, for the routing policy and the xDS adapter
-	{"lb/", 5},          // the policies
-	{"conn", 6},
-	{"sim", 6},                             // the fleet simulator: runs the policies and lb/connstate, never conn
-	{"conn/", 7},                           // conn/debugpage
-	{"adapters/xds/cmd/", 10},              // the xDS demo, a program like cmd/
-	{"adapters/xds/internal/grpcbench", 9}, // lbkit's xDS client against grpc-go's, its own module
-	{"adapters/", 8},
-	{"demo", 9}, // the demos' runner, under cmd/lbdemo and adapters/xds/cmd/xdsdemo
-	{"cmd/", 10},
-	{"internal/", 9},
+	{"lb/endpointlist", 5},
+	{"lb/policies", 7}, // imports every built-in policy, for conn and sim
+	{"lb/", 6},         // the policies
+	{"conn", 8},
+	{"sim", 8},                              // the fleet simulator: runs the policies and lb/connstate, never conn
+	{"conn/", 9},                            // conn/debugpage
+	{"adapters/xds/cmd/", 12},               // the xDS demo, a program like cmd/
+	{"adapters/xds/internal/grpcbench", 11}, // lbkit's xDS client against grpc-go's, its own module
+	{"adapters/", 10},
+	{"demo", 11}, // the demos' runner, under cmd/lbdemo and adapters/xds/cmd/xdsdemo
+	{"cmd/", 12},
+	{"internal/", 11},
 }
 
 func rankOf(pkg string) (int, bool) {

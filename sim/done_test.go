@@ -16,7 +16,7 @@ func (doneRecorder) Name() string { return "test_done_recorder" }
 
 func (d doneRecorder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	record := func(di lb.DoneInfo) { *d.errs = append(*d.errs, di.Err) }
-	l := endpointlist.New(cc, opts.Scheduler, opts.PolicyLogger("test_done_recorder"), endpointlist.Policy[struct{}]{
+	l := endpointlist.New(cc, opts, opts.PolicyLogger("test_done_recorder"), endpointlist.Policy[struct{}]{
 		Name: "test_done_recorder",
 		BuildPicker: func(ready []*endpointlist.Endpoint[struct{}]) (lb.Picker, error) {
 			return firstPicker{lb.PickResult{SubConn: ready[0].SubConn, Done: record}}, nil

@@ -10,15 +10,7 @@ import (
 	"github.com/lbkit/lbkit/lb/resolver"
 
 	// The policies a scenario names are lbkit's own, from the registry.
-	_ "github.com/lbkit/lbkit/lb/consistenthash"
-	_ "github.com/lbkit/lbkit/lb/leastrequest"
-	_ "github.com/lbkit/lbkit/lb/outlierdetection"
-	_ "github.com/lbkit/lbkit/lb/peakewma"
-	_ "github.com/lbkit/lbkit/lb/pickfirst"
-	_ "github.com/lbkit/lbkit/lb/priority"
-	_ "github.com/lbkit/lbkit/lb/roundrobin"
-	_ "github.com/lbkit/lbkit/lb/weightedtarget"
-	_ "github.com/lbkit/lbkit/lb/wrr"
+	_ "github.com/lbkit/lbkit/lb/policies"
 )
 
 // OracleName is the name under which the simulator registers its oracle
@@ -41,7 +33,7 @@ func (oracleBuilder) Name() string { return OracleName }
 
 func (oracleBuilder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	b := &oracleBalancer{}
-	b.List = endpointlist.New(cc, opts.Scheduler, opts.PolicyLogger(OracleName), endpointlist.Policy[string]{
+	b.List = endpointlist.New(cc, opts, opts.PolicyLogger(OracleName), endpointlist.Policy[string]{
 		Name:        OracleName,
 		BuildPicker: buildOraclePicker,
 	})

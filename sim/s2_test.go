@@ -22,7 +22,7 @@ type counter struct{ active *atomic.Int64 }
 
 func (distinctP2C) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	b := &distinctBalancer{rand: opts.Rand}
-	b.List = endpointlist.New(cc, opts.Scheduler, opts.PolicyLogger("test_distinct_p2c"), endpointlist.Policy[counter]{
+	b.List = endpointlist.New(cc, opts, opts.PolicyLogger("test_distinct_p2c"), endpointlist.Policy[counter]{
 		Name: "test_distinct_p2c", BuildPicker: b.buildPicker,
 	})
 	return b

@@ -1,7 +1,8 @@
 // Package endpointlist is the shared base of lbkit's leaf policies that keep
 // one SubConn per endpoint and spread requests over the READY ones
-// (weighted_round_robin, round_robin, least_request_experimental). A
-// [List] does everything but choose the SubConn for a request:
+// (weighted_round_robin, round_robin, least_request_experimental,
+// peak_ewma_experimental). A [List] does everything but choose the SubConn
+// for a request:
 //
 //   - one SubConn per endpoint ([Key]: the address without its weight, hash
 //     key and draining mark), created and asked to connect when the
@@ -20,7 +21,12 @@
 //     draining, so every policy built on a List drains the same way;
 //   - TRANSIENT_FAILURE pickers naming the last connection error and the
 //     resolver error, CONNECTING pickers that queue, and the empty-list and
-//     resolver-error rules.
+//     resolver-error rules;
+//   - slow start (package slowstart): each endpoint's ramp starts when the
+//     list counts it READY, the config comes with each update
+//     ([ConfigOf]), and the list re-publishes its READY picker at each of
+//     the tracker's ticks; the policy reads the factors from
+//     [List.SlowStart] when it builds a picker.
 //
 // The policy supplies the READY picker ([Policy.BuildPicker]) and may keep
 // per-endpoint data in [Endpoint.Data], which lives as long as the endpoint,

@@ -9,6 +9,7 @@ import (
 	"github.com/lbkit/lbkit/lb/draining"
 	"github.com/lbkit/lbkit/lb/hashkey"
 	"github.com/lbkit/lbkit/lb/resolver"
+	"github.com/lbkit/lbkit/lb/slowstart"
 	"github.com/lbkit/lbkit/lb/weight"
 )
 
@@ -76,10 +77,11 @@ type Policy[T any] struct {
 	ResolveOnDisconnect bool
 	// OnReady, when not nil, is called with an endpoint each time the
 	// list starts counting it as READY (a new endpoint's first READY, and
-	// every return to READY after it left), before the picker that
-	// includes it is built. It runs inside the tree's serializer. Slow
-	// start (package slowstart) starts an endpoint's ramp there, and
-	// weighted_round_robin restarts its load-report blackout (gRFC A58).
+	// every return to READY after it left), after the list's slow start
+	// tracker started the endpoint's ramp and before the picker that
+	// includes it is built. It runs inside the tree's serializer.
+	// weighted_round_robin restarts its load-report blackout (gRFC A58)
+	// there.
 	OnReady func(ep *Endpoint[T])
 }
 
@@ -94,6 +96,8 @@ type List[T any] struct {
 	sched  lb.Scheduler
 	logger *slog.Logger
 	policy Policy[T]
+	// slow ramps the endpoints that just became READY; see SlowStart.
+	slow *slowstart.Tracker[*Endpoint[T]]
 
 	// list holds one record per endpoint of the last update, in the order
 	// of the endpoints' first addresses.
@@ -125,16 +129,49 @@ type List[T any] struct {
 }
 
 // New returns an empty list that reports to cc, coalesces READY-set
-// rebuilds on sched and logs to logger.
-func New[T any](cc lb.ClientConn, sched lb.Scheduler, logger *slog.Logger, p Policy[T]) *List[T] {
-	return &List[T]{
+// rebuilds on opts.Scheduler, runs its slow start ([List.SlowStart]) on
+// opts' scheduler and clock, and logs to logger.
+func New[T any](cc lb.ClientConn, opts lb.BuildOptions, logger *slog.Logger, p Policy[T]) *List[T] {
+	l := &List[T]{
 		cc:     cc,
-		sched:  sched,
+		sched:  opts.Scheduler,
 		logger: logger,
 		policy: p,
 		byKey:  make(map[resolver.Address]*Endpoint[T]),
 		state:  lb.Idle,
 	}
+	l.slow = slowstart.NewTracker[*Endpoint[T]](opts, l.Refresh)
+	return l
+}
+
+// SlowStart returns the list's slow start tracker: the list starts an
+// endpoint's ramp each time it becomes READY ([slowstart.Tracker.Ready])
+// and publishes a new READY picker at each of the tracker's ticks
+// ([List.Refresh]); the policy reads the factors when it builds a picker
+// and puts a config in force with [ConfigOf]. Without a config the tracker
+// does nothing and every factor is 1. Serializer only.
+func (l *List[T]) SlowStart() *slowstart.Tracker[*Endpoint[T]] { return l.slow }
+
+// ConfigOf returns the policy's config C in s ([lb.ConfigOf], which takes
+// a C, a *C or nil) after putting its slow start config, slowStart of it,
+// in force on l's tracker ([slowstart.Tracker.SetConfig]). An error, a
+// config of another type or an invalid slow start config (which then
+// wraps [lb.ErrBadResolverState]), is logged and returned prefixed with
+// the policy's name, and changes nothing: the policy returns it from
+// UpdateClientConnState, ignoring the update. Serializer only.
+func ConfigOf[C, T any](l *List[T], s lb.ClientConnState, slowStart func(C) *slowstart.Config) (C, error) {
+	cfg, err := lb.ConfigOf[C](l.policy.Name, s.BalancerConfig)
+	if err == nil {
+		if err = l.slow.SetConfig(slowStart(cfg)); err != nil {
+			err = fmt.Errorf("%s: %w: %w", l.policy.Name, err, lb.ErrBadResolverState)
+		}
+	}
+	if err != nil {
+		l.logger.Error(l.policy.Name+": update ignored", "error", err)
+		var zero C
+		return zero, err
+	}
+	return cfg, nil
 }
 
 // errorf returns an error prefixed with the policy's name.
@@ -278,8 +315,11 @@ func (l *List[T]) updateSubConnState(ep *Endpoint[T], s lb.SubConnState) {
 		l.counter.Remove(old)
 		l.counter.Add(ep.counted)
 	}
-	if ep.counted == lb.Ready && old != lb.Ready && l.policy.OnReady != nil {
-		l.policy.OnReady(ep)
+	if ep.counted == lb.Ready && old != lb.Ready {
+		l.slow.Ready(ep)
+		if l.policy.OnReady != nil {
+			l.policy.OnReady(ep)
+		}
 	}
 	agg := l.counter.Aggregate()
 	readyChanged := (old == lb.Ready) != (ep.counted == lb.Ready)

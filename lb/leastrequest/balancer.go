@@ -1,8 +1,6 @@
 package leastrequest
 
 import (
-	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
 
@@ -40,26 +38,17 @@ type endpointData struct {
 // pick. Its fields belong to the tree's serializer.
 type balancer struct {
 	*endpointlist.List[endpointData]
-	rand   *rand.Rand
-	logger *slog.Logger
+	rand *rand.Rand
 	// cfg is the config of the last update.
 	cfg Config
-	// slow ramps the endpoints that just became READY.
-	slow *slowstart.Tracker[*endpoint]
 }
 
 // UpdateClientConnState takes a new address list and config from the parent
 // and always publishes a new state and picker. Weights are ignored; see
 // the package documentation.
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
-	cfg, err := lb.ConfigOf[Config](Name, s.BalancerConfig)
+	cfg, err := endpointlist.ConfigOf(b.List, s, func(c Config) *slowstart.Config { return c.SlowStart })
 	if err != nil {
-		b.logger.Error(Name+": update ignored", "error", err)
-		return err
-	}
-	if err := b.slow.SetConfig(cfg.SlowStart); err != nil {
-		err = fmt.Errorf("%s: %w: %w", Name, err, lb.ErrBadResolverState)
-		b.logger.Error(Name+": update ignored", "error", err)
 		return err
 	}
 	b.cfg = cfg
@@ -101,11 +90,11 @@ func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
 		entries[i] = &ep.Data
 	}
 	p := newPicker(entries, b.cfg.effective(), b.rand.Uint64())
-	if b.slow.Ramping() {
-		res := b.slow.Resolution(1)
+	if slow := b.SlowStart(); slow.Ramping() {
+		res := slow.Resolution(1)
 		p.weights = make([]uint64, len(ready))
 		for i, ep := range ready {
-			p.weights[i] = uint64(b.slow.Weight(ep, 1, res))
+			p.weights[i] = uint64(slow.Weight(ep, 1, res))
 		}
 	}
 	return p, nil

@@ -98,13 +98,11 @@ func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
 // or nil (the default). Build publishes nothing; the first
 // UpdateClientConnState does.
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
-	b := &balancer{rand: opts.Rand, logger: opts.PolicyLogger(Name)}
-	b.List = endpointlist.New(cc, opts.Scheduler, b.logger, endpointlist.Policy[endpointData]{
+	b := &balancer{rand: opts.Rand}
+	b.List = endpointlist.New(cc, opts, opts.PolicyLogger(Name), endpointlist.Policy[endpointData]{
 		Name:                Name,
 		BuildPicker:         b.buildPicker,
 		ResolveOnDisconnect: true,
-		OnReady:             func(ep *endpoint) { b.slow.Ready(ep) },
 	})
-	b.slow = slowstart.NewTracker[*endpoint](opts, b.Refresh)
 	return b
 }

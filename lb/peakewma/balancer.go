@@ -1,8 +1,6 @@
 package peakewma
 
 import (
-	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
 
@@ -21,30 +19,21 @@ type endpoint = endpointlist.Endpoint[endpointData]
 // fields belong to the tree's serializer.
 type balancer struct {
 	*endpointlist.List[endpointData]
-	rand   *rand.Rand
-	logger *slog.Logger
-	meter  *meter
+	rand  *rand.Rand
+	meter *meter
 	// cfg is the effective config of the last update.
 	cfg Config
 	// scratch holds the estimates of the endpoints kept by an update,
 	// for the median a new endpoint starts from.
 	scratch []float64
-	// slow ramps the endpoints that just became READY.
-	slow *slowstart.Tracker[*endpoint]
 }
 
 // UpdateClientConnState takes a new address list and config from the parent
 // and always publishes a new state and picker. Weights are ignored; see
 // the package documentation.
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
-	cfg, err := lb.ConfigOf[Config](Name, s.BalancerConfig)
+	cfg, err := endpointlist.ConfigOf(b.List, s, func(c Config) *slowstart.Config { return c.SlowStart })
 	if err != nil {
-		b.logger.Error(Name+": update ignored", "error", err)
-		return err
-	}
-	if err := b.slow.SetConfig(cfg.SlowStart); err != nil {
-		err = fmt.Errorf("%s: %w: %w", Name, err, lb.ErrBadResolverState)
-		b.logger.Error(Name+": update ignored", "error", err)
 		return err
 	}
 	b.cfg = cfg.effective()
@@ -90,10 +79,10 @@ func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
 		entries[i] = &ep.Data
 	}
 	p := newPicker(entries, b.meter, b.meter.negInvTauValue(), b.rand.Uint64())
-	if b.slow.Ramping() {
+	if slow := b.SlowStart(); slow.Ramping() {
 		p.factors = make([]float64, len(ready))
 		for i, ep := range ready {
-			p.factors[i] = b.slow.Factor(ep)
+			p.factors[i] = slow.Factor(ep)
 		}
 	}
 	return p, nil

@@ -147,13 +147,11 @@ func durationField(obj lb.ConfigObject, def, lowest time.Duration, names ...stri
 // nil (the defaults). Build publishes nothing; the first
 // UpdateClientConnState does.
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
-	b := &balancer{rand: opts.Rand, logger: opts.PolicyLogger(Name), meter: newMeter(opts.Clock)}
-	b.List = endpointlist.New(cc, opts.Scheduler, b.logger, endpointlist.Policy[endpointData]{
+	b := &balancer{rand: opts.Rand, meter: newMeter(opts.Clock)}
+	b.List = endpointlist.New(cc, opts, opts.PolicyLogger(Name), endpointlist.Policy[endpointData]{
 		Name:                Name,
 		BuildPicker:         b.buildPicker,
 		ResolveOnDisconnect: true,
-		OnReady:             func(ep *endpoint) { b.slow.Ready(ep) },
 	})
-	b.slow = slowstart.NewTracker[*endpoint](opts, b.Refresh)
 	return b
 }

@@ -1,8 +1,6 @@
 package roundrobin
 
 import (
-	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
 
@@ -32,14 +30,12 @@ func (Builder) Name() string { return Name }
 // zero Config). Build publishes nothing; the first UpdateClientConnState
 // does.
 func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
-	b := &balancer{rand: opts.Rand, logger: opts.PolicyLogger(Name)}
-	b.List = endpointlist.New(cc, opts.Scheduler, b.logger, endpointlist.Policy[struct{}]{
+	b := &balancer{rand: opts.Rand}
+	b.List = endpointlist.New(cc, opts, opts.PolicyLogger(Name), endpointlist.Policy[struct{}]{
 		Name:                Name,
 		BuildPicker:         b.buildPicker,
 		ResolveOnDisconnect: true,
-		OnReady:             func(ep *endpoint) { b.slow.Ready(ep) },
 	})
-	b.slow = slowstart.NewTracker[*endpoint](opts, b.Refresh)
 	return b
 }
 
@@ -54,10 +50,7 @@ type endpoint = endpointlist.Endpoint[struct{}]
 type balancer struct {
 	*endpointlist.List[struct{}]
 	// rand draws each picker's starting index.
-	rand   *rand.Rand
-	logger *slog.Logger
-	// slow ramps the endpoints that just became READY.
-	slow *slowstart.Tracker[*endpoint]
+	rand *rand.Rand
 	// ramp is the schedule of the last slow start picker, continued by
 	// the next one; nil while no endpoint ramps.
 	ramp *edf.Scheduler[*endpoint]
@@ -66,14 +59,7 @@ type balancer struct {
 // UpdateClientConnState takes the parent's addresses and config; weights
 // are ignored. It always publishes a new state and picker.
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
-	cfg, err := lb.ConfigOf[Config](Name, s.BalancerConfig)
-	if err == nil {
-		if err = b.slow.SetConfig(cfg.SlowStart); err != nil {
-			err = fmt.Errorf("%s: %w: %w", Name, err, lb.ErrBadResolverState)
-		}
-	}
-	if err != nil {
-		b.logger.Error(Name+": update ignored", "error", err)
+	if _, err := endpointlist.ConfigOf(b.List, s, func(c Config) *slowstart.Config { return c.SlowStart }); err != nil {
 		return err
 	}
 	return b.Update(s.ResolverState, nil)
@@ -83,7 +69,7 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 // schedule over the endpoints' slow start weights; otherwise a rotation
 // that starts at an index drawn uniformly with the tree's random source.
 func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
-	if b.slow.Ramping() {
+	if b.SlowStart().Ramping() {
 		return b.rampPicker(ready)
 	}
 	b.ramp = nil
@@ -100,10 +86,11 @@ func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
 // last ramp's schedule, so that the re-weighting every tick does not
 // restart it; the first starts at a random point of its period.
 func (b *balancer) rampPicker(ready []*endpoint) (lb.Picker, error) {
-	res := b.slow.Resolution(1)
+	slow := b.SlowStart()
+	res := slow.Resolution(1)
 	entries := make([]edf.Entry[*endpoint], len(ready))
 	for i, ep := range ready {
-		entries[i] = edf.Entry[*endpoint]{Item: ep, Weight: b.slow.Weight(ep, 1, res)}
+		entries[i] = edf.Entry[*endpoint]{Item: ep, Weight: slow.Weight(ep, 1, res)}
 	}
 	var opts []edf.Option
 	if b.ramp == nil {

@@ -29,9 +29,11 @@
 // factors on the tree's injected clock, and, while any endpoint is in its
 // window, calls the policy back every [Interval] on the balancer's
 // scheduler so that the policy re-publishes its picker with the new
-// factors. A policy wires it with three calls: [Tracker.Ready] when an
-// endpoint becomes READY, [Tracker.Factor] (or [Tracker.Weight]) when it
-// builds a picker, and [Tracker.SetConfig] on each config update.
+// factors. It is wired with three calls: [Tracker.Ready] when an endpoint
+// becomes READY, [Tracker.Factor] (or [Tracker.Weight]) when a picker is
+// built, and [Tracker.SetConfig] on each config update. Package
+// lb/endpointlist makes the first and the last for the leaf policies
+// built on it (its List.SlowStart), which make only the second.
 //
 // # Concurrency
 //

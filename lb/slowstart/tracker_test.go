@@ -8,6 +8,7 @@ import (
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/leastrequest"
+	"github.com/lbkit/lbkit/lb/peakewma"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/roundrobin"
 	"github.com/lbkit/lbkit/lb/slowstart"
@@ -121,6 +122,7 @@ func TestInvalidGoConfigIsRejected(t *testing.T) {
 		roundrobin.Name:   roundrobin.Config{SlowStart: bad},
 		wrr.Name:          wrr.Config{SlowStart: bad},
 		leastrequest.Name: leastrequest.Config{SlowStart: bad},
+		peakewma.Name:     peakewma.Config{SlowStart: bad},
 	} {
 		h := lbtest.New(t)
 		h.BuildPolicy(name, `{}`)

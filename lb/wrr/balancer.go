@@ -1,7 +1,6 @@
 package wrr
 
 import (
-	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -57,9 +56,6 @@ type balancer struct {
 	// the next one. It is reset by an empty update.
 	ready *readyPicker
 
-	// slow ramps the weights of endpoints that just became READY.
-	slow *slowstart.Tracker[*endpoint]
-
 	// rrFallback and notYetUsable are gRFC A78's metrics, resolved at
 	// Build.
 	rrFallback, notYetUsable lb.Counter
@@ -75,14 +71,8 @@ type balancer struct {
 // asks for every update. It is O(n) in the number of addresses, plus the
 // cost of building the READY picker's schedule (see package edf).
 func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
-	cfg, err := lb.ConfigOf[Config]("wrr", s.BalancerConfig)
+	cfg, err := endpointlist.ConfigOf(b.List, s, func(c Config) *slowstart.Config { return c.SlowStart })
 	if err != nil {
-		b.logger.Error("wrr: update ignored", "error", err)
-		return err
-	}
-	if err := b.slow.SetConfig(cfg.SlowStart); err != nil {
-		err = fmt.Errorf("wrr: %w: %w", err, lb.ErrBadResolverState)
-		b.logger.Error("wrr: update ignored", "error", err)
 		return err
 	}
 	b.cfg = cfg
@@ -129,17 +119,18 @@ func (b *balancer) buildReadyPicker(ready []*endpoint) (lb.Picker, error) {
 	for _, w := range weights {
 		maxW = max(maxW, w)
 	}
-	res := b.slow.Resolution(maxW)
+	slow := b.SlowStart()
+	res := slow.Resolution(maxW)
 	inWindow := int64(0)
 	for i, ep := range ready {
-		if b.slow.InWindow(ep) {
+		if slow.InWindow(ep) {
 			inWindow++
 		}
 		// The effective weight: the scheduled weight (configured, or from
 		// load reports, gRFC A58) times the slow start factor (exactly
 		// the scheduled weight when nothing ramps), as A100 says: the
 		// scaling "is applied to whatever weight is being used".
-		entries[i] = edf.Entry[*endpoint]{Item: ep, Weight: b.slow.Weight(ep, weights[i], res)}
+		entries[i] = edf.Entry[*endpoint]{Item: ep, Weight: slow.Weight(ep, weights[i], res)}
 	}
 	b.inSlowStart.Add(inWindow) // gRFC A100, per scheduler made
 	b.readyEndpoints, b.readyWeights = append(b.readyEndpoints[:0], ready...), weights

@@ -80,14 +80,11 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 		loadState:    loadState{clock: opts.Clock, sched: opts.Scheduler},
 	}
 	b.buildLoadMetrics(opts.Metrics, cc.Target())
-	b.List = endpointlist.New(cc, opts.Scheduler, b.logger, endpointlist.Policy[endpointData]{
+	b.List = endpointlist.New(cc, opts, b.logger, endpointlist.Policy[endpointData]{
 		Name:        "wrr",
 		BuildPicker: b.buildReadyPicker,
-		OnReady: func(ep *endpoint) {
-			ep.Data.load.becameReady() // gRFC A58: the blackout restarts
-			b.slow.Ready(ep)           // gRFC A100: the ramp restarts
-		},
+		// gRFC A58: the blackout restarts (the list restarts A100's ramp).
+		OnReady: func(ep *endpoint) { ep.Data.load.becameReady() },
 	})
-	b.slow = slowstart.NewTracker[*endpoint](opts, b.Refresh)
 	return b
 }

@@ -48,6 +48,15 @@
 // [github.com/lbkit/lbkit/lb/hierarchy.Group] and pass each child its group
 // in Update, as gRFC A56 ("Hierarchical Addresses") describes.
 //
+// # Builder
+//
+// [Builder] is the builder of a parent policy whose builder takes no
+// options (weighted_target, outlier_detection, xds_cluster_impl,
+// xds_routing): given the policy's name, config reader and balancer
+// ([Policy]), it binds the registry the children's policy lists are
+// parsed against ([lb.ParentBuilder]) and parses the config
+// ([lb.ConfigParser]).
+//
 // # Concurrency
 //
 // A Manager and its children belong to one balancer tree: every method, and

@@ -37,7 +37,8 @@ type balancer struct {
 	updating bool
 }
 
-func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *balancer {
+// Build returns a new balancer reporting to cc; its child shares opts.
+func (policy) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	b := &balancer{cc: cc, opts: opts, counter: NewCounter(), handles: make(map[handleKey]lb.Counter)}
 	b.children = childmanager.New[struct{}](cc, opts, childmanager.Hooks[struct{}]{
 		StateChanged: func(*childmanager.Child[struct{}]) {

@@ -39,17 +39,9 @@ type DropCategory struct {
 	RequestsPerMillion uint32
 }
 
-// ParseConfig parses the policy's JSON config into a [*Config] and lists
-// the fields it does not know ([lb.ConfigParser]). Errors are
-// [*lb.ConfigError]s whose path is relative to the policy's object, such
-// as `dropCategories[1].requestsPerMillion: must be <= 1000000, got 1000001`.
-func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
-	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (*Config, error) {
-		return readConfig(obj, b.registry)
-	})
-}
-
-func readConfig(obj lb.ConfigObject, reg *lb.Registry) (*Config, error) {
+// ReadConfig reads a [*Config] from obj; the child policy list is parsed
+// against reg (nil: [lb.DefaultRegistry]).
+func (policy) ReadConfig(obj lb.ConfigObject, reg *lb.Registry) (lb.Config, error) {
 	cfg := &Config{}
 	if err := obj.Decode(&cfg.Cluster, "cluster"); err != nil {
 		return nil, err

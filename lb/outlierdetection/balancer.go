@@ -71,7 +71,9 @@ type odBalancer struct {
 	ejections, unejections lb.Counter
 }
 
-func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *odBalancer {
+// Build returns a new outlier detection balancer reporting to cc; its
+// child shares opts.
+func (policy) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	b := &odBalancer{
 		cc:      cc,
 		opts:    opts,

@@ -2,6 +2,7 @@ package outlierdetection
 
 import (
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/childmanager"
 )
 
 // Name is the policy's name in loadBalancingConfig.
@@ -10,27 +11,24 @@ const Name = "outlier_detection_experimental"
 func init() { lb.Register(Builder{}) }
 
 // Builder builds outlier_detection_experimental balancers and parses their
-// config. The zero Builder is ready to use. A Builder is immutable and safe
-// for concurrent use. The package registers Builder{} under [Name] in its
-// init function.
-type Builder struct {
-	// registry is what the child policy list is parsed
-	// against; nil means [lb.DefaultRegistry]. A registry sets it
-	// ([Builder.InRegistry]).
-	registry *lb.Registry
-}
+// config, a [*Config], parsing the child policy list against the registry
+// it is registered in ([childmanager.Builder]); the fields it does not
+// know include its child policy's. See [Config] for the format, the
+// defaults and the rules; every parse error is an [*lb.ConfigError] whose
+// path is relative to the policy's object, such as
+// `failurePercentageEjection.threshold: must be <= 100, got 101`. A
+// balancer's child shares its [lb.BuildOptions]: the sweep timer runs on
+// their Scheduler and enforcement draws use their Rand. It does nothing
+// until its first UpdateClientConnState, which must carry a [*Config].
+//
+// The zero Builder is ready to use. A Builder is immutable and safe for
+// concurrent use. The package registers Builder{} under [Name] in its init
+// function.
+type Builder = childmanager.Builder[policy]
+
+// policy is outlier_detection_experimental for [childmanager.Builder]: its
+// ReadConfig is in config.go, its Build in balancer.go.
+type policy struct{}
 
 // Name returns [Name].
-func (Builder) Name() string { return Name }
-
-// InRegistry returns a Builder that parses the child policy list
-// against r ([lb.ParentBuilder]).
-func (Builder) InRegistry(r *lb.Registry) lb.Builder { return Builder{registry: r} }
-
-// Build returns a new outlier detection balancer reporting to cc. Its child
-// shares opts: the sweep timer runs on opts.Scheduler and enforcement draws
-// use opts.Rand. The balancer does nothing until its first
-// UpdateClientConnState, which must carry a [*Config].
-func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
-	return newBalancer(cc, opts)
-}
+func (policy) Name() string { return Name }

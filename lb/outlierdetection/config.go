@@ -141,21 +141,9 @@ func (c *Config) maxEjectionTime() time.Duration { return max(c.MaxEjectionTime,
 // errNoChildPolicy is the reason given for a missing childPolicy.
 var errNoChildPolicy = errors.New("required: the child policy to delegate to")
 
-// ParseConfig parses the policy's JSON config into a [*Config] and lists
-// the fields it does not know, its child policy's included
-// ([lb.ConfigParser]); see [Config] for the format, the defaults and the
-// rules. Every error is an [*lb.ConfigError] whose path is relative to the
-// policy's object, such as
-// `failurePercentageEjection.threshold: must be <= 100, got 101`.
-func (b Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
-	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (*Config, error) {
-		return readConfig(obj, b.registry)
-	})
-}
-
-// readConfig reads the policy's config from obj; child policy lists are
-// parsed against reg (nil: [lb.DefaultRegistry]).
-func readConfig(obj lb.ConfigObject, reg *lb.Registry) (*Config, error) {
+// ReadConfig reads a [*Config] from obj; the child policy list is parsed
+// against reg (nil: [lb.DefaultRegistry]).
+func (policy) ReadConfig(obj lb.ConfigObject, reg *lb.Registry) (lb.Config, error) {
 	cfg := &Config{}
 	durations := []struct {
 		dst      *time.Duration

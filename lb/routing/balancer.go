@@ -46,7 +46,9 @@ type balancer struct {
 	slots    childmanager.Slots
 }
 
-func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *balancer {
+// Build returns a new routing balancer reporting to cc; its children share
+// opts.
+func (policy) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	opts = opts.WithDefaults()
 	b := &balancer{cc: cc, opts: opts, logger: opts.PolicyLogger(Name), rnd: newSource(opts.Rand.Uint64())}
 	b.channelID = opts.Rand.Uint64()

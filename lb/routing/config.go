@@ -47,9 +47,10 @@ type Config struct {
 	Clusters map[string]*lb.ParsedPolicy
 }
 
-// readConfig reads the config from obj, parsing child policies against
-// reg (nil: [lb.DefaultRegistry]).
-func readConfig(obj lb.ConfigObject, reg *lb.Registry) (*Config, error) {
+// ReadConfig reads a [*Config] from obj, parsing child policies against
+// reg (nil: [lb.DefaultRegistry]); see [Config] for the format and the
+// rules.
+func (policy) ReadConfig(obj lb.ConfigObject, reg *lb.Registry) (lb.Config, error) {
 	raw, _, _ := obj.Raw("routeConfig")
 	ro, err := obj.ObjectAt("routeConfig", raw)
 	if err != nil {

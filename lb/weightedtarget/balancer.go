@@ -81,7 +81,9 @@ type wtBalancer struct {
 	resolverErrs uint64
 }
 
-func newBalancer(cc lb.ClientConn, opts lb.BuildOptions) *wtBalancer {
+// Build returns a new weighted_target balancer reporting to cc; its
+// children share opts.
+func (policy) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	b := &wtBalancer{
 		cc:     cc,
 		opts:   opts,

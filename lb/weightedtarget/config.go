@@ -53,9 +53,9 @@ type Target struct {
 	ChildPolicy *lb.ParsedPolicy
 }
 
-// readConfig reads the policy's config from obj; child policy lists are
-// parsed against reg (nil: [lb.DefaultRegistry]).
-func readConfig(obj lb.ConfigObject, reg *lb.Registry) (*Config, error) {
+// ReadConfig reads a [*Config] from obj; child policy lists are parsed
+// against reg (nil: [lb.DefaultRegistry]).
+func (policy) ReadConfig(obj lb.ConfigObject, reg *lb.Registry) (lb.Config, error) {
 	var targets map[string]json.RawMessage
 	if err := obj.Decode(&targets, "targets"); err != nil {
 		return nil, err

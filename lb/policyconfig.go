@@ -100,6 +100,16 @@ func ChildPolicyJSON(p PolicyConfig) (json.RawMessage, error) {
 	return MarshalPolicyList(p)
 }
 
+// FormatNonZeroDuration returns [FormatDuration] of d, or "" for zero: the
+// value of a duration field of a [PolicyConfig]'s JSON tagged omitempty, so
+// that a zero field is left out and takes the policy's default.
+func FormatNonZeroDuration(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return FormatDuration(d)
+}
+
 // FormatDuration returns d in proto3 JSON's google.protobuf.Duration form,
 // the form [ParseDuration] reads: seconds with the suffix "s" and up to
 // nine fractional digits, without trailing zeros, such as "10s", "0.5s" or

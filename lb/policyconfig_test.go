@@ -353,6 +353,9 @@ func TestFormatDuration(t *testing.T) {
 		if back, err := lb.ParseDuration([]byte(strconv.Quote(lb.FormatDuration(d)))); d != math.MinInt64 && (err != nil || back != d) {
 			t.Errorf("ParseDuration(FormatDuration(%d)) = %v, %v", d, back, err)
 		}
+		if got := lb.FormatNonZeroDuration(d); (d == 0 && got != "") || (d != 0 && got != want) {
+			t.Errorf("FormatNonZeroDuration(%d) = %q, want %q (\"\" for zero)", d, got, want)
+		}
 	}
 }
 

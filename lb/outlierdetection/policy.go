@@ -67,15 +67,7 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 		FailurePercentageEjection *FailurePercentageEjection `json:"failurePercentageEjection,omitempty"`
 		ChildPolicy               json.RawMessage            `json:"childPolicy,omitempty"`
 	}{
-		durationJSON(p.Interval), durationJSON(p.BaseEjectionTime), durationJSON(p.MaxEjectionTime),
+		lb.FormatNonZeroDuration(p.Interval), lb.FormatNonZeroDuration(p.BaseEjectionTime), lb.FormatNonZeroDuration(p.MaxEjectionTime),
 		p.MaxEjectionPercent, p.SuccessRateEjection, p.FailurePercentageEjection, child,
 	})
-}
-
-// durationJSON is d in proto3 JSON form, or "" (left out) for zero.
-func durationJSON(d time.Duration) string {
-	if d == 0 {
-		return ""
-	}
-	return lb.FormatDuration(d)
 }

@@ -2,7 +2,6 @@ package peakewma
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/slowstart"
@@ -20,12 +19,7 @@ func (Config) PolicyName() string { return Name }
 // left out, and so takes its default), and its slow start config under
 // "slowStartConfig" when set.
 func (c Config) MarshalJSON() ([]byte, error) {
-	d := func(v time.Duration) string {
-		if v == 0 {
-			return ""
-		}
-		return lb.FormatDuration(v)
-	}
+	d := lb.FormatNonZeroDuration
 	return json.Marshal(struct {
 		DecayTime      string            `json:"decayTime,omitempty"`
 		DefaultRTT     string            `json:"defaultRtt,omitempty"`

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/lbkit/lbkit/lb"
@@ -90,22 +89,8 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("slowstart: cannot encode %+v: not a finite number", c)
 	}
 	return fmt.Appendf(nil, `{"slowStartWindow":%q,"aggression":%s,"minWeightPercent":%s}`,
-		durationString(c.SlowStartWindow), strconv.FormatFloat(c.Aggression, 'g', -1, 64),
+		lb.FormatDuration(c.SlowStartWindow), strconv.FormatFloat(c.Aggression, 'g', -1, 64),
 		strconv.FormatFloat(c.MinWeightPercent, 'g', -1, 64)), nil
-}
-
-// durationString formats d as a proto3 JSON duration: seconds with up to
-// nine fractional digits and the suffix "s".
-func durationString(d time.Duration) string {
-	sign, u := "", uint64(d)
-	if d < 0 {
-		sign, u = "-", uint64(-(d+1))+1 // the magnitude, also of the most negative Duration
-	}
-	secs, nanos := u/uint64(time.Second), u%uint64(time.Second)
-	if nanos == 0 {
-		return fmt.Sprintf("%s%ds", sign, secs)
-	}
-	return sign + strings.TrimRight(fmt.Sprintf("%d.%09d", secs, nanos), "0") + "s"
 }
 
 // ParseField parses the slow start of a policy config: the object under

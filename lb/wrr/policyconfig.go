@@ -2,7 +2,6 @@ package wrr
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/slowstart"
@@ -21,12 +20,7 @@ func (Config) PolicyName() string { return Name }
 // [NoErrorPenalty] are written as the explicit zeros they stand for.
 func (c Config) MarshalJSON() ([]byte, error) {
 	lr := c.LoadReports
-	d := func(v time.Duration) string {
-		if v == 0 {
-			return ""
-		}
-		return lb.FormatDuration(v)
-	}
+	d := lb.FormatNonZeroDuration
 	blackout := d(lr.BlackoutPeriod)
 	if lr.BlackoutPeriod == NoBlackout {
 		blackout = "0s"

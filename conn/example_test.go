@@ -56,8 +56,10 @@ func Example() {
 // New's error, with the same JSON path.
 func ExampleWithDefaultPolicy() {
 	_, typedErr := conn.New("static:///127.0.0.1:1", conn.WithDefaultPolicy(outlierdetection.Policy{
-		FailurePercentageEjection: &outlierdetection.FailurePercentageEjection{Threshold: 150},
-		ChildPolicy:               roundrobin.Config{},
+		Detection: outlierdetection.Detection{
+			FailurePercentageEjection: &outlierdetection.FailurePercentageEjection{Threshold: 150},
+		},
+		ChildPolicy: roundrobin.Config{},
 	}))
 	_, jsonErr := conn.New("static:///127.0.0.1:1", conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[
 		{"outlier_detection_experimental": {"failurePercentageEjection": {"threshold": 150}, "childPolicy": [{"round_robin": {}}]}}]}`))

@@ -102,8 +102,10 @@ func WithDefaultServiceConfig(json string) Option {
 // as
 //
 //	conn.WithDefaultPolicy(outlierdetection.Policy{
-//		FailurePercentageEjection: &outlierdetection.FailurePercentageEjection{Threshold: 50},
-//		ChildPolicy:               roundrobin.Config{},
+//		Detection: outlierdetection.Detection{
+//			FailurePercentageEjection: &outlierdetection.FailurePercentageEjection{Threshold: 50},
+//		},
+//		ChildPolicy: roundrobin.Config{},
 //	})
 //
 // It is WithDefaultServiceConfig(s) where s is

@@ -178,12 +178,12 @@ func drawChild(t *rapid.T, depth int, label string) (lb.PolicyConfig, string) {
 func drawOutlier(t *rapid.T, depth int) (lb.PolicyConfig, []string) {
 	durations := []time.Duration{0, time.Nanosecond, 1500 * time.Millisecond, 10 * time.Second, -time.Second, time.Hour + 7, math.MaxInt64, math.MinInt64}
 	percent := rapid.Uint32Range(0, 120)
-	p := outlierdetection.Policy{
+	p := outlierdetection.Policy{Detection: outlierdetection.Detection{
 		Interval:           rapid.SampledFrom(durations).Draw(t, "interval"),
 		BaseEjectionTime:   rapid.SampledFrom(durations).Draw(t, "base"),
 		MaxEjectionTime:    rapid.SampledFrom(durations).Draw(t, "max"),
 		MaxEjectionPercent: percent.Draw(t, "maxPercent"),
-	}
+	}}
 	fields := durationFields(nil, namedDuration{"interval", p.Interval}, namedDuration{"baseEjectionTime", p.BaseEjectionTime}, namedDuration{"maxEjectionTime", p.MaxEjectionTime})
 	fields = uintField(fields, "maxEjectionPercent", p.MaxEjectionPercent)
 	if rapid.Bool().Draw(t, "successRate") {

@@ -28,7 +28,7 @@ func TestServiceConfigFromATypedConfig(t *testing.T) {
 	}
 	cc.Close()
 
-	bad, err := grpcgo.ServiceConfig(outlierdetection.Policy{ChildPolicy: roundrobin.Config{}, MaxEjectionPercent: 101})
+	bad, err := grpcgo.ServiceConfig(outlierdetection.Policy{Detection: outlierdetection.Detection{MaxEjectionPercent: 101}, ChildPolicy: roundrobin.Config{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -300,11 +300,11 @@ func TestParseClusterOutlierDetectionMapsA50Table(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := parseOD(t, cfg.Policies)
-	want := outlierdetection.Config{
+	want := outlierdetection.Config{Detection: outlierdetection.Detection{
 		Interval: 11 * time.Second, BaseEjectionTime: 12 * time.Second, MaxEjectionTime: 13 * time.Second, MaxEjectionPercent: 14,
 		SuccessRateEjection:       &outlierdetection.SuccessRateEjection{StdevFactor: 15, EnforcementPercentage: 16, MinimumHosts: 17, RequestVolume: 18},
 		FailurePercentageEjection: &outlierdetection.FailurePercentageEjection{Threshold: 19, EnforcementPercentage: 20, MinimumHosts: 21, RequestVolume: 22},
-	}
+	}}
 	checkOD(t, got, want)
 
 	// Unset fields take A50's defaults, which are Envoy's.
@@ -312,7 +312,7 @@ func TestParseClusterOutlierDetectionMapsA50Table(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkOD(t, parseOD(t, cfg.Policies), outlierdetection.Config{
+	checkOD(t, parseOD(t, cfg.Policies), outlierdetection.Config{Detection: outlierdetection.Detection{
 		Interval: outlierdetection.DefaultInterval, BaseEjectionTime: outlierdetection.DefaultBaseEjectionTime,
 		MaxEjectionTime: outlierdetection.DefaultMaxEjectionTime, MaxEjectionPercent: outlierdetection.DefaultMaxEjectionPercent,
 		SuccessRateEjection: &outlierdetection.SuccessRateEjection{
@@ -323,7 +323,7 @@ func TestParseClusterOutlierDetectionMapsA50Table(t *testing.T) {
 			Threshold: outlierdetection.DefaultFailurePercentageThreshold, EnforcementPercentage: 1,
 			MinimumHosts: outlierdetection.DefaultFailurePercentageMinimumHosts, RequestVolume: outlierdetection.DefaultFailurePercentageRequestVolume,
 		},
-	})
+	}})
 }
 
 // parseOD parses p's outlier detection, with p's endpoint policy as its

@@ -71,25 +71,39 @@ const (
 //
 // A Config is immutable once parsed; balancers never change it.
 type Config struct {
-	// Interval is the time between ejection sweeps.
-	Interval time.Duration
-	// BaseEjectionTime is how long an address is ejected for, multiplied
-	// by the number of times it has been ejected in a row.
-	BaseEjectionTime time.Duration
-	// MaxEjectionTime caps the ejection time; the cap is the larger of
-	// MaxEjectionTime and BaseEjectionTime.
-	MaxEjectionTime time.Duration
-	// MaxEjectionPercent is the largest share of addresses (in percent)
-	// that may be ejected at once; one address may always be ejected.
-	MaxEjectionPercent uint32
-	// SuccessRateEjection enables and configures the success-rate
-	// algorithm; nil disables it.
-	SuccessRateEjection *SuccessRateEjection
-	// FailurePercentageEjection enables and configures the
-	// failure-percentage algorithm; nil disables it.
-	FailurePercentageEjection *FailurePercentageEjection
+	// Detection holds how addresses are ejected, every field with its
+	// value (a default filled in where the JSON left it out).
+	Detection
 	// ChildPolicy is the policy the balancer delegates to.
 	ChildPolicy *lb.ParsedPolicy
+}
+
+// Detection is how outlier detection ejects addresses: gRFC A50's fields
+// but the child policy, shared by the parsed [Config] and the typed
+// [Policy]. In a Config every field holds its value; in a Policy a zero
+// field is left out of the JSON and takes its default (a nil algorithm
+// stays off).
+type Detection struct {
+	// Interval is the time between ejection sweeps ("interval").
+	Interval time.Duration
+	// BaseEjectionTime is how long an address is ejected for, multiplied
+	// by the number of times it has been ejected in a row
+	// ("baseEjectionTime").
+	BaseEjectionTime time.Duration
+	// MaxEjectionTime caps the ejection time; the cap is the larger of
+	// MaxEjectionTime and BaseEjectionTime ("maxEjectionTime").
+	MaxEjectionTime time.Duration
+	// MaxEjectionPercent is the largest share of addresses (in percent)
+	// that may be ejected at once; one address may always be ejected
+	// ("maxEjectionPercent").
+	MaxEjectionPercent uint32
+	// SuccessRateEjection enables and configures the success-rate
+	// algorithm; nil disables it ("successRateEjection").
+	SuccessRateEjection *SuccessRateEjection
+	// FailurePercentageEjection enables and configures the
+	// failure-percentage algorithm; nil disables it
+	// ("failurePercentageEjection").
+	FailurePercentageEjection *FailurePercentageEjection
 }
 
 // SuccessRateEjection configures the success-rate algorithm. In a parsed

@@ -15,10 +15,10 @@ const child = `"childPolicy": [{"test_leaf": {}}]`
 func TestParseConfigDefaults(t *testing.T) {
 	t.Parallel()
 	cfg := mustParse(t, `{`+child+`}`)
-	want := Config{
+	want := Config{Detection: Detection{
 		Interval: 10 * time.Second, BaseEjectionTime: 30 * time.Second,
 		MaxEjectionTime: 300 * time.Second, MaxEjectionPercent: 10,
-	}
+	}}
 	got := *cfg
 	got.ChildPolicy = nil
 	if !reflect.DeepEqual(got, want) {
@@ -58,11 +58,11 @@ func TestParseConfigAllFields(t *testing.T) {
 			t.Fatalf("child policy %+v", got.ChildPolicy)
 		}
 		got.ChildPolicy = nil
-		want := Config{
+		want := Config{Detection: Detection{
 			Interval: 1500 * time.Millisecond, BaseEjectionTime: 2 * time.Second, MaxEjectionTime: 0, MaxEjectionPercent: 100,
 			SuccessRateEjection:       &SuccessRateEjection{1000, 50, 2, 7},
 			FailurePercentageEjection: &FailurePercentageEjection{100, 0, 0, 1},
-		}
+		}}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("parse %s:\n got %+v\nwant %+v", js, got, want)
 		}

@@ -22,12 +22,14 @@ func Example() {
 	defer t.Finish()
 
 	p, err := lb.ParsePolicyConfig(outlierdetection.Policy{
-		Interval: time.Second,
-		FailurePercentageEjection: &outlierdetection.FailurePercentageEjection{
-			Threshold: 50, MinimumHosts: 3, RequestVolume: 10,
+		Detection: outlierdetection.Detection{
+			Interval: time.Second,
+			FailurePercentageEjection: &outlierdetection.FailurePercentageEjection{
+				Threshold: 50, MinimumHosts: 3, RequestVolume: 10,
+			},
+			MaxEjectionPercent: 50,
 		},
-		MaxEjectionPercent: 50,
-		ChildPolicy:        roundrobin.Config{},
+		ChildPolicy: roundrobin.Config{},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -2,7 +2,6 @@ package outlierdetection
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/lbkit/lbkit/lb"
 )
@@ -18,29 +17,18 @@ import (
 // "childPolicy: required" error.
 //
 //	outlierdetection.Policy{
-//		Interval:                  time.Second,
-//		FailurePercentageEjection: &outlierdetection.FailurePercentageEjection{Threshold: 50, MinimumHosts: 3, RequestVolume: 10},
-//		ChildPolicy:               roundrobin.Config{},
+//		Detection: outlierdetection.Detection{
+//			Interval:                  time.Second,
+//			FailurePercentageEjection: &outlierdetection.FailurePercentageEjection{Threshold: 50, MinimumHosts: 3, RequestVolume: 10},
+//		},
+//		ChildPolicy: roundrobin.Config{},
 //	}
 //
 // A Policy is a value: nothing that takes one changes it.
 type Policy struct {
-	// Interval is the time between ejection sweeps ("interval").
-	Interval time.Duration
-	// BaseEjectionTime is the ejection time of a first ejection
-	// ("baseEjectionTime").
-	BaseEjectionTime time.Duration
-	// MaxEjectionTime caps the ejection time ("maxEjectionTime").
-	MaxEjectionTime time.Duration
-	// MaxEjectionPercent is the largest share of addresses, in percent,
-	// ejected at once ("maxEjectionPercent").
-	MaxEjectionPercent uint32
-	// SuccessRateEjection, when not nil, turns the success-rate algorithm
-	// on ("successRateEjection").
-	SuccessRateEjection *SuccessRateEjection
-	// FailurePercentageEjection, when not nil, turns the
-	// failure-percentage algorithm on ("failurePercentageEjection").
-	FailurePercentageEjection *FailurePercentageEjection
+	// Detection holds how addresses are ejected; a zero field takes its
+	// default.
+	Detection
 	// ChildPolicy is the policy delegated to ("childPolicy", a list of
 	// this one policy).
 	ChildPolicy lb.PolicyConfig

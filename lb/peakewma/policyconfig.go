@@ -19,11 +19,13 @@ func (Config) PolicyName() string { return Name }
 // left out, and so takes its default), and its slow start config under
 // "slowStartConfig" when set.
 func (c Config) MarshalJSON() ([]byte, error) {
-	d := lb.FormatNonZeroDuration
 	return json.Marshal(struct {
 		DecayTime      string            `json:"decayTime,omitempty"`
 		DefaultRTT     string            `json:"defaultRtt,omitempty"`
 		FailurePenalty string            `json:"failurePenalty,omitempty"`
 		SlowStart      *slowstart.Config `json:"slowStartConfig,omitempty"`
-	}{d(c.DecayTime), d(c.DefaultRTT), d(c.FailurePenalty), c.SlowStart})
+	}{
+		lb.FormatNonZeroDuration(c.DecayTime), lb.FormatNonZeroDuration(c.DefaultRTT),
+		lb.FormatNonZeroDuration(c.FailurePenalty), c.SlowStart,
+	})
 }

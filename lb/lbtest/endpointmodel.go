@@ -1,7 +1,11 @@
 package lbtest
 
 import (
+	"errors"
+	"fmt"
 	"slices"
+
+	"pgregory.net/rapid"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/resolver"
@@ -27,6 +31,40 @@ type EndpointModel struct {
 // balancer under test in h.
 func NewEndpointModel(h *Harness, pool ...resolver.Address) *EndpointModel {
 	return &EndpointModel{h: h, pool: pool, reports: make(map[lb.SubConn]lb.ConnectivityState)}
+}
+
+// Pool returns n addresses, "e0" to "e<n-1>", a pool for
+// [NewEndpointModel].
+func Pool(n int) []resolver.Address {
+	pool := make([]resolver.Address, n)
+	for i := range pool {
+		pool[i] = resolver.Address{Addr: fmt.Sprintf("e%d", i)}
+	}
+	return pool
+}
+
+// DrawUpdate draws an update of one to seven endpoints of the pool,
+// duplicates included, sends it with cfg ([EndpointModel.Update]) and
+// fails t if the balancer returns an error.
+func (m *EndpointModel) DrawUpdate(t *rapid.T, cfg lb.Config) {
+	endpoints := rapid.SliceOfN(rapid.IntRange(0, len(m.pool)-1), 1, 7).Draw(t, "endpoints")
+	if err := m.Update(cfg, endpoints...); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+}
+
+// drawnReports are the SubConn reports DrawReport draws from.
+var drawnReports = []lb.SubConnState{
+	{ConnectivityState: lb.Ready},
+	{ConnectivityState: lb.Idle},
+	{ConnectivityState: lb.TransientFailure, ConnectionError: errors.New("refused")},
+}
+
+// DrawReport draws one of the endpoints of the last update and a report,
+// READY, IDLE or TRANSIENT_FAILURE, and sends it ([EndpointModel.Report]).
+func (m *EndpointModel) DrawReport(t *rapid.T) {
+	i := rapid.SampledFrom(m.listed).Draw(t, "endpoint")
+	m.Report(i, rapid.SampledFrom(drawnReports).Draw(t, "state"))
 }
 
 // Update sends the pool's addresses at endpoints, in that order and

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,16 +101,6 @@ func rampingPicker(b *testing.B, as []resolver.Address) lb.Picker {
 	return h.State().Picker
 }
 
-// pickAndFinish is one request as a channel makes it: load the current
-// picker, pick, and call Done when the request ends (here at once).
-func pickAndFinish(current *atomic.Pointer[lb.Picker], info lb.PickInfo) {
-	r, err := (*current.Load()).Pick(info)
-	if err != nil || r.SubConn == nil {
-		panic("pick failed")
-	}
-	r.Done(lb.DoneInfo{})
-}
-
 // BenchmarkPick measures one pick and its Done, from one goroutine, for
 // the policy's picker and the mutex baseline.
 func BenchmarkPick(b *testing.B) { benchmarkPick(b, false) }
@@ -125,22 +114,8 @@ func benchmarkPick(b *testing.B, parallel bool) {
 	info := lb.PickInfo{Ctx: context.Background(), Method: "/pkg.Service/Method"}
 	for _, n := range []int{10, 100, 1000} {
 		for _, impl := range benchPickers(b, n) {
-			var current atomic.Pointer[lb.Picker]
-			current.Store(&impl.picker)
 			b.Run(fmt.Sprintf("impl=%s/n=%d", impl.name, n), func(b *testing.B) {
-				b.ReportAllocs()
-				if parallel {
-					b.SetParallelism(4)
-					b.RunParallel(func(pb *testing.PB) {
-						for pb.Next() {
-							pickAndFinish(&current, info)
-						}
-					})
-					return
-				}
-				for range b.N {
-					pickAndFinish(&current, info)
-				}
+				lbtest.BenchmarkPicks(b, impl.picker, info, parallel)
 			})
 		}
 	}

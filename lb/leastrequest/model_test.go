@@ -3,7 +3,6 @@ package leastrequest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -51,29 +50,13 @@ func newMachine(t *rapid.T) *machine {
 		active: map[lb.SubConn]int64{},
 	}
 	m.h.Build(Builder{})
-	var pool []resolver.Address
-	for i := range 5 {
-		pool = append(pool, resolver.Address{Addr: fmt.Sprintf("e%d", i)})
-	}
-	m.model = lbtest.NewEndpointModel(m.h, pool...)
+	m.model = lbtest.NewEndpointModel(m.h, lbtest.Pool(5)...)
 	return m
 }
 
-func (m *machine) update(t *rapid.T) {
-	endpoints := rapid.SliceOfN(rapid.IntRange(0, 4), 1, 7).Draw(t, "endpoints")
-	if err := m.model.Update(m.cfg, endpoints...); err != nil {
-		t.Fatalf("update: %v", err)
-	}
-}
+func (m *machine) update(t *rapid.T) { m.model.DrawUpdate(t, m.cfg) }
 
-func (m *machine) report(t *rapid.T) {
-	i := rapid.SampledFrom(m.model.Listed()).Draw(t, "endpoint")
-	m.model.Report(i, rapid.SampledFrom([]lb.SubConnState{
-		{ConnectivityState: lb.Ready},
-		{ConnectivityState: lb.Idle},
-		{ConnectivityState: lb.TransientFailure, ConnectionError: errors.New("refused")},
-	}).Draw(t, "state"))
-}
+func (m *machine) report(t *rapid.T) { m.model.DrawReport(t) }
 
 func (m *machine) pick(t *rapid.T) {
 	ready := m.model.Ready()

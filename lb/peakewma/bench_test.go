@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,16 +149,6 @@ func benchPickers(b *testing.B, clk clock.Clock, n int) []struct {
 	}
 }
 
-// pickAndFinish is one request as a channel makes it: load the current
-// picker, pick, and call Done when the request ends (here at once).
-func pickAndFinish(current *atomic.Pointer[lb.Picker], info lb.PickInfo) {
-	r, err := (*current.Load()).Pick(info)
-	if err != nil || r.SubConn == nil {
-		panic("pick failed")
-	}
-	r.Done(lb.DoneInfo{})
-}
-
 // BenchmarkPick measures one pick and its Done, from one goroutine, for
 // the policy's picker and the mutex baseline, both on the real clock and
 // on a frozen one (the pickers' own work).
@@ -178,30 +167,12 @@ func benchmarkPick(b *testing.B, parallel bool) {
 	for _, c := range clocks {
 		for _, n := range []int{10, 100, 1000} {
 			for _, impl := range benchPickers(b, c.clk, n) {
-				benchmarkOne(b, fmt.Sprintf("clock=%s/impl=%s/n=%d", c.name, impl.name, n), impl.picker, parallel, info)
+				b.Run(fmt.Sprintf("clock=%s/impl=%s/n=%d", c.name, impl.name, n), func(b *testing.B) {
+					lbtest.BenchmarkPicks(b, impl.picker, info, parallel)
+				})
 			}
 		}
 	}
-}
-
-func benchmarkOne(b *testing.B, name string, picker lb.Picker, parallel bool, info lb.PickInfo) {
-	var current atomic.Pointer[lb.Picker]
-	current.Store(&picker)
-	b.Run(name, func(b *testing.B) {
-		b.ReportAllocs()
-		if parallel {
-			b.SetParallelism(4)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					pickAndFinish(&current, info)
-				}
-			})
-			return
-		}
-		for range b.N {
-			pickAndFinish(&current, info)
-		}
-	})
 }
 
 // BenchmarkClockRead measures what Pick and Done pay to read the time:

@@ -12,7 +12,6 @@ import (
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
-	"github.com/lbkit/lbkit/lb/resolver"
 )
 
 // modelEndpoint is the model's view of one endpoint, written from the
@@ -71,11 +70,7 @@ func newPeakMachine(t *rapid.T) *peakMachine {
 	}
 	m.start = m.h.Clock.Now()
 	m.h.Build(Builder{})
-	var pool []resolver.Address
-	for i := range 5 {
-		pool = append(pool, resolver.Address{Addr: fmt.Sprintf("e%d", i)})
-	}
-	m.model = lbtest.NewEndpointModel(m.h, pool...)
+	m.model = lbtest.NewEndpointModel(m.h, lbtest.Pool(5)...)
 	return m
 }
 
@@ -98,10 +93,7 @@ func (m *peakMachine) update(t *rapid.T) {
 	} else if n > 0 {
 		startAt = (decayed[n/2-1] + decayed[n/2]) / 2
 	}
-	endpoints := rapid.SliceOfN(rapid.IntRange(0, 4), 1, 7).Draw(t, "endpoints")
-	if err := m.model.Update(m.cfg, endpoints...); err != nil {
-		t.Fatalf("update: %v", err)
-	}
+	m.model.DrawUpdate(t, m.cfg)
 	for _, i := range m.model.Listed() {
 		sc := m.model.SubConn(i)
 		if e := m.eps[i]; e == nil || e.sc != sc {
@@ -110,14 +102,7 @@ func (m *peakMachine) update(t *rapid.T) {
 	}
 }
 
-func (m *peakMachine) report(t *rapid.T) {
-	i := rapid.SampledFrom(m.model.Listed()).Draw(t, "endpoint")
-	m.model.Report(i, rapid.SampledFrom([]lb.SubConnState{
-		{ConnectivityState: lb.Ready},
-		{ConnectivityState: lb.Idle},
-		{ConnectivityState: lb.TransientFailure, ConnectionError: errors.New("refused")},
-	}).Draw(t, "state"))
-}
+func (m *peakMachine) report(t *rapid.T) { m.model.DrawReport(t) }
 
 func (m *peakMachine) wait(t *rapid.T) {
 	m.h.Advance(time.Duration(rapid.IntRange(1, 20000).Draw(t, "ticks")) * tickDur)

@@ -2,7 +2,6 @@ package roundrobin_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 
@@ -26,24 +25,9 @@ type rrMachine struct {
 	next   int       // its next index into the READY list
 }
 
-func (m *rrMachine) update(t *rapid.T) {
-	endpoints := rapid.SliceOfN(rapid.IntRange(0, 4), 1, 7).Draw(t, "endpoints")
-	if err := m.model.Update(nil, endpoints...); err != nil {
-		t.Fatalf("update: %v", err)
-	}
-}
+func (m *rrMachine) update(t *rapid.T) { m.model.DrawUpdate(t, nil) }
 
-func (m *rrMachine) report(t *rapid.T) {
-	i := rapid.SampledFrom(m.model.Listed()).Draw(t, "endpoint")
-	m.model.Report(i, rapid.SampledFrom(reports).Draw(t, "state"))
-}
-
-// reports are the SubConn reports the machines draw from.
-var reports = []lb.SubConnState{
-	{ConnectivityState: lb.Ready},
-	{ConnectivityState: lb.Idle},
-	{ConnectivityState: lb.TransientFailure, ConnectionError: errors.New("refused")},
-}
+func (m *rrMachine) report(t *rapid.T) { m.model.DrawReport(t) }
 
 func (m *rrMachine) pick(t *rapid.T) {
 	ready := m.model.Ready()

@@ -1,7 +1,6 @@
 package xds
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -118,14 +117,7 @@ func (w modelWatcher) update(v any) {
 func (w modelWatcher) failed(error) { *w.log = append(*w.log, fmt.Sprintf("w%d:failed", w.id)) }
 func (w modelWatcher) missing()     { *w.log = append(*w.log, fmt.Sprintf("w%d:missing", w.id)) }
 
-func (a *adsMachine) do(t *rapid.T, f func()) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	if err := a.c.ser.Run(ctx, f); err != nil {
-		t.Fatal(err)
-	}
-}
+func (a *adsMachine) do(t *rapid.T, f func()) { t.Helper(); runInClient(t, a.c, f) }
 
 // step runs f inside the serializer, then what it scheduled, and compares
 // what the watchers heard with what the model expects. An update that
@@ -171,13 +163,7 @@ func (a *adsMachine) compare(t *rapid.T, what string, got []string) {
 
 // Check holds after every step: the client's subscriptions, cache and
 // timers are the model's, and a request due has woken the sender.
-func (a *adsMachine) Check(t *rapid.T) {
-	var problems []string
-	a.do(t, func() { problems = a.invariants() })
-	if len(problems) > 0 {
-		t.Fatalf("%s", strings.Join(problems, "; "))
-	}
-}
+func (a *adsMachine) Check(t *rapid.T) { checkClient(t, a.c, a.invariants) }
 
 func (a *adsMachine) invariants() []string {
 	c, m := a.c, a.m

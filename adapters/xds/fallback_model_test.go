@@ -1,7 +1,6 @@
 package xds
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,14 +42,7 @@ type fallbackMachine struct {
 	watched bool // something was watched: the first stream started
 }
 
-func (m *fallbackMachine) do(t *rapid.T, f func()) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	if err := m.c.ser.Run(ctx, f); err != nil {
-		t.Fatal(err)
-	}
-}
+func (m *fallbackMachine) do(t *rapid.T, f func()) { t.Helper(); runInClient(t, m.c, f) }
 
 // inUse returns the indexes of the servers in use.
 func (m *fallbackMachine) inUse() []int {
@@ -97,13 +89,7 @@ func (m *fallbackMachine) step(t *rapid.T, what string, ended int, f func()) {
 }
 
 // Check holds after every step.
-func (m *fallbackMachine) Check(t *rapid.T) {
-	var problems []string
-	m.do(t, func() { problems = m.invariants() })
-	if len(problems) > 0 {
-		t.Fatalf("%s", strings.Join(problems, "; "))
-	}
-}
+func (m *fallbackMachine) Check(t *rapid.T) { checkClient(t, m.c, m.invariants) }
 
 func (m *fallbackMachine) invariants() []string {
 	c := m.c

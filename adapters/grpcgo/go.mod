@@ -18,6 +18,7 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
 )
 
 replace github.com/lbkit/lbkit => ../..

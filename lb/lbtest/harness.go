@@ -2,6 +2,7 @@ package lbtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -391,6 +392,43 @@ func (h *Harness) State() lb.State {
 		h.tb.Fatalf("lbtest: no state published")
 	}
 	return s
+}
+
+// PickErr returns the error of one pick from the last published picker,
+// failing the test if the pick returns a SubConn. A pick from an IDLE
+// picker may make the balancer leave IDLE.
+func (h *Harness) PickErr() error {
+	h.tb.Helper()
+	r, err := h.State().Picker.Pick(lb.PickInfo{Ctx: context.Background()})
+	if err == nil {
+		h.tb.Fatalf("Pick returned %v, want an error", r.SubConn)
+	}
+	return err
+}
+
+// WantTransientFailure fails the test unless the last published state is
+// TRANSIENT_FAILURE and its picker's error matches [lb.ErrTransientFailure]
+// and every one of targets ([errors.Is]).
+func (h *Harness) WantTransientFailure(targets ...error) {
+	h.tb.Helper()
+	if s := h.State(); s.ConnectivityState != lb.TransientFailure {
+		h.tb.Fatalf("state %v, want TRANSIENT_FAILURE", s.ConnectivityState)
+	}
+	err := h.PickErr()
+	for _, target := range append(targets, lb.ErrTransientFailure) {
+		if !errors.Is(err, target) {
+			h.tb.Fatalf("pick error %q does not match %q", err, target)
+		}
+	}
+}
+
+// WantQueue fails the test unless a pick from the last published picker
+// queues: its error is [lb.ErrNoSubConnAvailable].
+func (h *Harness) WantQueue() {
+	h.tb.Helper()
+	if err := h.PickErr(); !errors.Is(err, lb.ErrNoSubConnAvailable) {
+		h.tb.Fatalf("pick error %v, want ErrNoSubConnAvailable", err)
+	}
 }
 
 // CountPicks calls p.Pick n times and counts the SubConns returned. It stops

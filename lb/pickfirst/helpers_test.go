@@ -1,8 +1,6 @@
 package pickfirst_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"testing"
 
@@ -89,37 +87,14 @@ func (e *env) wantPick(sc *lbtest.SubConn) {
 
 // pickErr returns the last picker's error, failing if it picks a SubConn.
 // Do not use it on an IDLE picker unless leaving IDLE is intended.
-func (e *env) pickErr() error {
-	e.t.Helper()
-	r, err := e.state().Picker.Pick(lb.PickInfo{Ctx: context.Background()})
-	if err == nil {
-		e.t.Fatalf("Pick returned %v, want an error", r.SubConn)
-	}
-	return err
-}
+func (e *env) pickErr() error { e.t.Helper(); return e.h.PickErr() }
 
 // wantTF asserts that the last state is TRANSIENT_FAILURE and that its
 // picker's error matches every target with errors.Is.
-func (e *env) wantTF(targets ...error) {
-	e.t.Helper()
-	if s := e.state(); s.ConnectivityState != lb.TransientFailure {
-		e.t.Fatalf("state %v, want TRANSIENT_FAILURE", s.ConnectivityState)
-	}
-	err := e.pickErr()
-	for _, target := range append(targets, lb.ErrTransientFailure) {
-		if !errors.Is(err, target) {
-			e.t.Fatalf("pick error %q does not match %q", err, target)
-		}
-	}
-}
+func (e *env) wantTF(targets ...error) { e.t.Helper(); e.h.WantTransientFailure(targets...) }
 
 // wantQueue asserts that the last picker queues requests.
-func (e *env) wantQueue() {
-	e.t.Helper()
-	if err := e.pickErr(); !errors.Is(err, lb.ErrNoSubConnAvailable) {
-		e.t.Fatalf("pick error %v, want ErrNoSubConnAvailable", err)
-	}
-}
+func (e *env) wantQueue() { e.t.Helper(); e.h.WantQueue() }
 
 // Event strings, as lbtest.Event.String prints them.
 func newSC(id int, addr string) string   { return fmt.Sprintf("NewSubConn(SubConn(%d: [%s]))", id, addr) }

@@ -2,7 +2,6 @@ package wrr_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -162,29 +161,11 @@ func (e *env) wantCounts(n int, want map[int]int) {
 }
 
 // pickErr returns the last picker's error, failing if it picks a SubConn.
-func (e *env) pickErr() error {
-	e.t.Helper()
-	r, err := e.state().Picker.Pick(lb.PickInfo{Ctx: context.Background()})
-	if err == nil {
-		e.t.Fatalf("Pick returned %v, want an error", r.SubConn)
-	}
-	return err
-}
+func (e *env) pickErr() error { e.t.Helper(); return e.h.PickErr() }
 
 // wantTF asserts that the last state is TRANSIENT_FAILURE and that its
 // picker's error matches every target with errors.Is.
-func (e *env) wantTF(targets ...error) {
-	e.t.Helper()
-	if s := e.state(); s.ConnectivityState != lb.TransientFailure {
-		e.t.Fatalf("state %v, want TRANSIENT_FAILURE", s.ConnectivityState)
-	}
-	err := e.pickErr()
-	for _, target := range append(targets, lb.ErrTransientFailure) {
-		if !errors.Is(err, target) {
-			e.t.Fatalf("pick error %q does not match %q", err, target)
-		}
-	}
-}
+func (e *env) wantTF(targets ...error) { e.t.Helper(); e.h.WantTransientFailure(targets...) }
 
 // wantQueue asserts that the last state is CONNECTING with a picker that
 // queues requests.
@@ -193,9 +174,7 @@ func (e *env) wantQueue() {
 	if s := e.state(); s.ConnectivityState != lb.Connecting {
 		e.t.Fatalf("state %v, want CONNECTING", s.ConnectivityState)
 	}
-	if err := e.pickErr(); !errors.Is(err, lb.ErrNoSubConnAvailable) {
-		e.t.Fatalf("pick error %v, want ErrNoSubConnAvailable", err)
-	}
+	e.h.WantQueue()
 }
 
 // Event strings, as lbtest.Event.String prints them.

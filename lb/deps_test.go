@@ -46,6 +46,7 @@ var layers = []struct {
 	{"lb/lbtest/testpki", 0},                  // throwaway certificates for tests, imports nothing of lbkit
 	{"lb/resolver/regularfile", 0},            // bounded reads of regular files, imports nothing of lbkit
 	{"internal/option", 0},                    // functional options checked for nil, imports nothing of lbkit
+	{"internal/threadcpu", 0},                 // the CPU benchmarks' thread clock, imports nothing of lbkit
 	{"lb/edf/edfbench", 0},                    // the EDF benchmarks' weights and heap baseline, imports nothing of lbkit
 	{"adapters/xds/internal/controlplane", 0}, // a go-control-plane server for tests, imports nothing of lbkit
 	{"adapters/xds/internal/cputime", 0},      // the xDS benchmarks' process CPU clock, imports nothing of lbkit

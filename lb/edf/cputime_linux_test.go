@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"syscall"
 	"testing"
-	"unsafe"
 
+	"github.com/lbkit/lbkit/internal/threadcpu"
 	"github.com/lbkit/lbkit/lb/edf"
 	"github.com/lbkit/lbkit/lb/edf/edfbench"
 )
@@ -53,25 +52,13 @@ func BenchmarkPickCPU(b *testing.B) {
 // cpuPerPick returns the CPU time of the calling thread per pick over k
 // picks, in ns.
 func cpuPerPick(p picker, k int) float64 {
-	before := threadCPU()
+	before := threadcpu.Now()
 	var s int
 	for range k {
 		s += p.Pick()
 	}
 	sink.Add(int64(s))
-	return float64(threadCPU()-before) / float64(k)
-}
-
-// threadCPU returns the CPU time the calling thread has used, in ns, from
-// clock_gettime(CLOCK_THREAD_CPUTIME_ID), which is exact (getrusage's
-// per-thread figure is only brought up to date at the scheduler's ticks).
-func threadCPU() int64 {
-	const clockThreadCPUTimeID = 3 // CLOCK_THREAD_CPUTIME_ID on Linux
-	var ts syscall.Timespec
-	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTimeID, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
-		panic(errno)
-	}
-	return ts.Nano()
+	return float64(threadcpu.Now()-before) / float64(k)
 }
 
 // BenchmarkBuildCPU measures New and NewFrom (from a scheduler over the
@@ -110,14 +97,14 @@ func BenchmarkBuildCPU(b *testing.B) {
 					best := int64(1) << 62
 					for b.Loop() {
 						for k := range 35 {
-							before := threadCPU()
+							before := threadcpu.Now()
 							if impl == "edf" {
 								_, err = edf.New(e)
 							} else {
 								_, err = edf.NewFrom(prev, e)
 							}
 							if k >= 5 {
-								best = min(best, threadCPU()-before)
+								best = min(best, threadcpu.Now()-before)
 							}
 						}
 					}

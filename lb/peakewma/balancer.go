@@ -55,9 +55,9 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 // make it) nor starved (as a high default would).
 func (b *balancer) startingEstimate(now int64) float64 {
 	b.scratch = b.scratch[:0]
-	negInvTau := b.meter.negInvTauValue()
+	dec := b.meter.decay.Load()
 	for _, ep := range b.Endpoints() {
-		b.scratch = append(b.scratch, decayed(ep.Data.state.Load(), tick(now), negInvTau))
+		b.scratch = append(b.scratch, decayed(ep.Data.state.Load(), tick(now), dec))
 	}
 	n := len(b.scratch)
 	if n == 0 {
@@ -78,7 +78,7 @@ func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
 	for i, ep := range ready {
 		entries[i] = &ep.Data
 	}
-	p := newPicker(entries, b.meter, b.meter.negInvTauValue(), b.rand.Uint64())
+	p := newPicker(entries, b.meter, b.meter.decay.Load(), b.rand.Uint64())
 	if slow := b.SlowStart(); slow.Ramping() {
 		p.factors = make([]float64, len(ready))
 		for i, ep := range ready {

@@ -134,7 +134,7 @@ func benchPickers(b *testing.B, clk clock.Clock, n int) []struct {
 	}
 	// ramping is the picker while every endpoint is in its slow start
 	// window: the same entries, with factors (issue 27).
-	ramping := newPicker(entries, m, m.negInvTauValue(), 1)
+	ramping := newPicker(entries, m, m.decay.Load(), 1)
 	ramping.factors = make([]float64, n)
 	for i := range ramping.factors {
 		ramping.factors[i] = 0.1 + 0.9*float64(i)/float64(n)
@@ -143,10 +143,21 @@ func benchPickers(b *testing.B, clk clock.Clock, n int) []struct {
 		name   string
 		picker lb.Picker
 	}{
-		{"peak_ewma", newPicker(entries, m, m.negInvTauValue(), 1)},
+		{"peak_ewma", newPicker(entries, m, m.decay.Load(), 1)},
 		{"peak_ewma-slowstart", ramping},
 		{"mutex-baseline", newMutexPicker(clk, scs)},
 	}
+}
+
+// benchClock is a clock the benchmarks run on, and its name.
+type benchClock struct {
+	name string
+	clk  clock.Clock
+}
+
+// benchClocks returns the real clock and a frozen one (see frozenClock).
+func benchClocks() []benchClock {
+	return []benchClock{{"real", clock.New()}, {"frozen", frozenClock{t: time.Unix(1e9, 0)}}}
 }
 
 // BenchmarkPick measures one pick and its Done, from one goroutine, for
@@ -160,11 +171,7 @@ func BenchmarkPickParallel(b *testing.B) { benchmarkPick(b, true) }
 
 func benchmarkPick(b *testing.B, parallel bool) {
 	info := lb.PickInfo{Ctx: context.Background(), Method: "/pkg.Service/Method"}
-	clocks := []struct {
-		name string
-		clk  clock.Clock
-	}{{"real", clock.New()}, {"frozen", frozenClock{t: time.Unix(1e9, 0)}}}
-	for _, c := range clocks {
+	for _, c := range benchClocks() {
 		for _, n := range []int{10, 100, 1000} {
 			for _, impl := range benchPickers(b, c.clk, n) {
 				b.Run(fmt.Sprintf("clock=%s/impl=%s/n=%d", c.name, impl.name, n), func(b *testing.B) {

@@ -62,7 +62,11 @@
 // slot: Pick allocates only when an endpoint's requests in flight reach a
 // new maximum (16 slots at a time, 64 at most; a request beyond them is
 // counted but not measured). A pick and its Done cost four atomic
-// read-modify-writes.
+// read-modify-writes; a pick that finds its endpoint idle also stores the
+// time, once per tick of about 1 ms. The decay weight exp(-Δ/τ) of an
+// estimate read or updated within about 17 s of its last update comes
+// from two tables made when the decay time is set, not from math.Exp
+// (within 4·10⁻¹⁴ of it).
 //
 // # Concurrency contract
 //

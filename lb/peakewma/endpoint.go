@@ -25,11 +25,12 @@ type endpointData struct {
 	// overflow counts the requests in flight that found every slot held:
 	// counted, not measured; never below zero.
 	overflow atomic.Int64
-	// busySince is the meter time of the last pick that found the
-	// endpoint idle. The last completed request's time is the state's
-	// tick: while requests are in flight and none has completed since
-	// the later of the two, the oldest of them is at least that old (see
-	// cost). Done thus writes no field beyond held and the state.
+	// busySince is the meter time of a pick that found the endpoint
+	// idle, in the tick of the last such pick (see markBusy). The last
+	// completed request's time is the state's tick: while requests are
+	// in flight and none has completed since the end of the later of the
+	// two ticks, the oldest of them is at least that old (see cost).
+	// Done thus writes no field beyond held and the state.
 	busySince atomic.Int64
 
 	// sc, m and unsampled are set once, when the endpoint is created,
@@ -78,6 +79,16 @@ func (d *endpointData) init(sc lb.SubConn, m *meter, est float64, now int64) {
 		}
 	}
 	d.state.Store(pack(est, tick(now)))
+}
+
+// markBusy records that a pick at meter time now found the endpoint idle.
+// cost knows busySince only to its tick, so a pick in the tick busySince
+// holds leaves it: a load instead of a store, which on most machines is a
+// locked instruction, in every pick that finds an endpoint idle.
+func (d *endpointData) markBusy(now int64) {
+	if d.busySince.Load()>>tickBits != now>>tickBits {
+		d.busySince.Store(now)
+	}
 }
 
 // pending returns the endpoint's requests in flight.
@@ -151,10 +162,10 @@ func (s *slot) finish(di lb.DoneInfo) {
 // observe adds a sample of rtt ns taken at meter time now to the estimate.
 func (d *endpointData) observe(rtt float64, now int64) {
 	t := tick(now)
-	negInvTau := d.m.negInvTauValue()
+	dec := d.m.decay.Load()
 	for {
 		st := d.state.Load()
-		if d.state.CompareAndSwap(st, next(st, rtt, t, negInvTau)) {
+		if d.state.CompareAndSwap(st, next(st, rtt, t, dec)) {
 			return
 		}
 	}
@@ -163,18 +174,19 @@ func (d *endpointData) observe(rtt float64, now int64) {
 // cost returns the endpoint's cost at meter time now, and its requests in
 // flight: the decayed estimate, raised to the age that the oldest request
 // in flight is known to have reached when that is larger, times (requests
-// in flight + 1). That age is the time since the later of the last pick
-// that found the endpoint idle and the end of the tick of the estimate's
-// last update (the last completion, or the endpoint's creation): a lower
-// bound, since the update time is only known to its tick.
-func (d *endpointData) cost(now int64, negInvTau float64) (float64, int64) {
+// in flight + 1). That age is the time since the end of the later of two
+// ticks: the tick of the last pick that found the endpoint idle and the
+// tick of the estimate's last update (the last completion, or the
+// endpoint's creation). It is a lower bound: both times are only known to
+// their tick.
+func (d *endpointData) cost(now int64, dec *decay) (float64, int64) {
 	st := d.state.Load()
 	t := tick(now)
-	est := decayed(st, t, negInvTau)
+	est := decayed(st, t, dec)
 	p := d.pending()
 	if p > 0 {
 		_, at := estimateOf(st)
-		since := max(d.busySince.Load(), (now>>tickBits-int64(int32(t-at))+1)<<tickBits)
+		since := (max(d.busySince.Load()>>tickBits, now>>tickBits-int64(int32(t-at))) + 1) << tickBits
 		if stall := float64(now - since); stall > est {
 			est = stall
 		}

@@ -17,8 +17,9 @@ type meter struct {
 	// base is the time read at Build; the meter's times are nanoseconds
 	// since it ([meter.now]).
 	base time.Time
-	// negInvTau is -1/τ in 1/ns, as float64 bits.
-	negInvTau atomic.Uint64
+	// decay is the decay time's table: replaced, never changed, when the
+	// decay time changes.
+	decay atomic.Pointer[decay]
 	// penalty is the failure penalty in ns.
 	penalty atomic.Int64
 }
@@ -29,10 +30,63 @@ func newMeter(clk clock.Clock) *meter {
 	return m
 }
 
-// set applies an effective config's decay time and failure penalty.
+// set applies an effective config's decay time and failure penalty. A
+// config with the decay time in force keeps its table.
 func (m *meter) set(c Config) {
-	m.negInvTau.Store(math.Float64bits(-1 / float64(c.DecayTime)))
+	if d := m.decay.Load(); d == nil || d.tau != c.DecayTime {
+		m.decay.Store(newDecay(c.DecayTime))
+	}
 	m.penalty.Store(int64(c.FailurePenalty))
+}
+
+// decay is the decay weight exp(-Δ/τ) of one decay time τ, for Δ a whole
+// number k of ticks: read from two tables for k < decayTableTicks (the
+// product lo[k mod 256]·hi[k / 256] of two weights math.Exp computed
+// when τ was set), math.Exp beyond. Pick and Done call it two and one
+// times: the tables spare them math.Exp's polynomial for every endpoint
+// read within about 17 s of its last update.
+//
+// Error bound: each table entry is within 1 ulp of its exact value
+// (math.Exp's bound), their product is rounded once, and the two
+// arguments' roundings shift the exponent by at most 2⁻⁵² of its
+// magnitude, at most 16384·2²⁰ ns / MinDecayTime ≈ 172 here. The
+// weight is therefore within 2.5·2⁻⁵² + 172·2⁻⁵² < 4·10⁻¹⁴ relative of
+// exp(-Δ/τ) (TestDecayTableErrorBound checks 1·10⁻¹³ against math.Exp
+// over the range of τ and of Δ), far below the float32 rounding
+// (6·10⁻⁸) of the estimate it multiplies.
+type decay struct {
+	tau time.Duration
+	// negInvTau is -1/τ in 1/ns.
+	negInvTau float64
+	lo        [decayLo]float64 // lo[j] = exp(-j ticks/τ)
+	hi        [decayHi]float64 // hi[j] = exp(-256·j ticks/τ)
+}
+
+// The tables' sizes: decayTableTicks = decayLo·decayHi ticks, about 17 s.
+const (
+	decayLo         = 256
+	decayHi         = 64
+	decayTableTicks = decayLo * decayHi
+)
+
+// newDecay returns the tables of decay time tau.
+func newDecay(tau time.Duration) *decay {
+	d := &decay{tau: tau, negInvTau: -1 / float64(tau)}
+	for j := range d.lo {
+		d.lo[j] = math.Exp(float64(int64(j)<<tickBits) * d.negInvTau)
+	}
+	for j := range d.hi {
+		d.hi[j] = math.Exp(float64(int64(j*decayLo)<<tickBits) * d.negInvTau)
+	}
+	return d
+}
+
+// weight returns exp(-k ticks/τ) for k > 0 ticks (see decay).
+func (d *decay) weight(k int32) float64 {
+	if k < decayTableTicks {
+		return d.lo[k%decayLo] * d.hi[k/decayLo]
+	}
+	return math.Exp(float64(int64(k)<<tickBits) * d.negInvTau)
 }
 
 // now returns the nanoseconds since base. On the real clock it reads the
@@ -64,28 +118,28 @@ func estimateOf(st uint64) (float64, uint32) {
 // decayWeight returns exp(-elapsed/τ) for the ticks from at to now, 1 when
 // now is not after at (a Done that read the clock before another updated
 // the estimate).
-func decayWeight(at, now uint32, negInvTau float64) float64 {
+func decayWeight(at, now uint32, dec *decay) float64 {
 	elapsed := int32(now - at)
 	if elapsed <= 0 {
 		return 1
 	}
-	return math.Exp(float64(int64(elapsed)<<tickBits) * negInvTau)
+	return dec.weight(elapsed)
 }
 
 // decayed returns the estimate of st at tick now: it decays toward zero
 // with time constant τ since its last update.
-func decayed(st uint64, now uint32, negInvTau float64) float64 {
+func decayed(st uint64, now uint32, dec *decay) float64 {
 	est, at := estimateOf(st)
-	return est * decayWeight(at, now, negInvTau)
+	return est * decayWeight(at, now, dec)
 }
 
 // next returns the state after a sample of rtt ns at tick now, from st:
 // with w = exp(-Δ/τ), Δ the time since the last update and d = est·w the
 // decayed estimate, a sample above d replaces the estimate (the peak), and
 // any other gives d + rtt·(1-w). The update time is the later of the two.
-func next(st uint64, rtt float64, now uint32, negInvTau float64) uint64 {
+func next(st uint64, rtt float64, now uint32, dec *decay) uint64 {
 	est, at := estimateOf(st)
-	w := decayWeight(at, now, negInvTau)
+	w := decayWeight(at, now, dec)
 	d := est * w
 	if rtt > d {
 		d = rtt
@@ -97,6 +151,3 @@ func next(st uint64, rtt float64, now uint32, negInvTau float64) uint64 {
 	}
 	return pack(d, now)
 }
-
-// negInvTauValue returns -1/τ in 1/ns.
-func (m *meter) negInvTauValue() float64 { return math.Float64frombits(m.negInvTau.Load()) }

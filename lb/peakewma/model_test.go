@@ -47,8 +47,8 @@ type modelRequest struct {
 //     picker's) and takes the one of lower cost: max(decayed estimate,
 //     time since the last completion or idle pick while requests are in
 //     flight) × (in flight + 1); fewer in flight among equals, then the
-//     first sampled. The last completion is known to the end of its
-//     tick of 2^20 ns.
+//     first sampled. The last completion and the idle pick are known to
+//     the end of their tick of 2^20 ns.
 type peakMachine struct {
 	h     *lbtest.Harness
 	cfg   Config
@@ -112,7 +112,7 @@ func (m *peakMachine) wait(t *rapid.T) {
 func (m *peakMachine) cost(e *modelEndpoint) float64 {
 	est := m.decayed(e)
 	if e.pending > 0 {
-		est = max(est, float64(m.now()-max(e.busySince, (e.at+1)<<tickBits)))
+		est = max(est, float64(m.now()-(max(e.busySince>>tickBits, e.at)+1)<<tickBits))
 	}
 	return est * float64(e.pending+1)
 }

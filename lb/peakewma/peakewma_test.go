@@ -236,7 +236,7 @@ func TestPeakAndDecayOnTheInjectedClock(t *testing.T) {
 	est := estimate(d)
 	h.Advance(954 * tickDur) // about τ, in whole ticks
 	want := est * math.Exp(-float64(954*tickDur)/float64(time.Second))
-	if got, _ := d.cost(d.m.now(), p.(*picker).negInvTau); !near(got, want) {
+	if got, _ := d.cost(d.m.now(), p.(*picker).decay); !near(got, want) {
 		t.Fatalf("cost one τ later %v, want %v", time.Duration(got), time.Duration(want))
 	}
 }
@@ -254,7 +254,7 @@ func TestStalledEndpointCostsItsOldestRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Advance(500 * time.Millisecond)
-	got, pending := d.cost(d.m.now(), p.negInvTau)
+	got, pending := d.cost(d.m.now(), p.decay)
 	// Known since the end of the creation's tick.
 	if want := float64(500*time.Millisecond-tickDur) * 3; pending != 2 || !near(got, want) {
 		t.Fatalf("cost %v with %d in flight, want %v with 2", time.Duration(got), pending, time.Duration(want))

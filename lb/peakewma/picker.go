@@ -30,8 +30,9 @@ type picker struct {
 	// divided by its factor. Nil while no endpoint ramps.
 	factors []float64
 	m       *meter
-	// negInvTau is -1/τ of the config the picker was built with.
-	negInvTau float64
+	// decay is the decay time's table of the config the picker was
+	// built with.
+	decay *decay
 	// Every Pick writes next: it has a cache line of its own, apart from
 	// the fields above, which every Pick reads.
 	_    [64]byte
@@ -50,8 +51,8 @@ const (
 
 // newPicker returns a picker over entries (not empty) with the sequence from
 // seed.
-func newPicker(entries []*endpointData, m *meter, negInvTau float64, seed uint64) *picker {
-	p := &picker{entries: entries, m: m, negInvTau: negInvTau}
+func newPicker(entries []*endpointData, m *meter, dec *decay, seed uint64) *picker {
+	p := &picker{entries: entries, m: m, decay: dec}
 	p.next.Store(seed)
 	return p
 }
@@ -80,20 +81,24 @@ func (p *picker) Pick(lb.PickInfo) (lb.PickResult, error) {
 	now := p.m.now()
 	i, j := p.sample(p.next.Add(weyl))
 	best := p.entries[i]
+	var pending int64
 	if i != j {
-		ci, pi := best.cost(now, p.negInvTau)
+		ci, pi := best.cost(now, p.decay)
 		e := p.entries[j]
-		cj, pj := e.cost(now, p.negInvTau)
+		cj, pj := e.cost(now, p.decay)
 		if p.factors != nil {
 			ci /= p.factors[i]
 			cj /= p.factors[j]
 		}
+		pending = pi
 		if cj < ci || (cj == ci && pj < pi) {
-			best = e
+			best, pending = e, pj
 		}
+	} else {
+		pending = best.pending()
 	}
-	if best.pending() == 0 {
-		best.busySince.Store(now)
+	if pending == 0 {
+		best.markBusy(now)
 	}
 	return lb.PickResult{SubConn: best.sc, Done: best.acquire(now)}, nil
 }

@@ -83,8 +83,9 @@ func (d *endpointData) init(sc lb.SubConn, m *meter, est float64, now int64) {
 
 // markBusy records that a pick at meter time now found the endpoint idle.
 // cost knows busySince only to its tick, so a pick in the tick busySince
-// holds leaves it: a load instead of a store, which on most machines is a
-// locked instruction, in every pick that finds an endpoint idle.
+// holds leaves it: a load instead of a store (on amd64 an atomic store is
+// a locked instruction, as costly as a read-modify-write) in every pick
+// that finds an endpoint idle.
 func (d *endpointData) markBusy(now int64) {
 	if d.busySince.Load()>>tickBits != now>>tickBits {
 		d.busySince.Store(now)

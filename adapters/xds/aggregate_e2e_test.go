@@ -154,7 +154,7 @@ func TestAggregateClusterWithAMissingCluster(t *testing.T) {
 func failoverChannel(t *testing.T, cp *testPlane, root string) *http.Client {
 	t.Helper()
 	fast := backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.6, MaxDelay: 100 * time.Millisecond}
-	ch, err := conn.New("xds:///"+root, conn.WithResolver(testBuilder(t, cp.addr, xds.WithBackoff(fast))))
+	ch, err := conn.New("xds-cluster:///"+root, conn.WithResolver(testBuilder(t, cp.addr, xds.WithBackoff(fast))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func ExampleWithDNS() {
 		fmt.Println(err)
 		return
 	}
-	client, closeClient, err := exampleClient("xds:///shop", b)
+	client, closeClient, err := exampleClient("xds-cluster:///shop", b)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -408,7 +408,7 @@ func TestAggregateClusterCountsInEachClustersCounter(t *testing.T) {
 	})
 	ctx := ctxFor(t)
 	var chans []*conn.Channel
-	for _, target := range []string{"xds:///agg", "xds:///p"} {
+	for _, target := range []string{"xds-cluster:///agg", "xds-cluster:///p"} {
 		ch, err := conn.New(target, conn.WithResolver(testBuilder(t, cp.addr)))
 		if err != nil {
 			t.Fatal(err)

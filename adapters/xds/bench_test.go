@@ -58,7 +58,7 @@ func BenchmarkEDSUpdate10k(b *testing.B) {
 		cp := startControlPlane(b)
 		cluster := []*clusterv3.Cluster{clusterNamed("bench")}
 		cp.set("0", cluster, sets[:1])
-		ch, err := conn.New("xds:///bench", conn.WithResolver(testBuilder(b, cp.addr)), conn.WithDialer(standIn{}))
+		ch, err := conn.New("xds-cluster:///bench", conn.WithResolver(testBuilder(b, cp.addr)), conn.WithDialer(standIn{}))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -57,6 +57,21 @@ type Bootstrap struct {
 	Servers []Server
 	// Node identifies this client to the management servers (node).
 	Node Node
+	// ListenerNameTemplate is client_default_listener_resource_name_template
+	// (gRFC A27): the name of the listener an "xds:///NAME" target
+	// follows is this with every "%s" replaced by NAME. Empty means the
+	// default, "%s".
+	ListenerNameTemplate string
+}
+
+// ListenerName returns the name of the listener a target whose path is
+// name follows: [Bootstrap.ListenerNameTemplate] with every "%s" replaced
+// by name (gRFC A27), or name itself without a template.
+func (b *Bootstrap) ListenerName(name string) string {
+	if b.ListenerNameTemplate == "" {
+		return name
+	}
+	return strings.ReplaceAll(b.ListenerNameTemplate, "%s", name)
 }
 
 // Server is one entry of xds_servers.
@@ -127,12 +142,14 @@ type Node struct {
 //   - node and each of its fields are optional; locality's fields are
 //     region, zone and sub_zone; metadata must be an object.
 //
+// client_default_listener_resource_name_template, when present, must be a
+// string ([Bootstrap.ListenerNameTemplate]).
+//
 // Unknown fields are ignored, as gRPC ignores them, and so are fields
 // gRPC knows that lbkit does not use: certificate_providers,
-// server_listener_resource_name_template,
-// client_default_listener_resource_name_template and authorities (lbkit
-// follows "xds:///CLUSTER" targets, which name no authority). As in every
-// lbkit JSON document, a key given twice in one object is an error.
+// server_listener_resource_name_template and authorities (lbkit's
+// targets name no authority). As in every lbkit JSON document, a key
+// given twice in one object is an error.
 //
 // An error is a [*lb.ConfigError] whose path is the JSON path, such as
 // `xds_servers[0].server_uri: required`.
@@ -167,6 +184,9 @@ func ParseBootstrap(data []byte) (*Bootstrap, error) {
 		if b.Node, err = parseNode(raw); err != nil {
 			return nil, lb.PrefixConfigError("node", err)
 		}
+	}
+	if err := obj.Decode(&b.ListenerNameTemplate, "client_default_listener_resource_name_template"); err != nil {
+		return nil, err
 	}
 	return b, nil
 }

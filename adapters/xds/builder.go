@@ -19,10 +19,19 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Scheme is the scheme this package resolves: "xds:///CLUSTER".
-const Scheme = "xds"
+// The schemes this package resolves: "xds:///LISTENER" follows a
+// listener, as gRPC does (gRFC A27, A28); "xds-cluster:///CLUSTER"
+// follows one cluster.
+const (
+	Scheme        = "xds"
+	ClusterScheme = "xds-cluster"
+)
 
-func init() { resolver.Register(&Builder{}) }
+func init() {
+	b := &Builder{}
+	resolver.Register(b)
+	resolver.Register(b.ForClusters())
+}
 
 // builderConfig is what a Builder's options set.
 type builderConfig struct {
@@ -189,24 +198,52 @@ func NewBuilder(opts ...Option) (*Builder, error) {
 // Scheme returns "xds".
 func (b *Builder) Scheme() string { return Scheme }
 
-// clusterName returns the cluster a target names.
-func clusterName(t resolver.Target) (string, error) {
+// ForClusters returns b for the "xds-cluster" scheme, to register
+// ([resolver.Register]) beside b: it builds what b builds, and has its
+// Scheme. (Given to a channel whatever the target's scheme, as
+// conn.WithResolver does, b itself builds both kinds of resolver, by the
+// target's scheme.)
+func (b *Builder) ForClusters() resolver.Builder { return clusterBuilder{b} }
+
+// clusterBuilder is a Builder registered under [ClusterScheme].
+type clusterBuilder struct{ *Builder }
+
+func (clusterBuilder) Scheme() string { return ClusterScheme }
+
+// targetName returns the name a target's path holds: a cluster's for
+// [ClusterScheme], else a listener's (before the bootstrap's template).
+func targetName(t resolver.Target) (string, error) {
+	form := "xds:///LISTENER"
+	if t.Scheme == ClusterScheme {
+		form = "xds-cluster:///CLUSTER"
+	}
 	if t.Authority != "" {
-		return "", fmt.Errorf("xds: target %q: an authority (%q) is not supported; use xds:///CLUSTER", t.String(), t.Authority)
+		return "", fmt.Errorf("xds: target %q: an authority (%q) is not supported; use %s", t.String(), t.Authority, form)
 	}
 	name := strings.TrimPrefix(t.Endpoint, "/")
 	if name == "" {
-		return "", fmt.Errorf("xds: target %q names no cluster; use xds:///CLUSTER", t.String())
+		return "", fmt.Errorf("xds: target %q names nothing; use %s", t.String(), form)
 	}
 	return name, nil
 }
 
-// Build subscribes to the cluster the target names ("xds:///CLUSTER")
-// over the shared ADS stream to the bootstrap's servers, and reports
-// its tree to cc as the resources arrive. It fails when the target names
-// no cluster or no bootstrap can be had.
+// Build subscribes, over the shared ADS stream to the bootstrap's
+// servers, to what the target names, and reports its state to cc as the
+// resources arrive:
+//   - "xds:///NAME" follows the listener the bootstrap's
+//     client_default_listener_resource_name_template names ("%s" replaced
+//     by NAME; NAME itself by default): its routes and every cluster they
+//     name, published as one xds_routing_experimental tree (package
+//     [github.com/lbkit/lbkit/lb/routing]) that routes each request;
+//   - "xds-cluster:///NAME" follows cluster NAME and publishes its tree.
+//
+// It fails when the target names nothing or no bootstrap can be had.
 func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts resolver.BuildOptions) (resolver.Resolver, error) {
-	name, err := clusterName(target)
+	name, err := targetName(target)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := b.config()
 	if err != nil {
 		return nil, err
 	}
@@ -215,26 +252,36 @@ func (b *Builder) Build(target resolver.Target, cc resolver.ClientConn, opts res
 	if label == "" {
 		label = target.String()
 	}
-	c, key, err := b.acquire(opts, label)
+	c, key, err := b.acquire(cfg, opts, label)
 	if err != nil {
 		return nil, err
 	}
-	r := &xdsResolver{c: c, key: key, cc: cc, cluster: name, logger: opts.Logger.With("cluster", name), counter: acquireCounter(name),
-		rand: rand.New(rand.NewPCG(opts.Rand.Uint64(), opts.Rand.Uint64()))}
+	var metrics *resolverMetrics
 	if b.cfg != nil && b.cfg.metrics != nil {
-		r.metrics = newResolverMetrics(b.cfg.metrics, b.cfg, label, c.cfg.servers[0].URI)
+		metrics = newResolverMetrics(b.cfg.metrics, b.cfg, label, c.cfg.servers[0].URI)
 	}
-	r.dns = &dns.Builder{}
+	env := &followerEnv{c: c, metrics: metrics, dns: &dns.Builder{}, rand: rand.New(rand.NewPCG(opts.Rand.Uint64(), opts.Rand.Uint64()))}
 	if b.cfg != nil && b.cfg.dns != nil {
-		r.dns = b.cfg.dns
+		env.dns = b.cfg.dns
+	}
+	var start func()
+	var res resolver.Resolver
+	if target.Scheme == ClusterScheme {
+		r := &xdsResolver{c: c, key: key, cc: cc, logger: opts.Logger.With("cluster", name), counter: acquireCounter(name)}
+		r.f = env.follower(name, r.logger, r)
+		start, res = r.start, r
+	} else {
+		lname := cfg.bootstrap.ListenerName(name)
+		r := newListenerResolver(env, key, cc, lname, opts.Logger.With("listener", lname))
+		start, res = r.start, r
 	}
 	c.ser.Schedule(func() {
-		if r.metrics != nil {
-			c.addStreamMetrics(r.metrics)
+		if metrics != nil {
+			c.addStreamMetrics(metrics)
 		}
-		r.start()
+		start()
 	})
-	return r, nil
+	return res, nil
 }
 
 // config returns the Builder's settings, reading the bootstrap from the
@@ -262,11 +309,7 @@ func (b *Builder) config() (builderConfig, error) {
 // clock, starting it if needed, and counts the reference. With more than
 // one server, each channel target has a client of its own (gRFC A71: a
 // channel that needs a resource not cached falls back alone).
-func (b *Builder) acquire(opts resolver.BuildOptions, target string) (*client, poolKey, error) {
-	cfg, err := b.config()
-	if err != nil {
-		return nil, poolKey{}, err
-	}
+func (b *Builder) acquire(cfg builderConfig, opts resolver.BuildOptions, target string) (*client, poolKey, error) {
 	servers := cfg.bootstrap.Servers
 	node := cfg.bootstrap.Node.Proto()
 	nodeKey, err := proto.MarshalOptions{Deterministic: true}.Marshal(node)
@@ -306,7 +349,7 @@ func (b *Builder) acquire(opts resolver.BuildOptions, target string) (*client, p
 		backoff:         cfg.backoff,
 		resourceTimeout: cfg.resourceTimeout,
 		seed:            opts.Rand.Uint64(),
-	}, clusterResource, endpointResource)
+	}, clusterResource, endpointResource, listenerResource, routeConfigResource)
 	if err != nil {
 		return nil, poolKey{}, err
 	}

@@ -59,7 +59,7 @@ func TestChannelFollowsTheControlPlane(t *testing.T) {
 		assignment("demo", locality{Zone: "a", Weight: 1, Addrs: addrs[:2]}),
 	})
 	fast := backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.6, MaxDelay: 100 * time.Millisecond}
-	ch, err := conn.New("xds:///demo", conn.WithResolver(testBuilder(t, cp.addr, xds.WithBackoff(fast))))
+	ch, err := conn.New("xds-cluster:///demo", conn.WithResolver(testBuilder(t, cp.addr, xds.WithBackoff(fast))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestClusterRemovalFailsEveryPickWithTheReason(t *testing.T) {
 	cp := startControlPlane(t)
 	cluster := []*clusterv3.Cluster{clusterNamed("demo")}
 	assignments := []*endpointv3.ClusterLoadAssignment{assignment("demo", locality{Zone: "a", Weight: 1, Addrs: addrs})}
-	ch, err := conn.New("xds:///demo", conn.WithResolver(testBuilder(t, cp.addr)))
+	ch, err := conn.New("xds-cluster:///demo", conn.WithResolver(testBuilder(t, cp.addr)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func ExampleNewBuilder() {
 		fmt.Println(err)
 		return
 	}
-	client, closeClient, err := exampleClient("xds:///shop", b)
+	client, closeClient, err := exampleClient("xds-cluster:///shop", b)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -283,7 +283,7 @@ func ExampleWithMetrics() {
 		fmt.Println(err)
 		return
 	}
-	ch, err := conn.New("xds:///shop", conn.WithResolver(b))
+	ch, err := conn.New("xds-cluster:///shop", conn.WithResolver(b))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -293,9 +293,9 @@ func ExampleWithMetrics() {
 	defer tr.CloseIdleConnections()
 	name, _ := get(&http.Client{Transport: tr})
 	fmt.Println("served by", name)
-	fmt.Println("connected:", metrics.Value("grpc.xds_client.connected", "xds:///shop", cp.Addr))
-	fmt.Println("clusters acked:", metrics.Value("grpc.xds_client.resources", "xds:///shop", "#old", "acked", "envoy.config.cluster.v3.Cluster"))
-	fmt.Println("endpoints acked:", metrics.Value("grpc.xds_client.resources", "xds:///shop", "#old", "acked", "envoy.config.endpoint.v3.ClusterLoadAssignment"))
+	fmt.Println("connected:", metrics.Value("grpc.xds_client.connected", "xds-cluster:///shop", cp.Addr))
+	fmt.Println("clusters acked:", metrics.Value("grpc.xds_client.resources", "xds-cluster:///shop", "#old", "acked", "envoy.config.cluster.v3.Cluster"))
+	fmt.Println("endpoints acked:", metrics.Value("grpc.xds_client.resources", "xds-cluster:///shop", "#old", "acked", "envoy.config.endpoint.v3.ClusterLoadAssignment"))
 	// Output:
 	// served by blue
 	// connected: 1
@@ -348,7 +348,7 @@ func TestSnapshotAndDebugPageShowTheXDSState(t *testing.T) {
 	cp := startControlPlane(t)
 	good := assignment("demo", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80", "10.0.0.2:80"}})
 	cp.set("1", []*clusterv3.Cluster{clusterNamed("demo")}, []*endpointv3.ClusterLoadAssignment{good})
-	ch, err := conn.New("xds:///demo", conn.WithResolver(testBuilder(t, cp.addr)), conn.WithDialer(standIn{}))
+	ch, err := conn.New("xds-cluster:///demo", conn.WithResolver(testBuilder(t, cp.addr)), conn.WithDialer(standIn{}))
 	if err != nil {
 		t.Fatal(err)
 	}

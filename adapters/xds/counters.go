@@ -52,18 +52,23 @@ func releaseCounter(cluster string) {
 
 // limitFacts describes the cluster's limit of requests in flight and its
 // assignment's drop categories, for Describe, from v, the resolver's view.
-func (r *xdsResolver) limitFacts(v *resolverView) []resolver.Fact {
+func limitFacts(prefix string, counter *clusterimpl.Counter, v *resolverView) []resolver.Fact {
 	var facts []resolver.Fact
-	if v.cfg != nil && v.cfg.Policies.MaxConcurrentRequests != nil {
-		facts = append(facts, resolver.Fact{Name: "requests in flight", Value: fmt.Sprintf("%d of at most %d (circuit_breakers max_requests, shared by the process's channels)",
-			r.counter.InFlight(), *v.cfg.Policies.MaxConcurrentRequests)})
+	switch {
+	case v.cfg == nil || v.cfg.Policies.MaxConcurrentRequests == nil:
+	case counter == nil:
+		facts = append(facts, resolver.Fact{Name: prefix + "requests in flight", Value: fmt.Sprintf("at most %d (circuit_breakers max_requests, counted by the channel)",
+			*v.cfg.Policies.MaxConcurrentRequests)})
+	default:
+		facts = append(facts, resolver.Fact{Name: prefix + "requests in flight", Value: fmt.Sprintf("%d of at most %d (circuit_breakers max_requests, shared by the process's channels)",
+			counter.InFlight(), *v.cfg.Policies.MaxConcurrentRequests)})
 	}
 	if v.cla != nil && len(v.cla.DropOverloads) > 0 {
 		parts := make([]string, len(v.cla.DropOverloads))
 		for i, d := range v.cla.DropOverloads {
 			parts[i] = d.Category + " " + strconv.FormatFloat(float64(d.DropPercentage.PerMillion())/1e4, 'f', -1, 64) + "%"
 		}
-		facts = append(facts, resolver.Fact{Name: "drop categories", Value: strings.Join(parts, ", ")})
+		facts = append(facts, resolver.Fact{Name: prefix + "drop categories", Value: strings.Join(parts, ", ")})
 	}
 	return facts
 }

@@ -54,13 +54,13 @@ func TestDropsOverprovisioningAndZeroWeightThroughTheServer(t *testing.T) {
 	}
 	cp.set("1", []*clusterv3.Cluster{clusterNamed("demo")}, []*endpointv3.ClusterLoadAssignment{cla})
 	m := lbtest.NewMetrics()
-	ch, err := conn.New("xds:///demo", conn.WithResolver(testBuilder(t, cp.addr)), conn.WithRandSeed(5, 6), conn.WithMetricsRecorder(m))
+	ch, err := conn.New("xds-cluster:///demo", conn.WithResolver(testBuilder(t, cp.addr)), conn.WithRandSeed(5, 6), conn.WithMetricsRecorder(m))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ch.Close()
 	pickUntilServed(t, ch)
-	before := m.Value(clusterimpl.MetricDrops.Name, "xds:///demo", "demo", "throttle")
+	before := m.Value(clusterimpl.MetricDrops.Name, "xds-cluster:///demo", "demo", "throttle")
 	const n = 2000
 	dropped := 0
 	ctx := ctxFor(t)
@@ -81,7 +81,7 @@ func TestDropsOverprovisioningAndZeroWeightThroughTheServer(t *testing.T) {
 	if sd := math.Sqrt(n * 0.25 * 0.75); math.Abs(float64(dropped)-n*0.25) > 5*sd {
 		t.Errorf("%d of %d picks dropped, want %v ± %.0f", dropped, n, n*0.25, 5*sd)
 	}
-	if got := m.Value(clusterimpl.MetricDrops.Name, "xds:///demo", "demo", "throttle") - before; got != int64(dropped) {
+	if got := m.Value(clusterimpl.MetricDrops.Name, "xds-cluster:///demo", "demo", "throttle") - before; got != int64(dropped) {
 		t.Errorf("%s counted %d drops, want %d", clusterimpl.MetricDrops.Name, got, dropped)
 	}
 	if got := resolverFact(t, ch, "drop categories"); got != "throttle 25%" {
@@ -127,7 +127,7 @@ func TestCircuitBreakerCapsRequestsThroughTheServer(t *testing.T) {
 	cla := []*endpointv3.ClusterLoadAssignment{assignment("capped", locality{Zone: "a", Weight: 1, Addrs: addrs})}
 	cp.set("1", []*clusterv3.Cluster{withMaxRequests("capped", 3)}, cla)
 	m := lbtest.NewMetrics()
-	ch, err := conn.New("xds:///capped", conn.WithResolver(testBuilder(t, cp.addr)), conn.WithMetricsRecorder(m))
+	ch, err := conn.New("xds-cluster:///capped", conn.WithResolver(testBuilder(t, cp.addr)), conn.WithMetricsRecorder(m))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestCircuitBreakerCapsRequestsThroughTheServer(t *testing.T) {
 	if !errors.Is(err, clusterimpl.ErrOverLimit) || !errors.Is(err, lb.ErrDropped) || !strings.Contains(err.Error(), `cluster "capped": 3 requests in flight`) {
 		t.Fatalf("4th pick: %v, want it failed by the circuit breaker naming the limit", err)
 	}
-	m.Want(t, 1, clusterimpl.MetricCircuitBreakerDrops.Name, "xds:///capped", "capped")
+	m.Want(t, 1, clusterimpl.MetricCircuitBreakerDrops.Name, "xds-cluster:///capped", "capped")
 	if got := resolverFact(t, ch, "requests in flight"); !strings.HasPrefix(got, "3 of at most 3 ") {
 		t.Errorf("the snapshot's requests in flight: %q, want 3 of at most 3", got)
 	}
@@ -220,7 +220,7 @@ func TestChannelsShareTheClusterLimit(t *testing.T) {
 	var chans []*conn.Channel
 	var held []conn.PickResult
 	for range 2 {
-		ch, err := conn.New("xds:///shared", conn.WithResolver(testBuilder(t, cp.addr)))
+		ch, err := conn.New("xds-cluster:///shared", conn.WithResolver(testBuilder(t, cp.addr)))
 		if err != nil {
 			t.Fatal(err)
 		}

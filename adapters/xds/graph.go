@@ -20,13 +20,14 @@ import (
 // EDS cluster (gRFC A37): an aggregate cluster, whose graph it walks
 // ([walkGraph]) with a CDS watch on every cluster reached, or a
 // LOGICAL_DNS cluster. It follows each leaf's endpoints (an EDS watch, or
-// a DNS resolver) and publishes, through its resolver, one priority tree
-// of all the leaves' priorities in order ([eds.Concat]). The resolver
-// keeps the root's CDS watch and hands each of its values to setRoot.
+// a DNS resolver) and builds, through its clusterFollower, one priority
+// tree of all the leaves' priorities in order ([eds.Concat]). The
+// follower keeps the root's CDS watch and hands each of its values to
+// setRoot.
 // Everything but the DNS resolvers' own goroutines runs on the client's
 // serializer.
 type clusterGraph struct {
-	r    *xdsResolver
+	f    *clusterFollower
 	root *ClusterConfig
 	// nodes are the clusters reached other than the root, each watched.
 	nodes map[string]*graphNode
@@ -71,30 +72,30 @@ type graphLeaf struct {
 // priority (gRFC A37).
 var pickFirstLeaf = json.RawMessage(`[{"` + pickfirst.Name + `":{}}]`)
 
-func newClusterGraph(r *xdsResolver) *clusterGraph {
-	return &clusterGraph{r: r, nodes: make(map[string]*graphNode), closing: &r.dnsClosing}
+func newClusterGraph(f *clusterFollower) *clusterGraph {
+	return &clusterGraph{f: f, nodes: make(map[string]*graphNode), closing: &f.env.dnsClosing}
 }
 
 // followGraph hands a root cluster that is not an EDS cluster to the
-// resolver's graph, making it, and reports true; for an EDS root it ends
+// follower's graph, making it, and reports true; for an EDS root it ends
 // the graph, if any, and reports false. It runs inside the serializer.
-func (r *xdsResolver) followGraph(cfg *ClusterConfig) bool {
+func (f *clusterFollower) followGraph(cfg *ClusterConfig) bool {
 	if cfg.Kind == ClusterEDS {
-		r.endGraph()
+		f.endGraph()
 		return false
 	}
-	if r.graph == nil {
-		r.graph = newClusterGraph(r)
+	if f.graph == nil {
+		f.graph = newClusterGraph(f)
 	}
-	r.graph.setRoot(cfg)
+	f.graph.setRoot(cfg)
 	return true
 }
 
-// endGraph ends the resolver's graph, if any.
-func (r *xdsResolver) endGraph() {
-	if r.graph != nil {
-		r.graph.close()
-		r.graph = nil
+// endGraph ends the follower's graph, if any.
+func (f *clusterFollower) endGraph() {
+	if f.graph != nil {
+		f.graph.close()
+		f.graph = nil
 	}
 }
 
@@ -106,7 +107,7 @@ func (g *clusterGraph) setRoot(cfg *ClusterConfig) {
 
 // lookup gives walkGraph what is known of a cluster.
 func (g *clusterGraph) lookup(name string) (clusterState, *ClusterConfig) {
-	if name == g.r.cluster {
+	if name == g.f.cluster {
 		return clusterKnown, g.root
 	}
 	n := g.nodes[name]
@@ -120,20 +121,16 @@ func (g *clusterGraph) lookup(name string) (clusterState, *ClusterConfig) {
 // the clusters reached (and only those) and, when every one is known,
 // follows the leaves and publishes.
 func (g *clusterGraph) update() {
-	w := walkGraph(g.r.cluster, g.lookup)
+	w := walkGraph(g.f.cluster, g.lookup)
 	g.watchClusters(w.Reached)
 	switch {
 	case len(w.Missing) > 0 && w.Err != nil:
 		// gRFC A37: a cluster that does not exist fails the channel.
 		g.problem = w.Err
-		g.r.publishEmpty(w.Err)
+		g.f.buildEmpty(w.Err)
 	case w.Err != nil:
 		g.problem = w.Err
-		if g.r.published == nil {
-			g.r.cc.ReportError(w.Err)
-			return
-		}
-		g.r.logger.Warn("xds: keeping the last good state", "error", w.Err)
+		g.f.hooks.clusterFailed(g.f, w.Err)
 	case len(w.Pending) > 0:
 		// gRFC A37: nothing is published until every cluster is known.
 	default:
@@ -147,12 +144,12 @@ func (g *clusterGraph) update() {
 // watching the others.
 func (g *clusterGraph) watchClusters(reached []string) {
 	for _, name := range reached {
-		if name == g.r.cluster || g.nodes[name] != nil {
+		if name == g.f.cluster || g.nodes[name] != nil {
 			continue
 		}
 		n := &graphNode{}
 		g.nodes[name] = n
-		n.sub = g.r.c.watch(ClusterType, name, nodeWatcher{g, name, n}, g.r.metrics)
+		n.sub = g.f.c.watch(ClusterType, name, nodeWatcher{g, name, n}, g.f.metrics)
 	}
 	for name, n := range g.nodes {
 		if !slices.Contains(reached, name) {
@@ -212,22 +209,22 @@ func (g *clusterGraph) followLeaves(names []string) {
 			byCluster[l.name] = l.counter
 		}
 		g.counters = clusterimpl.NewCounters(byCluster)
-		g.r.logger.Info("xds: following the clusters of an aggregate cluster", "clusters", names)
+		g.f.logger.Info("xds: following the clusters of an aggregate cluster", "clusters", names)
 	}
 }
 
 // start follows l's endpoints.
 func (g *clusterGraph) start(l *graphLeaf) {
 	if l.kind == ClusterEDS {
-		l.edsSub = g.r.c.watch(EndpointType, l.target, leafWatcher{g, l}, g.r.metrics)
+		l.edsSub = g.f.c.watch(EndpointType, l.target, leafWatcher{g, l}, g.f.metrics)
 		return
 	}
 	opts := resolver.BuildOptions{
-		Clock:  g.r.c.cfg.clock,
-		Logger: g.r.logger.With("dns_cluster", l.name),
-		Rand:   rand.New(rand.NewPCG(g.r.rand.Uint64(), g.r.rand.Uint64())),
+		Clock:  g.f.c.cfg.clock,
+		Logger: g.f.logger.With("dns_cluster", l.name),
+		Rand:   rand.New(rand.NewPCG(g.f.env.rand.Uint64(), g.f.env.rand.Uint64())),
 	}
-	res, err := g.r.dns.Build(resolver.Target{Scheme: dns.Scheme, Endpoint: l.target}, dnsConn{g, l}, opts)
+	res, err := g.f.env.dns.Build(resolver.Target{Scheme: dns.Scheme, Endpoint: l.target}, dnsConn{g, l}, opts)
 	if err != nil {
 		// ParseCluster validated the target; should it still be refused,
 		// the leaf has no endpoints and says why.
@@ -315,7 +312,7 @@ func (g *clusterGraph) publish() {
 		}
 	}
 	conv.State.Attributes = clusterimpl.WithCounters(conv.State.Attributes, g.counters)
-	g.r.publishConversion(conv, err)
+	g.f.buildConversion(conv, err)
 }
 
 // facts describes the graph for Describe; it runs inside the serializer.
@@ -346,29 +343,26 @@ type nodeWatcher struct {
 }
 
 func (w nodeWatcher) update(v any) {
-	defer w.g.r.saveView()
+	defer w.g.f.hooks.clusterSeen(w.g.f)
 	cfg := v.(ClusterConfig)
 	if len(cfg.Ignored) > 0 && (w.n.cfg == nil || !slices.Equal(w.n.cfg.Ignored, cfg.Ignored)) {
-		w.g.r.logger.Warn("xds: the cluster sets fields lbkit ignores", "resource", w.name, "fields", cfg.Ignored)
+		w.g.f.logger.Warn("xds: the cluster sets fields lbkit ignores", "resource", w.name, "fields", cfg.Ignored)
 	}
 	w.n.state, w.n.cfg = clusterKnown, &cfg
 	w.g.update()
 }
 
 func (w nodeWatcher) failed(err error) {
-	r := w.g.r
-	defer r.saveView()
-	err = fmt.Errorf("xds: cluster %q of the aggregate cluster %q: %w", w.name, r.cluster, err)
-	if r.published == nil {
-		// gRFC A37: an error before the first config fails the channel.
-		r.cc.ReportError(err)
-		return
-	}
-	r.logger.Warn("xds: keeping the last good state", "error", err)
+	f := w.g.f
+	defer f.hooks.clusterSeen(f)
+	err = fmt.Errorf("xds: cluster %q of the aggregate cluster %q: %w", w.name, f.cluster, err)
+	// gRFC A37: an error before the first config fails the channel (the
+	// owner reports it when it has published nothing).
+	f.hooks.clusterFailed(f, err)
 }
 
 func (w nodeWatcher) missing() {
-	defer w.g.r.saveView()
+	defer w.g.f.hooks.clusterSeen(w.g.f)
 	w.n.state, w.n.cfg = clusterMissing, nil
 	w.g.update()
 }
@@ -380,23 +374,23 @@ type leafWatcher struct {
 }
 
 func (w leafWatcher) update(v any) {
-	defer w.g.r.saveView()
+	defer w.g.f.hooks.clusterSeen(w.g.f)
 	w.l.reported, w.l.cla, w.l.err = true, v.(eds.Valid).Assignment(), nil
 	w.g.publish()
 }
 
 func (w leafWatcher) failed(err error) {
-	defer w.g.r.saveView()
+	defer w.g.f.hooks.clusterSeen(w.g.f)
 	err = fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q): %w", w.l.name, w.l.target, err)
 	w.g.leafFailed(w.l, err)
 }
 
 func (w leafWatcher) missing() {
-	defer w.g.r.saveView()
+	defer w.g.f.hooks.clusterSeen(w.g.f)
 	// gRFC A37: a missing assignment leaves the cluster without
 	// endpoints, whether or not it had some.
 	w.l.reported, w.l.cla = true, nil
-	w.l.err = fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", w.l.name, w.l.target, w.g.r.c.serverURI())
+	w.l.err = fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", w.l.name, w.l.target, w.g.f.c.serverURI())
 	w.g.publish()
 }
 
@@ -404,7 +398,7 @@ func (w leafWatcher) missing() {
 // no endpoints (gRFC A37); one that did keeps them.
 func (g *clusterGraph) leafFailed(l *graphLeaf, err error) {
 	if l.reported {
-		g.r.logger.Warn("xds: keeping the last good state", "error", err)
+		g.f.logger.Warn("xds: keeping the last good state", "error", err)
 		return
 	}
 	l.reported, l.cla, l.err = true, nil, err
@@ -422,11 +416,11 @@ type dnsConn struct {
 // locality.
 func (d dnsConn) UpdateState(st resolver.State) error {
 	addrs := slices.Clone(st.Addresses)
-	if !d.g.r.c.ser.Schedule(func() {
+	if !d.g.f.c.ser.Schedule(func() {
 		if d.l.stopped {
 			return
 		}
-		defer d.g.r.saveView()
+		defer d.g.f.hooks.clusterSeen(d.g.f)
 		d.l.reported, d.l.cla, d.l.err = true, eds.Resolved(d.l.name, addrs), nil
 		d.g.publish()
 	}) {
@@ -437,11 +431,11 @@ func (d dnsConn) UpdateState(st resolver.State) error {
 
 // ReportError takes a failed resolution.
 func (d dnsConn) ReportError(err error) {
-	d.g.r.c.ser.Schedule(func() {
+	d.g.f.c.ser.Schedule(func() {
 		if d.l.stopped {
 			return
 		}
-		defer d.g.r.saveView()
+		defer d.g.f.hooks.clusterSeen(d.g.f)
 		d.g.leafFailed(d.l, fmt.Errorf("xds: cluster %q: resolving %s: %w", d.l.name, d.l.target, err))
 	})
 }

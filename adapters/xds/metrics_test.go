@@ -43,7 +43,7 @@ func newMetricsCase(t *testing.T, clusters []*clusterv3.Cluster, assignments []*
 	c := &metricsCase{cp: startControlPlane(t), m: lbtest.NewMetrics(), clk: clock.NewMock(), logs: &lbtest.Logs{}}
 	c.cp.set("1", clusters, assignments)
 	c.cc, c.r = follow(t, testBuilder(t, c.cp.addr, xds.WithMetrics(c.m)), "c1", c.clk, c.logs)
-	c.target = resolver.Target{Scheme: xds.Scheme, Endpoint: "c1"}.String()
+	c.target = resolver.Target{Scheme: xds.ClusterScheme, Endpoint: "c1"}.String()
 	return c
 }
 
@@ -181,7 +181,7 @@ func TestTwoChannelsOfOneTargetCountOnce(t *testing.T) {
 	cc2, _ := follow(t, b, "c1", clk, logs)
 	cc1.NextState(t)
 	cc2.NextState(t)
-	target := resolver.Target{Scheme: xds.Scheme, Endpoint: "c1"}.String()
+	target := resolver.Target{Scheme: xds.ClusterScheme, Endpoint: "c1"}.String()
 	m.Want(t, 1, "grpc.xds_client.resources", target, "#old", "acked", cdsType)
 
 	cp.stop()
@@ -211,7 +211,7 @@ func TestTargetLabelIsTheChannelsTarget(t *testing.T) {
 		assignment("shop", locality{Zone: "a", Weight: 1, Addrs: addrs}),
 	})
 	m := lbtest.NewMetrics()
-	ch, err := conn.New("xds:shop", conn.WithResolver(testBuilder(t, cp.addr, xds.WithMetrics(m))))
+	ch, err := conn.New("xds-cluster:shop", conn.WithResolver(testBuilder(t, cp.addr, xds.WithMetrics(m))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,6 +221,6 @@ func TestTargetLabelIsTheChannelsTarget(t *testing.T) {
 	if name, err := get(&http.Client{Transport: tr}); name != "blue" {
 		t.Fatalf("request: %q, %v", name, err)
 	}
-	m.Want(t, 1, "grpc.xds_client.connected", "xds:shop", cp.addr)
-	m.Want(t, 0, "grpc.xds_client.connected", "xds:///shop", cp.addr)
+	m.Want(t, 1, "grpc.xds_client.connected", "xds-cluster:shop", cp.addr)
+	m.Want(t, 0, "grpc.xds_client.connected", "xds-cluster:///shop", cp.addr)
 }

@@ -1,20 +1,15 @@
 package xds
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	"github.com/lbkit/lbkit/lb/clusterimpl"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/dns"
 	"github.com/lbkit/lbkit/lb/resolver/eds"
@@ -64,318 +59,233 @@ func decodeEndpoints(raw []byte) (string, any, error) {
 	return m.GetClusterName(), v, nil
 }
 
-// xdsResolver follows one cluster: its CDS resource says which EDS
-// resource to follow and with which policies; each valid pair is
-// published as the eds package's tree, straight to cc. An aggregate or
-// LOGICAL_DNS cluster is handed to a clusterGraph instead (graph.go). Its state is owned
-// by its client's serializer, where its watchers' callbacks run; Describe
-// reads a copy (view) replaced after each of them.
-type xdsResolver struct {
+// followerEnv is what the clusterFollowers of one resolver share.
+type followerEnv struct {
 	c       *client
-	key     poolKey
-	cc      resolver.ClientConn
-	cluster string
-	logger  *slog.Logger
-	// metrics makes the resolver's metric handles; nil without
-	// [WithMetrics].
-	metrics *resolverMetrics
-	// counter counts the cluster's requests in flight, shared by the
-	// process's resolvers of the cluster (gRFC A32); each state carries it.
-	counter   *clusterimpl.Counter
-	closeOnce sync.Once
-	view      atomic.Pointer[resolverView]
-
+	metrics *resolverMetrics // nil without [WithMetrics]
 	// dns builds the DNS resolvers of LOGICAL_DNS clusters.
 	dns *dns.Builder
-	// dnsClosing counts the graph's DNS resolvers being closed.
+	// rand seeds the DNS resolvers; owned by c's serializer.
+	rand *rand.Rand
+	// dnsClosing counts the graphs' DNS resolvers being closed; the
+	// resolver's Close waits for them.
 	dnsClosing sync.WaitGroup
+}
 
-	// Owned by c's serializer.
-	// graph follows an aggregate or LOGICAL_DNS root (graph.go); nil for
-	// an EDS root. rand seeds its DNS resolvers.
-	graph     *clusterGraph
-	rand      *rand.Rand
-	cdsWatch  *subscription
-	edsWatch  *subscription
-	edsName   string
-	cfg       *ClusterConfig
-	cla       eds.Valid
-	namer     eds.Namer
-	published *resolver.State
+// follower returns a clusterFollower of cluster telling hooks.
+func (e *followerEnv) follower(cluster string, logger *slog.Logger, hooks clusterHooks) *clusterFollower {
+	return &clusterFollower{env: e, c: e.c, cluster: cluster, logger: logger, metrics: e.metrics, hooks: hooks}
+}
+
+// clusterFollower follows one cluster, the unit a resolver is made of:
+// its CDS resource says which EDS resource to follow and with which
+// policies, and each valid pair is converted into the eds package's tree
+// (tree). An aggregate or LOGICAL_DNS cluster is handed to a clusterGraph
+// instead (graph.go), which builds the tree of its leaves. It tells its
+// owner through hooks; every field and call is owned by its client's
+// serializer, where its watchers' callbacks run.
+type clusterFollower struct {
+	env     *followerEnv
+	c       *client
+	cluster string
+	logger  *slog.Logger
+	metrics *resolverMetrics // nil without [WithMetrics]
+	hooks   clusterHooks
+
+	// graph follows an aggregate or LOGICAL_DNS cluster; nil for an EDS
+	// cluster.
+	graph    *clusterGraph
+	cdsWatch *subscription
+	edsWatch *subscription
+	edsName  string
+	cfg      *ClusterConfig
+	cla      eds.Valid
+	namer    eds.Namer
+	// tree is the cluster's tree built last: from a valid cluster and
+	// assignment, or empty with its Degraded reason when the cluster or
+	// its endpoints do not exist. Nil until the first.
+	tree *resolver.State
 	// The problems that still stand, for Describe: the cluster's and the
 	// endpoints' (refused, missing, stream lost; cleared by their next
 	// valid value) and the tree's (it cannot be built, or is empty;
-	// cleared when a tree with addresses is published).
+	// cleared when a tree with addresses is built).
 	cdsErr, edsErr, treeErr error
 }
 
-// resolverView is what Describe shows of a resolver's own state.
-type resolverView struct {
-	edsName   string
-	cfg       *ClusterConfig
-	cla       *eds.ClusterLoadAssignment
-	published *resolver.State
-	problems  []error
-	graph     []resolver.Fact
+// clusterHooks is what a clusterFollower tells its owner, inside the
+// serializer.
+type clusterHooks interface {
+	// treeChanged says that f.tree is new (it may be empty, with a
+	// Degraded reason); conv is the conversion it came from (nil for an
+	// empty tree).
+	treeChanged(f *clusterFollower, conv *eds.Conversion)
+	// clusterFailed reports an error that leaves f.tree (nil when there
+	// is none yet) in use.
+	clusterFailed(f *clusterFollower, err error)
+	// clusterSeen ends every callback of f's watchers, after the hooks
+	// above: what Describe shows of f may have changed.
+	clusterSeen(f *clusterFollower)
 }
 
 // start subscribes to the cluster. It runs inside the serializer.
-func (r *xdsResolver) start() {
-	r.cdsWatch = r.c.watch(ClusterType, r.cluster, clusterWatcher{r}, r.metrics)
-	r.saveView()
+func (f *clusterFollower) start() {
+	f.cdsWatch = f.c.watch(ClusterType, f.cluster, clusterWatcher{f}, f.metrics)
 }
 
-// saveView replaces the copy Describe reads. It runs inside the
-// serializer, at the end of every callback.
-func (r *xdsResolver) saveView() {
-	v := &resolverView{edsName: r.edsName, cfg: r.cfg, cla: r.cla.Assignment(), published: r.published, problems: []error{r.cdsErr, r.edsErr, r.treeErr}}
-	if r.graph != nil {
-		v.graph, v.problems = r.graph.facts(), append(v.problems, r.graph.problem)
+// stop ends the subscriptions; no hook is called after it. It runs inside
+// the serializer.
+func (f *clusterFollower) stop() {
+	f.cdsWatch.cancel()
+	f.endGraph()
+	if f.edsWatch != nil {
+		f.edsWatch.cancel()
 	}
-	r.view.Store(v)
 }
 
-// Describe says what the resolver follows and where it stands, for the
-// channel's snapshot and debug page: the cluster, the server and its
-// stream, the versions accepted, the policies and the addresses published.
-// It is safe for concurrent use, does no I/O and never waits.
-func (r *xdsResolver) Describe() resolver.Description {
-	server, cdsVersion, live := r.c.typeStatus(ClusterType)
-	_, edsVersion, _ := r.c.typeStatus(EndpointType)
-	v := r.view.Load()
-	if v == nil {
-		v = &resolverView{}
+// problems returns the problems that still stand, for Describe.
+func (f *clusterFollower) problems() []error {
+	if f.graph != nil {
+		return []error{f.cdsErr, f.edsErr, f.treeErr, f.graph.problem}
 	}
-	stream := "down (reconnecting)"
-	if live {
-		stream = "up"
-	}
-	facts := []resolver.Fact{
-		{Name: "cluster", Value: r.cluster},
-		{Name: "management server", Value: server},
-		{Name: "ADS stream", Value: stream},
-		{Name: "clusters version", Value: cdsVersion},
-	}
-	if v.edsName != "" {
-		facts = append(facts, resolver.Fact{Name: "endpoints resource", Value: v.edsName}, resolver.Fact{Name: "endpoints version", Value: edsVersion})
-	}
-	if v.cfg != nil {
-		leaf := string(v.cfg.Policies.Endpoint)
-		if leaf == "" {
-			leaf = "default"
-		}
-		od := "off"
-		if len(v.cfg.Policies.OutlierDetection) > 0 {
-			od = string(v.cfg.Policies.OutlierDetection)
-		}
-		facts = append(facts, resolver.Fact{Name: "endpoint policy", Value: leaf}, resolver.Fact{Name: "outlier detection", Value: od})
-	}
-	facts = append(facts, v.graph...)
-	facts = append(facts, r.limitFacts(v)...)
-	if v.published != nil {
-		facts = append(facts, resolver.Fact{Name: "addresses published", Value: strconv.Itoa(len(v.published.Addresses))})
-	}
-	d := resolver.Description{Facts: facts}
-	// The reason of the state published last is left out: the channel's
-	// snapshot shows it as the tree applies it (resolver.Description).
-	var reason string
-	if v.published != nil && v.published.Degraded != nil {
-		reason = v.published.Degraded.Error()
-	}
-	var problems []string
-	for _, err := range v.problems {
-		if err != nil && err.Error() != reason && !slices.Contains(problems, err.Error()) {
-			problems = append(problems, err.Error())
-		}
-	}
-	d.LastError = strings.Join(problems, "; ")
-	return d
+	return []error{f.cdsErr, f.edsErr, f.treeErr}
 }
 
-// ResolveNow resolves the LOGICAL_DNS clusters of an aggregate cluster
-// again (gRFC A37); it does nothing else: the management server pushes
-// every change. It never blocks.
-func (r *xdsResolver) ResolveNow() {
-	r.c.ser.Schedule(func() {
-		if r.graph != nil {
-			r.graph.resolveNow()
-		}
-	})
+// graphFacts describes the aggregate or LOGICAL_DNS graph, if any.
+func (f *clusterFollower) graphFacts() []resolver.Fact {
+	if f.graph == nil {
+		return nil
+	}
+	return f.graph.facts()
 }
 
-// Close ends the subscriptions and releases the shared client; no call
-// to the ClientConn happens after it returns. It waits for a callback of
-// the client that is running (never for I/O).
-func (r *xdsResolver) Close() {
-	r.closeOnce.Do(func() {
-		// Run comes after the scheduled start, so the subscriptions it
-		// cancels exist; after it, no callback of theirs runs.
-		r.c.ser.Run(context.Background(), func() {
-			r.cdsWatch.cancel()
-			r.endGraph()
-			if r.edsWatch != nil {
-				r.edsWatch.cancel()
-			}
-			if r.metrics != nil {
-				r.c.removeStreamMetrics(r.metrics)
-			}
-		})
-		r.dnsClosing.Wait()
-		release(r.key)
-		releaseCounter(r.cluster)
-	})
+// resolveNow resolves the LOGICAL_DNS clusters of the graph again, if
+// any. It runs inside the serializer.
+func (f *clusterFollower) resolveNow() {
+	if f.graph != nil {
+		f.graph.resolveNow()
+	}
 }
 
 // clusterWatcher receives the cluster's CDS resource.
-type clusterWatcher struct{ r *xdsResolver }
+type clusterWatcher struct{ f *clusterFollower }
 
 func (w clusterWatcher) update(v any) {
-	r := w.r
-	defer r.saveView()
+	f := w.f
+	defer f.hooks.clusterSeen(f)
 	cfg := v.(ClusterConfig)
-	if len(cfg.Ignored) > 0 && (r.cfg == nil || !slices.Equal(r.cfg.Ignored, cfg.Ignored)) {
-		r.logger.Warn("xds: the cluster sets fields lbkit ignores", "fields", cfg.Ignored)
+	if len(cfg.Ignored) > 0 && (f.cfg == nil || !slices.Equal(f.cfg.Ignored, cfg.Ignored)) {
+		f.logger.Warn("xds: the cluster sets fields lbkit ignores", "fields", cfg.Ignored)
 	}
-	r.cfg, r.cdsErr = &cfg, nil
-	if cfg.EDSServiceName != r.edsName {
-		r.followEndpoints(cfg.EDSServiceName)
+	f.cfg, f.cdsErr = &cfg, nil
+	if cfg.EDSServiceName != f.edsName {
+		f.followEndpoints(cfg.EDSServiceName)
 	}
-	if r.followGraph(&cfg) { // aggregate and LOGICAL_DNS clusters (graph.go)
+	if f.followGraph(&cfg) { // aggregate and LOGICAL_DNS clusters (graph.go)
 		return
 	}
-	r.publish()
+	f.build()
 }
 
-func (w clusterWatcher) failed(err error) { w.r.failed(&w.r.cdsErr, err) }
+func (w clusterWatcher) failed(err error) { w.f.failed(&w.f.cdsErr, err) }
 
 func (w clusterWatcher) missing() {
-	r := w.r
-	defer r.saveView()
-	r.cfg = nil
-	r.endGraph()
-	r.followEndpoints("")
-	r.cdsErr = fmt.Errorf("xds: cluster %q does not exist on the management server %s", r.cluster, r.c.serverURI())
-	r.publishEmpty(r.cdsErr)
+	f := w.f
+	defer f.hooks.clusterSeen(f)
+	f.cfg = nil
+	f.endGraph()
+	f.followEndpoints("")
+	f.cdsErr = fmt.Errorf("xds: cluster %q does not exist on the management server %s", f.cluster, f.c.serverURI())
+	f.buildEmpty(f.cdsErr)
 }
 
 // endpointWatcher receives the cluster's EDS resource.
-type endpointWatcher struct{ r *xdsResolver }
+type endpointWatcher struct{ f *clusterFollower }
 
 func (w endpointWatcher) update(v any) {
-	r := w.r
-	defer r.saveView()
-	r.cla, r.edsErr = v.(eds.Valid), nil
-	r.publish()
+	f := w.f
+	defer f.hooks.clusterSeen(f)
+	f.cla, f.edsErr = v.(eds.Valid), nil
+	f.build()
 }
 
-func (w endpointWatcher) failed(err error) { w.r.failed(&w.r.edsErr, err) }
+func (w endpointWatcher) failed(err error) { w.f.failed(&w.f.edsErr, err) }
 
 func (w endpointWatcher) missing() {
-	r := w.r
-	defer r.saveView()
-	r.cla = eds.Valid{}
-	r.edsErr = fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", r.cluster, r.edsName, r.c.serverURI())
-	r.publishEmpty(r.edsErr)
+	f := w.f
+	defer f.hooks.clusterSeen(f)
+	f.cla = eds.Valid{}
+	f.edsErr = fmt.Errorf("xds: cluster %q: its endpoints (EDS resource %q) do not exist on the management server %s", f.cluster, f.edsName, f.c.serverURI())
+	f.buildEmpty(f.edsErr)
 }
 
 // followEndpoints switches the EDS subscription to name ("" for none).
-func (r *xdsResolver) followEndpoints(name string) {
-	if r.edsWatch != nil {
-		r.edsWatch.cancel()
-		r.edsWatch = nil
+func (f *clusterFollower) followEndpoints(name string) {
+	if f.edsWatch != nil {
+		f.edsWatch.cancel()
+		f.edsWatch = nil
 	}
-	r.edsName, r.cla, r.namer = name, eds.Valid{}, eds.Namer{}
+	f.edsName, f.cla, f.namer = name, eds.Valid{}, eds.Namer{}
 	if name != "" {
-		r.edsWatch = r.c.watch(EndpointType, name, endpointWatcher{r}, r.metrics)
+		f.edsWatch = f.c.watch(EndpointType, name, endpointWatcher{f}, f.metrics)
 	}
 }
 
-// failed reports err to the channel when nothing good was published yet;
-// otherwise the last good state stays in use and err is logged (gRFC
-// A57).
-func (r *xdsResolver) failed(on *error, err error) {
-	defer r.saveView()
+// failed records err and tells the owner, whose last good state stays in
+// use (gRFC A57).
+func (f *clusterFollower) failed(on *error, err error) {
+	defer f.hooks.clusterSeen(f)
 	*on = err
-	if r.published == nil {
-		r.cc.ReportError(err)
-		return
-	}
-	r.logger.Warn("xds: keeping the last good state", "error", err)
+	f.hooks.clusterFailed(f, err)
 }
 
-// publish publishes the tree of the current cluster and assignment, when
-// both are known and it changed.
-func (r *xdsResolver) publish() {
-	if r.cfg == nil || r.cla.Assignment() == nil {
+// build converts the current cluster and assignment into the tree, when
+// both are known, and tells the owner.
+func (f *clusterFollower) build() {
+	if f.cfg == nil || f.cla.Assignment() == nil {
 		return
 	}
-	conv, err := r.namer.ConvertValid(r.cla, r.cfg.Policies)
-	conv.State.Attributes = clusterimpl.WithCounter(conv.State.Attributes, r.counter)
-	r.publishConversion(conv, err)
+	conv, err := f.namer.ConvertValid(f.cla, f.cfg.Policies)
+	f.buildConversion(conv, err)
 }
 
-// publishConversion publishes conv's state, its reason prefixed with the
-// cluster, unless it is the state published; err is the conversion's
-// error, reported to the channel when nothing was published yet, with
-// the last good state kept.
-func (r *xdsResolver) publishConversion(conv eds.Conversion, err error) {
+// buildConversion makes conv's state the tree, its reason prefixed with
+// the cluster, and tells the owner; err is the conversion's error, which
+// leaves the last tree in use.
+func (f *clusterFollower) buildConversion(conv eds.Conversion, err error) {
 	if err != nil {
-		err = fmt.Errorf("xds: cluster %q: %w", r.cluster, err)
-		r.treeErr = err
-		if r.published == nil {
-			r.cc.ReportError(err)
-		}
-		r.logger.Warn("xds: cannot build the tree; keeping the last good state", "error", err)
+		f.treeErr = fmt.Errorf("xds: cluster %q: %w", f.cluster, err)
+		f.hooks.clusterFailed(f, f.treeErr)
 		return
 	}
 	if conv.State.Degraded != nil {
-		conv.State.Degraded = fmt.Errorf("xds: cluster %q: %w", r.cluster, conv.State.Degraded)
+		conv.State.Degraded = fmt.Errorf("xds: cluster %q: %w", f.cluster, conv.State.Degraded)
 	}
-	r.treeErr = nil
-	if r.published != nil && resolver.SameState(*r.published, conv.State) {
-		return
-	}
-	if len(conv.LeftOut) > 0 || conv.NotUsable > 0 {
-		r.logger.Warn("xds: parts of the assignment are left out of the tree", "localities", conv.LeftOut, "endpoints_not_healthy", conv.NotUsable)
-	}
-	if err := r.offer(&conv.State); err != nil {
-		r.logger.Debug("xds: the channel refused the state", "error", err)
-		return
-	}
-	if conv.State.Degraded != nil {
-		r.logger.Warn("xds: no endpoints to serve", "error", conv.State.Degraded)
-	}
-	r.logger.Debug("xds: published", "addresses", len(conv.State.Addresses))
+	f.treeErr = nil
+	f.tree = &conv.State
+	f.hooks.treeChanged(f, &conv)
 }
 
-// publishEmpty publishes a tree without endpoints whose reason
+// buildEmpty makes the tree one without endpoints whose reason
 // (resolver.State.Degraded) is err, so that picks fail with err from the
-// first picker of that tree.
-func (r *xdsResolver) publishEmpty(err error) {
-	r.logger.Warn("xds: no endpoints to serve", "error", err)
-	conv, cerr := r.namer.Convert(&eds.ClusterLoadAssignment{ClusterName: r.cluster}, eds.Policies{})
+// first picker of that tree, and tells the owner.
+func (f *clusterFollower) buildEmpty(err error) {
+	f.logger.Warn("xds: no endpoints to serve", "error", err)
+	st := emptyTree(f.cluster, err)
+	f.tree = &st
+	f.hooks.treeChanged(f, nil)
+}
+
+// emptyTree returns the tree of a cluster without endpoints, whose
+// Degraded reason is err.
+func emptyTree(cluster string, err error) resolver.State {
+	var n eds.Namer
+	conv, cerr := n.Convert(&eds.ClusterLoadAssignment{ClusterName: cluster}, eds.Policies{})
 	if cerr != nil {
-		// An empty assignment always converts; should it not, the
-		// channel still hears why there is nothing to serve.
-		r.cc.ReportError(err)
-		return
+		// An empty assignment always converts
+		// (TestEmptyTreeConverts); should it not, the state still
+		// says why there is nothing to serve.
+		return resolver.State{Degraded: fmt.Errorf("%w (and its empty tree: %w)", err, cerr)}
 	}
 	conv.State.Degraded = err
-	_ = r.offer(&conv.State) // a state refused is forgotten
-}
-
-// offer publishes st to the channel. It is recorded, and the view
-// Describe reads saved, before the channel has it, so that a snapshot
-// taken after a pick from st shows st; a state the channel refuses is
-// forgotten again.
-func (r *xdsResolver) offer(st *resolver.State) error {
-	prev := r.published
-	r.published = st
-	r.saveView()
-	if err := r.cc.UpdateState(*st); err != nil {
-		r.published = prev
-		r.saveView()
-		return err
-	}
-	return nil
+	return conv.State
 }

@@ -119,7 +119,7 @@ func testBuilder(t testing.TB, addr string, opts ...xds.Option) *xds.Builder {
 func follow(t testing.TB, b *xds.Builder, cluster string, clk clock.Clock, logs *lbtest.Logs) (*lbtest.ResolverClientConn, resolver.Resolver) {
 	t.Helper()
 	cc := &lbtest.ResolverClientConn{}
-	r, err := b.Build(resolver.Target{Scheme: xds.Scheme, Endpoint: cluster}, cc, resolver.BuildOptions{
+	r, err := b.Build(resolver.Target{Scheme: xds.ClusterScheme, Endpoint: cluster}, cc, resolver.BuildOptions{
 		Clock: clk, Logger: slog.New(logs), Rand: rand.New(rand.NewPCG(1, 2)),
 	})
 	if err != nil {
@@ -355,14 +355,19 @@ func TestResolversShareOneStreamPerServer(t *testing.T) {
 	}
 }
 
-func TestTargetMustNameACluster(t *testing.T) {
+func TestTargetMustNameAClusterOrAListener(t *testing.T) {
 	b := testBuilder(t, "127.0.0.1:1")
-	for _, tc := range []resolver.Target{
-		{Scheme: xds.Scheme},
-		{Scheme: xds.Scheme, Authority: "td.example.com", Endpoint: "c1"},
+	for _, tc := range []struct {
+		target resolver.Target
+		form   string
+	}{
+		{resolver.Target{Scheme: xds.ClusterScheme}, "xds-cluster:///CLUSTER"},
+		{resolver.Target{Scheme: xds.ClusterScheme, Authority: "td.example.com", Endpoint: "c1"}, "xds-cluster:///CLUSTER"},
+		{resolver.Target{Scheme: xds.Scheme}, "xds:///LISTENER"},
+		{resolver.Target{Scheme: xds.Scheme, Authority: "td.example.com", Endpoint: "l1"}, "xds:///LISTENER"},
 	} {
-		if _, err := b.Build(tc, &lbtest.ResolverClientConn{}, resolver.BuildOptions{}); err == nil || !strings.Contains(err.Error(), "xds:///CLUSTER") {
-			t.Errorf("Build(%v): err = %v, want one showing xds:///CLUSTER", tc, err)
+		if _, err := b.Build(tc.target, &lbtest.ResolverClientConn{}, resolver.BuildOptions{}); err == nil || !strings.Contains(err.Error(), tc.form) {
+			t.Errorf("Build(%v): err = %v, want one showing %s", tc.target, err, tc.form)
 		}
 	}
 }
@@ -413,7 +418,7 @@ func TestCloseWhileTheServerNeverAnswers(t *testing.T) {
 		}
 	}()
 	cc := &lbtest.ResolverClientConn{}
-	r, err := testBuilder(t, lis.Addr().String()).Build(resolver.Target{Scheme: xds.Scheme, Endpoint: "c1"}, cc, resolver.BuildOptions{Clock: clock.NewMock()})
+	r, err := testBuilder(t, lis.Addr().String()).Build(resolver.Target{Scheme: xds.ClusterScheme, Endpoint: "c1"}, cc, resolver.BuildOptions{Clock: clock.NewMock()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -552,7 +557,7 @@ func TestChannelsWithRealClocksShareAStream(t *testing.T) {
 	cp.set("1", []*clusterv3.Cluster{clusterNamed("c1")}, []*endpointv3.ClusterLoadAssignment{twoPriorityAssignment("c1")})
 	b := testBuilder(t, cp.addr)
 	for range 3 {
-		ch, err := conn.New("xds:///c1", conn.WithResolver(b), conn.WithDialer(standIn{}))
+		ch, err := conn.New("xds-cluster:///c1", conn.WithResolver(b), conn.WithDialer(standIn{}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -54,7 +54,7 @@ func TestStressRestartsChurnAndFloods(t *testing.T) {
 		done chan struct{}
 	}
 	open := func() *picker {
-		ch, err := conn.New("xds:///s", conn.WithResolver(b), conn.WithDialer(standIn{}))
+		ch, err := conn.New("xds-cluster:///s", conn.WithResolver(b), conn.WithDialer(standIn{}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,7 +65,7 @@ type snapshot struct {
 // the pushes.
 func newScenario(o demo.Options) (*scenario, error) {
 	sc := &scenario{
-		Scenario: demo.Scenario{Name: "xdsdemo", Options: o, Target: "xds:///" + cluster, NameOf: map[string]string{}},
+		Scenario: demo.Scenario{Name: "xdsdemo", Options: o, Target: "xds-cluster:///" + cluster, NameOf: map[string]string{}},
 		addr:     map[string]string{},
 	}
 	for _, name := range backendNames {

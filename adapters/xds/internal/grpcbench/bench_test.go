@@ -95,7 +95,7 @@ func startLBKit(tb testing.TB, addr string) client {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ch, err := conn.New("xds:///"+target, conn.WithResolver(b))
+	ch, err := conn.New("xds-cluster:///"+target, conn.WithResolver(b))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -39,6 +39,39 @@ func (cp *Server) SetWithListeners(v string, listeners []*listenerv3.Listener, c
 	return cp.cache.SetSnapshot(context.Background(), Node, snap)
 }
 
+// Resources are the resources of one snapshot, of every type a client
+// that starts from LDS reads.
+type Resources struct {
+	Listeners   []*listenerv3.Listener
+	Routes      []*routev3.RouteConfiguration
+	Clusters    []*clusterv3.Cluster
+	Assignments []*endpointv3.ClusterLoadAssignment
+}
+
+// SetResources publishes a snapshot of version v for [Node] holding res.
+func (cp *Server) SetResources(v string, res Resources) error {
+	m := map[resourcev3.Type][]types.Resource{
+		resourcev3.ListenerType: nil, resourcev3.RouteType: nil, resourcev3.ClusterType: nil, resourcev3.EndpointType: nil,
+	}
+	for _, l := range res.Listeners {
+		m[resourcev3.ListenerType] = append(m[resourcev3.ListenerType], l)
+	}
+	for _, r := range res.Routes {
+		m[resourcev3.RouteType] = append(m[resourcev3.RouteType], r)
+	}
+	for _, c := range res.Clusters {
+		m[resourcev3.ClusterType] = append(m[resourcev3.ClusterType], c)
+	}
+	for _, a := range res.Assignments {
+		m[resourcev3.EndpointType] = append(m[resourcev3.EndpointType], a)
+	}
+	snap, err := cachev3.NewSnapshot(v, m)
+	if err != nil {
+		return fmt.Errorf("controlplane: %w", err)
+	}
+	return cp.cache.SetSnapshot(context.Background(), Node, snap)
+}
+
 // APIListener returns the listener a gRPC client reads for the target
 // xds:///name: an API listener whose HTTP connection manager routes every
 // request to cluster, with its route configuration inline (no RDS).

@@ -72,6 +72,10 @@ func TestParseBootstrapValid(t *testing.T) {
 		name: "an unsupported entry after the chosen one is not looked at",
 		doc:  []byte(`{"xds_servers":[{"server_uri":"a:1","channel_creds":[{"type":"insecure"},{"type":7}]}]}`),
 		want: &xds.Bootstrap{Servers: []xds.Server{{URI: "a:1", Creds: xds.Creds{Type: "insecure"}}}},
+	}, {
+		name: "listener name template",
+		doc:  []byte(`{"xds_servers":[{"server_uri":"a:1","channel_creds":[{"type":"insecure"}]}],"client_default_listener_resource_name_template":"mesh/%s/listener"}`),
+		want: &xds.Bootstrap{Servers: []xds.Server{{URI: "a:1", Creds: xds.Creds{Type: "insecure"}}}, ListenerNameTemplate: "mesh/%s/listener"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,6 +126,7 @@ func TestParseBootstrapErrors(t *testing.T) {
 		{"locality not an object", `{"xds_servers":[{"server_uri":"a",` + insecure + `}],"node":{"locality":"r"}}`, `node.locality: want a JSON object, got a string`},
 		{"zone not a string", string(readTestdata(t, "bad_locality.json")), `node.locality.zone: not a string`},
 		{"sub_zone not a string", `{"xds_servers":[{"server_uri":"a",` + insecure + `}],"node":{"locality":{"sub_zone":{}}}}`, `node.locality.sub_zone: not a string`},
+		{"listener template not a string", `{"xds_servers":[{"server_uri":"a",` + insecure + `}],"client_default_listener_resource_name_template":1}`, `client_default_listener_resource_name_template: want string, got number`},
 		{"metadata not an object", `{"xds_servers":[{"server_uri":"a",` + insecure + `}],"node":{"metadata":[1]}}`, `node.metadata: want an object, got an array`},
 	}
 	for _, tt := range tests {
@@ -258,5 +263,21 @@ func TestLoadBootstrapRefusesAFIFO(t *testing.T) {
 	_, err := xds.LoadBootstrap()
 	if err == nil || !strings.Contains(err.Error(), "not a regular file") || !strings.Contains(err.Error(), xds.BootstrapFileEnv) {
 		t.Errorf("LoadBootstrap of a FIFO: %v", err)
+	}
+}
+
+// TestListenerNameFollowsTheTemplate: gRFC A27's
+// client_default_listener_resource_name_template, "%s" by default.
+func TestListenerNameFollowsTheTemplate(t *testing.T) {
+	for _, tc := range []struct{ template, name, want string }{
+		{"", "svc:80", "svc:80"},
+		{"%s", "svc:80", "svc:80"},
+		{"mesh/%s/listener", "svc:80", "mesh/svc:80/listener"},
+		{"fixed", "svc:80", "fixed"},
+	} {
+		b := &xds.Bootstrap{ListenerNameTemplate: tc.template}
+		if got := b.ListenerName(tc.name); got != tc.want {
+			t.Errorf("template %q, name %q: %q, want %q", tc.template, tc.name, got, tc.want)
+		}
 	}
 }

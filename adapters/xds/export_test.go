@@ -19,7 +19,15 @@ const hangGuard = 20 * time.Second
 // SerializerOf returns the serializer of the client r uses, for
 // lbtest.AdvanceSerializers: the client's timers (does-not-exist,
 // reconnection backoff) are its timers.
-func SerializerOf(r resolver.Resolver) *lb.Serializer { return r.(*xdsResolver).c.ser }
+func SerializerOf(r resolver.Resolver) *lb.Serializer { return clientOf(r).ser }
+
+// clientOf returns the client r uses.
+func clientOf(r resolver.Resolver) *client {
+	if lr, ok := r.(*listenerResolver); ok {
+		return lr.c
+	}
+	return r.(*xdsResolver).c
+}
 
 // Sync is a barrier: it returns once r's client has run everything it was
 // handed before the call (responses received, stream events, callbacks).
@@ -77,7 +85,7 @@ func (c *client) view() ClientView {
 // every millisecond: how often it looks changes nothing but when it sees.
 func WaitClient(tb testing.TB, r resolver.Resolver, cond func(ClientView) bool) ClientView {
 	tb.Helper()
-	c := r.(*xdsResolver).c
+	c := clientOf(r)
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	tick := time.NewTicker(time.Millisecond)

@@ -1,9 +1,40 @@
-// Package xds follows an xDS management server over ADS and registers the
-// "xds" resolver scheme: "xds:///CLUSTER" resolves a cluster from its CDS
-// and EDS resources into the same priority_experimental →
+// Package xds follows an xDS management server over ADS and registers two
+// resolver schemes:
+//
+//   - "xds:///LISTENER" follows a listener as gRPC does (gRFC A27, A28):
+//     its HttpConnectionManager, the route configuration it holds inline
+//     or names (RDS), and every cluster the routes name. The resolver
+//     publishes one xds_routing_experimental tree (package lb/routing):
+//     its config is the routes and, for each cluster, the cluster's tree as
+//     its child policy; its addresses are the clusters', under their
+//     cluster's name (hierarchical paths). Each request is routed by its
+//     authority, path, method and headers (in adapters/nethttp, the
+//     request's), to one cluster or split exactly over weighted clusters.
+//     The listener's name is the bootstrap's
+//     client_default_listener_resource_name_template with "%s" replaced by
+//     LISTENER (LISTENER itself by default): with Istio,
+//     "xds:///reviews.default.svc.cluster.local:9080".
+//   - "xds-cluster:///CLUSTER" ([ClusterScheme]) follows one cluster,
+//     without routing.
+//
+// A cluster's CDS and EDS resources make the same priority_experimental →
 // weighted_target_experimental → endpoint-policy tree as the eds file
 // resolver (package lb/resolver/eds), whose conversion it uses, so that a
 // file and a control plane mean the same thing.
+//
+// # Listeners and routes
+//
+// A listener's route table is published once every cluster it names has
+// its tree, or has failed (a cluster that does not exist, whose endpoints
+// do not exist, or whose first resource was NACKed): such a cluster's
+// child gets an empty tree whose reason fails the requests routed to it,
+// and only those. Until then the routing published before stays in use.
+// Clusters the routing no longer names are unsubscribed after the update
+// that dropped them is published. A listener or route configuration that
+// does not exist publishes a state that fails every request with the
+// reason. The listener resolver gives each channel's clusters their own
+// counters of requests in flight (the cluster resolver shares them across
+// the process).
 //
 // # Configuration
 //
@@ -40,9 +71,9 @@
 // resolver of the process built for the same management server, node,
 // clock and options, by any [Builder] (a Builder with [WithDialOptions]
 // shares only among its own resolvers). The first resolver opens it and the
-// last one's Close closes it. Each resolver subscribes to its cluster and
-// that cluster's endpoints; a resource watched by several resolvers is
-// requested once. A bootstrap with more than one server gives each
+// last one's Close closes it. Each resolver subscribes to its listener,
+// route configuration, clusters and their endpoints; a resource watched by
+// several resolvers is requested once. A bootstrap with more than one server gives each
 // channel target a client of its own (gRFC A71, below).
 //
 // # Failures (gRFC A57)

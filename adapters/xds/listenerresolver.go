@@ -248,7 +248,7 @@ func (r *listenerResolver) reconcile() {
 		if st.Degraded != nil {
 			r.logger.Warn("xds: some clusters have no endpoints to serve", "error", st.Degraded)
 		}
-		r.logger.Debug("xds: published", "addresses", len(st.Addresses), "clusters", len(names))
+		r.logger.Debug("xds: published", "addresses", len(st.Addresses), "clusters", names)
 	}
 	r.dropClusters(names)
 }

@@ -281,9 +281,8 @@ func emptyTree(cluster string, err error) resolver.State {
 	var n eds.Namer
 	conv, cerr := n.Convert(&eds.ClusterLoadAssignment{ClusterName: cluster}, eds.Policies{})
 	if cerr != nil {
-		// An empty assignment always converts
-		// (TestEmptyTreeConverts); should it not, the state still
-		// says why there is nothing to serve.
+		// An empty assignment always converts; should it not, the
+		// state still says why there is nothing to serve.
 		return resolver.State{Degraded: fmt.Errorf("%w (and its empty tree: %w)", err, cerr)}
 	}
 	conv.State.Degraded = err

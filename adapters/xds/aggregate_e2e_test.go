@@ -150,7 +150,7 @@ func TestAggregateClusterWithAMissingCluster(t *testing.T) {
 }
 
 // failoverServers starts the backends of the failover test and a channel
-// following xds:///root.
+// following xds-cluster:///root.
 func failoverChannel(t *testing.T, cp *testPlane, root string) *http.Client {
 	t.Helper()
 	fast := backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.6, MaxDelay: 100 * time.Millisecond}

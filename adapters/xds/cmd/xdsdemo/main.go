@@ -2,7 +2,7 @@
 //
 // It starts six HTTP backends on 127.0.0.1 and a real go-control-plane
 // management server in the process, and sends steady traffic through an
-// lbkit channel whose target is xds:///demo: the xds resolver follows the
+// lbkit channel whose target is xds-cluster:///demo: the xds resolver follows the
 // cluster "demo" over ADS (CDS and EDS) and publishes the eds package's
 // priority → weighted_target → endpoint-policy tree. The demo then pushes
 // snapshots on a script:

@@ -32,9 +32,8 @@
 // Clusters the routing no longer names are unsubscribed after the update
 // that dropped them is published. A listener or route configuration that
 // does not exist publishes a state that fails every request with the
-// reason. The listener resolver gives each channel's clusters their own
-// counters of requests in flight (the cluster resolver shares them across
-// the process).
+// reason. Each cluster counts its requests in flight in its
+// process-wide counter (gRFC A32), whichever resolver follows it.
 //
 // # Configuration
 //

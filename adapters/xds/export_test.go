@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/clusterimpl"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
@@ -104,4 +105,24 @@ func WaitClient(tb testing.TB, r resolver.Resolver, cond func(ClientView) bool) 
 			tb.Fatalf("xds: WaitClient: the client's state stays %+v", v)
 		}
 	}
+}
+
+// CounterOf returns the process-wide counter of requests in flight r
+// gives cluster's tree: the cluster resolver's own, or a listener
+// resolver's for one of its clusters (nil if it follows none such).
+func CounterOf(tb testing.TB, r resolver.Resolver, cluster string) *clusterimpl.Counter {
+	tb.Helper()
+	var c *clusterimpl.Counter
+	Sync(tb, r)
+	if err := SerializerOf(r).Run(context.Background(), func() {
+		switch r := r.(type) {
+		case *listenerResolver:
+			c = r.counters[cluster]
+		case *xdsResolver:
+			c = r.counter
+		}
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }

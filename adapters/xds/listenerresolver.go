@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/lbkit/lbkit/lb/clusterimpl"
 	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/eds"
@@ -56,6 +57,15 @@ type listenerResolver struct {
 	// routes is the route table to serve (nil: none known yet, or none).
 	routes   *route.Table
 	clusters map[string]*clusterFollower
+	// counters are the clusters' process-wide counters of requests in
+	// flight (gRFC A32), one reference each while the cluster is
+	// followed.
+	counters map[string]*clusterimpl.Counter
+	// shared is what the published state carries of counters, kept while
+	// it holds the same counters (byCluster), so that an update that
+	// changes nothing is not published again.
+	shared    *clusterimpl.Counters
+	byCluster map[string]*clusterimpl.Counter
 	// published is the state published last.
 	published *resolver.State
 	// ldsErr and rdsErr are the listener's and the route
@@ -64,7 +74,7 @@ type listenerResolver struct {
 }
 
 func newListenerResolver(env *followerEnv, key poolKey, cc resolver.ClientConn, listener string, logger *slog.Logger) *listenerResolver {
-	return &listenerResolver{env: env, c: env.c, key: key, cc: cc, listener: listener, logger: logger, metrics: env.metrics, clusters: make(map[string]*clusterFollower)}
+	return &listenerResolver{env: env, c: env.c, key: key, cc: cc, listener: listener, logger: logger, metrics: env.metrics, clusters: make(map[string]*clusterFollower), counters: make(map[string]*clusterimpl.Counter)}
 }
 
 // start subscribes to the listener. It runs inside the serializer.
@@ -92,9 +102,7 @@ func (r *listenerResolver) Close() {
 		r.c.ser.Run(context.Background(), func() {
 			r.ldsWatch.cancel()
 			r.followRoutes("")
-			for _, f := range r.clusters {
-				f.stop()
-			}
+			r.dropClusters(nil)
 			if r.metrics != nil {
 				r.c.removeStreamMetrics(r.metrics)
 			}
@@ -225,6 +233,7 @@ func (r *listenerResolver) reconcile() {
 		if f == nil {
 			f = r.env.follower(name, r.logger.With("cluster", name), r)
 			r.clusters[name] = f
+			r.counters[name] = acquireCounter(name)
 			f.start()
 		}
 		if _, ok := f.childTree(); !ok {
@@ -259,6 +268,8 @@ func (r *listenerResolver) dropClusters(keep []string) {
 		if !slices.Contains(keep, name) {
 			f.stop()
 			delete(r.clusters, name)
+			delete(r.counters, name)
+			releaseCounter(name)
 		}
 	}
 }
@@ -324,10 +335,39 @@ func (r *listenerResolver) state(names []string) (resolver.State, error) {
 		return resolver.State{}, fmt.Errorf("encoding the service config: %w", err)
 	}
 	st.ServiceConfig = sc
+	st.Attributes = clusterimpl.WithCounters(st.Attributes, r.sharedCounters(names))
 	if len(problems) > 0 {
 		st.Degraded = errors.New(strings.Join(problems, "; "))
 	}
 	return st, nil
+}
+
+// sharedCounters returns the counters of the clusters named, by the
+// name each xds_cluster_impl_experimental of their trees knows its
+// cluster by: the cluster's, its assignment's cluster_name, and those of
+// an aggregate cluster's leaves, which count in their own.
+func (r *listenerResolver) sharedCounters(names []string) *clusterimpl.Counters {
+	byCluster := make(map[string]*clusterimpl.Counter, len(names))
+	for _, name := range names {
+		byCluster[name] = r.counters[name]
+	}
+	for _, name := range names {
+		f := r.clusters[name]
+		if cla := f.cla.Assignment(); cla != nil && byCluster[cla.ClusterName] == nil {
+			byCluster[cla.ClusterName] = r.counters[name]
+		}
+		if f.graph != nil {
+			for _, l := range f.graph.leaves {
+				if byCluster[l.name] == nil {
+					byCluster[l.name] = l.counter
+				}
+			}
+		}
+	}
+	if r.shared == nil || !maps.Equal(byCluster, r.byCluster) {
+		r.shared, r.byCluster = clusterimpl.NewCounters(byCluster), byCluster
+	}
+	return r.shared
 }
 
 // offer publishes st to the channel. It is recorded, and the view
@@ -358,8 +398,9 @@ type listenerView struct {
 
 // clusterView is what Describe shows of one cluster.
 type clusterView struct {
-	name  string
-	state string
+	name    string
+	state   string
+	counter *clusterimpl.Counter
 	resolverView
 }
 
@@ -372,7 +413,7 @@ func (r *listenerResolver) saveView() {
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.clusters)) {
 		f := r.clusters[name]
-		cv := clusterView{name: name, resolverView: resolverView{edsName: f.edsName, cfg: f.cfg, cla: f.cla.Assignment(), problems: f.problems(), graph: f.graphFacts()}}
+		cv := clusterView{name: name, counter: r.counters[name], resolverView: resolverView{edsName: f.edsName, cfg: f.cfg, cla: f.cla.Assignment(), problems: f.problems(), graph: f.graphFacts()}}
 		switch tree, ok := f.childTree(); {
 		case !ok:
 			cv.state = "waiting for its resources"
@@ -417,7 +458,7 @@ func (r *listenerResolver) Describe() resolver.Description {
 	}
 	for _, cv := range v.clusters {
 		facts = append(facts, resolver.Fact{Name: "cluster " + cv.name, Value: cv.state})
-		facts = append(facts, r.c.clusterFacts("cluster "+cv.name+": ", nil, &cv.resolverView)...)
+		facts = append(facts, r.c.clusterFacts("cluster "+cv.name+": ", cv.counter, &cv.resolverView)...)
 	}
 	return resolver.Description{Facts: facts, LastError: lastError(v.published, v.problems)}
 }

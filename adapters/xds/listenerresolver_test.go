@@ -237,3 +237,45 @@ func TestListenerRemovedFailsEveryRequest(t *testing.T) {
 		t.Fatalf("state %+v, want the route configuration named as missing", st)
 	}
 }
+
+// TestListenerClustersCountInTheProcesssCounters: a cluster's requests
+// in flight under a listener count in the cluster's process-wide counter
+// (gRFC A32), shared with an xds-cluster:///CLUSTER channel of the same
+// cluster: the state carries it in clusterimpl.Counters under the
+// cluster's name (clusterimpl.TestCountersGiveEachClusterItsCounter shows
+// the balancer counting in it), and an update that changes nothing is not
+// published again.
+func TestListenerClustersCountInTheProcesssCounters(t *testing.T) {
+	cp := startControlPlane(t)
+	l, err := controlplane.APIListener("front", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.SetResources("1", controlplane.Resources{
+		Listeners:   []*listenerv3.Listener{l},
+		Clusters:    []*clusterv3.Cluster{clusterNamed("c1")},
+		Assignments: []*endpointv3.ClusterLoadAssignment{assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80"}})},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b := testBuilder(t, cp.addr)
+	clk := clock.NewMock()
+	cc, lr := followListener(t, b, "front", clk)
+	cc.NextState(t)
+	_, cr := follow(t, b, "c1", clk, &lbtest.Logs{})
+	if l, c := xds.CounterOf(t, lr, "c1"), xds.CounterOf(t, cr, "c1"); l == nil || l != c {
+		t.Errorf("the listener's c1 counts in %p, the cluster channel in %p", l, c)
+	}
+	if err := cp.SetResources("2", controlplane.Resources{
+		Listeners:   []*listenerv3.Listener{l},
+		Clusters:    []*clusterv3.Cluster{clusterNamed("c1")},
+		Assignments: []*endpointv3.ClusterLoadAssignment{assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80"}})},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cp.waitRequest(ctxFor(t), acked(xds.EndpointType, "2"))
+	xds.Sync(t, lr)
+	if n := cc.Events.Pending(); n != 0 {
+		t.Errorf("the same resources again published %v", cc.Events.Peek())
+	}
+}

@@ -138,7 +138,9 @@ func TestAggregateClusterWithAMissingCluster(t *testing.T) {
 	mock := clock.NewMock()
 	cc, r := follow(t, testBuilder(t, cp.addr), "agg", mock, &lbtest.Logs{})
 	cp.waitRequest(ctxFor(t), subscribed("agg", "primary", "gone"))
-	xds.Sync(t, r)
+	// The does-not-exist timer starts once the request is sent, which the
+	// server may see first: wait for the timer before advancing the clock.
+	xds.WaitClient(t, r, func(v xds.ClientView) bool { return slices.Contains(v.Waiting, "cluster/gone") })
 	if n := cc.Events.Pending(); n != 0 {
 		t.Fatalf("%d updates before every cluster is known, want none (gRFC A37)", n)
 	}

@@ -24,7 +24,7 @@ demo: deps ## Run the demo: outlier ejection and failover between priorities ove
 	go run ./cmd/lbdemo $(DEMOFLAGS)
 
 .PHONY: demo-xds
-demo-xds: deps ## Run the xDS demo: an in-process control plane pushes snapshots (weights, endpoints, priorities, a bad one) and the traffic follows (about 30 s).
+demo-xds: deps ## Run the xDS demo: an in-process control plane pushes snapshots (weights, endpoints, priorities, a bad one, a canary split shifted by route pushes) and the traffic follows (about 30 s).
 	cd adapters/xds && go run ./cmd/xdsdemo $(DEMOFLAGS)
 
 .PHONY: sim

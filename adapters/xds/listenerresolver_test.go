@@ -10,14 +10,10 @@ import (
 
 	"github.com/benbjohnson/clock"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
-	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
@@ -30,21 +26,11 @@ import (
 // takes its routes from the RDS resource routes.
 func rdsListener(t testing.TB, name, routes string) *listenerv3.Listener {
 	t.Helper()
-	router, err := anypb.New(&routerv3.Router{})
+	l, err := controlplane.RDSListener(name, routes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hcm, err := anypb.New(&hcmv3.HttpConnectionManager{
-		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
-			ConfigSource:    &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}},
-			RouteConfigName: routes,
-		}},
-		HttpFilters: []*hcmv3.HttpFilter{{Name: "router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: router}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &listenerv3.Listener{Name: name, ApiListener: &listenerv3.ApiListener{ApiListener: hcm}}
+	return l
 }
 
 // routesTo returns a route configuration sending every request to

@@ -1,14 +1,18 @@
 // Command xdsdemo shows lbkit following an xDS management server.
 //
-// It starts six HTTP backends on 127.0.0.1 and a real go-control-plane
+// It starts eight HTTP backends on 127.0.0.1 and a real go-control-plane
 // management server in the process, and sends steady traffic through an
-// lbkit channel whose target is xds-cluster:///demo: the xds resolver follows the
-// cluster "demo" over ADS (CDS and EDS) and publishes the eds package's
-// priority → weighted_target → endpoint-policy tree. The demo then pushes
-// snapshots on a script:
+// lbkit channel whose target is xds:///demo: the xds resolver follows the
+// listener "demo" over ADS (LDS), its route configuration "demo-routes"
+// (RDS) and the clusters the routes name (CDS and EDS), and publishes one
+// xds_routing_experimental tree over each cluster's priority →
+// weighted_target → endpoint-policy tree. Until v8 the route sends every
+// request to the cluster "stable" (backends a-1 to c-1); its cluster
+// "canary" (k-1, k-2) then gets a share. The demo pushes snapshots on a
+// script:
 //
-//   - v1: zones a and b weighted 1:1 in priority 0, zone c the backup in
-//     priority 1;
+//   - v1: stable's zones a and b weighted 1:1 in priority 0, zone c the
+//     backup in priority 1;
 //   - v2: zone b's weight 1 → 4;
 //   - v3: b-3 added to zone b, b-2 draining;
 //   - v4: zone c promoted to priority 0 and zones a and b moved to
@@ -18,12 +22,20 @@
 //   - v6: v1 again;
 //   - a-1 turns slow (weighted round robin keeps sending it its share),
 //     then v7: the cluster's lb_policy becomes LEAST_REQUEST, which steers
-//     traffic off a-1.
+//     traffic off a-1;
+//   - v8, v9, v10: a canary rollout by route pushes: the route splits its
+//     requests between the weighted clusters stable and canary 90:10
+//     (v8 also makes a-1 fast again and puts stable back on round robin),
+//     then 50:50, then 0:100; the split is an exact EDF over the weights,
+//     so the table's k-1 and k-2 columns take 10%, 50%, then all of the
+//     requests.
 //
 // It prints a table every second (each push is an event of its row) and
 // ends with a summary that says, for each push, how long the traffic took
-// to follow it and when lbkit ACKed or NACKed it, and the shares of
-// priority 0 against the weights of each snapshot. It also writes an SVG timeline.
+// to follow it and when lbkit ACKed or NACKed it (the endpoints up to v7,
+// the route configuration from v8), and the shares of priority 0 against
+// the weights of each snapshot (times the cluster's weight in the
+// split). It also writes an SVG timeline.
 //
 // Usage:
 //

@@ -34,11 +34,16 @@ func newAckMonitor(cp *controlplane.Server) *ackMonitor {
 }
 
 // pushed waits, until close, for the answer to the push of s's
-// endpoints: an ACK of its version, or for a bad snapshot a NACK. The
+// endpoints (of its route configuration when s splits traffic with the
+// canary): an ACK of its version, or for a bad snapshot a NACK. The
 // channel it returns is closed when the answer came or close was called.
 func (m *ackMonitor) pushed(s snapshot) <-chan struct{} {
 	answered := make(chan struct{})
 	at := time.Now()
+	typ, what := xds.EndpointType, "endpoints"
+	if s.canary > 0 {
+		typ, what = xds.RouteConfigType, "route configuration"
+	}
 	m.mu.Lock()
 	i := len(m.notes)
 	m.notes = append(m.notes, fmt.Sprintf("%s: no answer from lbkit by the end", s.version))
@@ -48,7 +53,7 @@ func (m *ackMonitor) pushed(s snapshot) <-chan struct{} {
 		defer m.wg.Done()
 		defer close(answered)
 		req := m.cp.WaitRequest(m.ctx, func(r *discoveryv3.DiscoveryRequest) bool {
-			if r.GetTypeUrl() != xds.EndpointType || r.GetResponseNonce() == "" {
+			if r.GetTypeUrl() != typ || r.GetResponseNonce() == "" {
 				return false
 			}
 			if s.bad {
@@ -60,11 +65,11 @@ func (m *ackMonitor) pushed(s snapshot) <-chan struct{} {
 			return
 		}
 		after := time.Since(at).Round(time.Millisecond)
-		event, note := s.version+" ACKed", fmt.Sprintf("%s: lbkit ACKed the endpoints %v after the push", s.version, after)
+		event, note := s.version+" ACKed", fmt.Sprintf("%s: lbkit ACKed the %s %v after the push", s.version, what, after)
 		if s.bad {
 			event = s.version + " NACKed"
-			note = fmt.Sprintf("%s: lbkit NACKed the endpoints %v after the push, keeping %s: %s",
-				s.version, after, req.GetVersionInfo(), req.GetErrorDetail().GetMessage())
+			note = fmt.Sprintf("%s: lbkit NACKed the %s %v after the push, keeping %s: %s",
+				s.version, what, after, req.GetVersionInfo(), req.GetErrorDetail().GetMessage())
 		}
 		m.mu.Lock()
 		m.events = append(m.events, event)

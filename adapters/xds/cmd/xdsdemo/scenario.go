@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -9,7 +10,10 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/lbkit/lbkit/adapters/xds"
 	"github.com/lbkit/lbkit/adapters/xds/internal/controlplane"
@@ -18,12 +22,23 @@ import (
 	"github.com/lbkit/lbkit/lb/lbtest/httpbackend"
 )
 
-// cluster is the CDS and EDS resource name the demo publishes and follows.
-const cluster = "demo"
+// The resources the demo publishes: the channel's target xds:///demo
+// names the listener, whose HTTP connection manager takes the route
+// configuration over RDS; its one route sends every request to the
+// cluster stable, or from v8 on splits them between stable and canary.
+const (
+	listener    = "demo"
+	routeConfig = "demo-routes"
+	stable      = "stable"
+	canary      = "canary"
+)
 
-// backendNames are the demo's backends, in column order: zone-a's, zone-b's
-// (b-3 joins in v3) and zone-c's.
-var backendNames = []string{"a-1", "a-2", "b-1", "b-2", "b-3", "c-1"}
+// backendNames are the demo's backends, in column order: stable's zone-a,
+// zone-b (b-3 joins in v3) and zone-c, then canary's.
+var backendNames = []string{"a-1", "a-2", "b-1", "b-2", "b-3", "c-1", "k-1", "k-2"}
+
+// canaryBackends are the backends of the cluster canary, in one locality.
+var canaryBackends = backendNames[6:]
 
 // scenario is the xDS demo: its backends, its management server and the
 // snapshots it pushes.
@@ -48,6 +63,11 @@ type snapshot struct {
 	// instead of ROUND_ROBIN; the shares then follow the backends' load,
 	// not the weights.
 	leastRequest bool
+	// canary is the canary cluster's weight, of 100, in the route's split;
+	// 0 routes every request to stable alone (one cluster, no split).
+	canary uint32
+	// prepare, if not nil, runs just before the push.
+	prepare func()
 	// awaitAnswer makes the push wait, at most awaitBound, for lbkit's
 	// answer. The first snapshot needs it: it is pushed before the
 	// traffic starts, and on a busy machine the client may first ask for
@@ -65,8 +85,9 @@ type snapshot struct {
 // the pushes.
 func newScenario(o demo.Options) (*scenario, error) {
 	sc := &scenario{
-		Scenario: demo.Scenario{Name: "xdsdemo", Options: o, Target: "xds-cluster:///" + cluster, NameOf: map[string]string{}},
-		addr:     map[string]string{},
+		Scenario: demo.Scenario{Name: "xdsdemo", Options: o, Target: "xds:///" + listener,
+			About: "xds:///" + listener + " (listener " + listener + ", routes " + routeConfig + ": cluster " + stable + ", from v8 split with " + canary + ")", NameOf: map[string]string{}},
+		addr: map[string]string{},
 	}
 	for _, name := range backendNames {
 		b, err := httpbackend.Start(name)
@@ -180,15 +201,27 @@ func (sc *scenario) snapshots(window int) []snapshot {
 				{Name: "v7", Until: demo.ShareReaches([]string{"a-1"}, 0.125, 0.075, window),
 					Report: "v7: least_request steered traffic off the slow a-1 from %v after the push (5-20%%" + in + ", down from 25%%)"},
 			}},
+		{version: "v8", label: "v8: route stable:canary 90:10 (round robin, a-1 fast)", localities: primary, canary: 10,
+			prepare: func() { sc.backends[0].SetDelay(0) },
+			watches: []*demo.Watch{
+				{Name: "v8", Until: demo.ShareReaches(canaryBackends, 0.1, 0.05, window), Report: "v8: the canary took 10%%±5" + in + " from %v after the push"},
+			}},
+		{version: "v9", label: "v9: route stable:canary 50:50", localities: primary, canary: 50, watches: []*demo.Watch{
+			{Name: "v9", Until: demo.ShareReaches(canaryBackends, 0.5, 0.05, window), Report: "v9: the canary took 50%%±5" + in + " from %v after the push"},
+		}},
+		{version: "v10", label: "v10: route stable:canary 0:100", localities: primary, canary: 100, watches: []*demo.Watch{
+			{Name: "v10", Until: demo.ShareReaches(canaryBackends, 1, 0, window), Report: "v10: the canary took all" + in + " from %v after the push"},
+			{Name: "v10 stable", Until: demo.LastRequestTo(backendNames[:6]...), Report: "v10: stable served its last request %v after the push", Missing: "v10: stable served no request after the push"},
+		}},
 	}
 }
 
 // slowDelay is how long a-1 takes to answer from the step before v7.
 const slowDelay = 100 * time.Millisecond
 
-// assignment returns s's ClusterLoadAssignment.
+// assignment returns s's ClusterLoadAssignment of the cluster stable.
 func (sc *scenario) assignment(s snapshot) *endpointv3.ClusterLoadAssignment {
-	cla := controlplane.Assignment(cluster, s.localities...)
+	cla := controlplane.Assignment(stable, s.localities...)
 	for _, l := range cla.Endpoints {
 		for _, e := range l.LbEndpoints {
 			sa := e.GetEndpoint().GetAddress().GetSocketAddress()
@@ -201,13 +234,55 @@ func (sc *scenario) assignment(s snapshot) *endpointv3.ClusterLoadAssignment {
 	return cla
 }
 
-// push publishes s on the management server.
+// canaryAssignment is the cluster canary's ClusterLoadAssignment, the
+// same in every snapshot.
+func (sc *scenario) canaryAssignment() *endpointv3.ClusterLoadAssignment {
+	return controlplane.Assignment(canary, sc.locality("zone-k", 0, 1, canaryBackends...))
+}
+
+// routes returns s's route configuration: every request to stable, or
+// split by s.canary.
+func routes(s snapshot) *routev3.RouteConfiguration {
+	action := &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: stable}}
+	if s.canary > 0 {
+		action.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: &routev3.WeightedCluster{
+			Clusters: []*routev3.WeightedCluster_ClusterWeight{
+				{Name: stable, Weight: wrapperspb.UInt32(100 - s.canary)},
+				{Name: canary, Weight: wrapperspb.UInt32(s.canary)},
+			},
+		}}
+	}
+	return &routev3.RouteConfiguration{Name: routeConfig, VirtualHosts: []*routev3.VirtualHost{{
+		Name:    listener,
+		Domains: []string{"*"},
+		Routes: []*routev3.Route{{
+			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+			Action: &routev3.Route_Route{Route: action},
+		}},
+	}}}
+}
+
+// push publishes s on the management server: the listener, s's routes,
+// both clusters and their endpoints (the client asks only for the
+// clusters the routes name).
 func (sc *scenario) push(s snapshot) error {
-	c := controlplane.EDSCluster(cluster)
+	if s.prepare != nil {
+		s.prepare()
+	}
+	c := controlplane.EDSCluster(stable)
 	if s.leastRequest {
 		c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
 	}
-	err := sc.cp.Set(s.version, []*clusterv3.Cluster{c}, []*endpointv3.ClusterLoadAssignment{sc.assignment(s)})
+	l, err := controlplane.RDSListener(listener, routeConfig)
+	if err != nil {
+		return err
+	}
+	err = sc.cp.SetResources(s.version, controlplane.Resources{
+		Listeners:   []*listenerv3.Listener{l},
+		Routes:      []*routev3.RouteConfiguration{routes(s)},
+		Clusters:    []*clusterv3.Cluster{c, controlplane.EDSCluster(canary)},
+		Assignments: []*endpointv3.ClusterLoadAssignment{sc.assignment(s), sc.canaryAssignment()},
+	})
 	if err != nil {
 		return fmt.Errorf("pushing %s: %w", s.version, err)
 	}
@@ -253,10 +328,32 @@ func (sc *scenario) script(o demo.Options) error {
 	return nil
 }
 
-// topology is what the traffic should look like under s; under
-// least_request, the shares follow the load, so none is expected.
+// topology is what the traffic should look like under s: each cluster's
+// endpoints share its weight in the route's split; under least_request,
+// the shares follow the load, so none is expected.
 func (sc *scenario) topology(s snapshot) (demo.Topology, error) {
-	data, err := protojson.Marshal(sc.assignment(s))
+	t, err := sc.learn(s, sc.assignment(s), 100-s.canary)
+	if err != nil {
+		return demo.Topology{}, err
+	}
+	if s.canary > 0 {
+		k, err := sc.learn(s, sc.canaryAssignment(), s.canary)
+		if err != nil {
+			return demo.Topology{}, err
+		}
+		maps.Copy(t.PriorityOf, k.PriorityOf)
+		maps.Copy(t.Want, k.Want)
+	}
+	if s.leastRequest {
+		t.Want = nil
+	}
+	return t, nil
+}
+
+// learn returns the topology of one cluster's assignment, its shares
+// scaled by the cluster's weight (of 100) in s's split.
+func (sc *scenario) learn(s snapshot, cla *endpointv3.ClusterLoadAssignment, weight uint32) (demo.Topology, error) {
+	data, err := protojson.Marshal(cla)
 	if err != nil {
 		return demo.Topology{}, err
 	}
@@ -264,8 +361,8 @@ func (sc *scenario) topology(s snapshot) (demo.Topology, error) {
 	if err != nil {
 		return demo.Topology{}, fmt.Errorf("snapshot %s: %w", s.version, err)
 	}
-	if s.leastRequest {
-		t.Want = nil
+	for name, share := range t.Want {
+		t.Want[name] = share * float64(weight) / 100
 	}
 	return t, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -76,24 +77,38 @@ func (cp *Server) SetResources(v string, res Resources) error {
 // xds:///name: an API listener whose HTTP connection manager routes every
 // request to cluster, with its route configuration inline (no RDS).
 func APIListener(name, cluster string) (*listenerv3.Listener, error) {
+	return apiListener(name, &hcmv3.HttpConnectionManager{RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
+		Name: name,
+		VirtualHosts: []*routev3.VirtualHost{{
+			Name:    name,
+			Domains: []string{"*"},
+			Routes: []*routev3.Route{{
+				Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+				Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster}}},
+			}},
+		}},
+	}}})
+}
+
+// RDSListener returns the API listener for the target xds:///name whose
+// HTTP connection manager takes its routes from the route configuration
+// called routes, over ADS (RDS), as istiod and Traffic Director send it.
+func RDSListener(name, routes string) (*listenerv3.Listener, error) {
+	return apiListener(name, &hcmv3.HttpConnectionManager{RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
+		ConfigSource:    &corev3.ConfigSource{ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}}},
+		RouteConfigName: routes,
+	}}})
+}
+
+// apiListener returns the API listener called name whose HTTP connection
+// manager is m (its route specifier set) with the router filter added.
+func apiListener(name string, m *hcmv3.HttpConnectionManager) (*listenerv3.Listener, error) {
 	router, err := anypb.New(&routerv3.Router{})
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: %w", err)
 	}
-	hcm, err := anypb.New(&hcmv3.HttpConnectionManager{
-		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
-			Name: name,
-			VirtualHosts: []*routev3.VirtualHost{{
-				Name:    name,
-				Domains: []string{"*"},
-				Routes: []*routev3.Route{{
-					Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-					Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster}}},
-				}},
-			}},
-		}},
-		HttpFilters: []*hcmv3.HttpFilter{{Name: "router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: router}}},
-	})
+	m.HttpFilters = append(m.HttpFilters, &hcmv3.HttpFilter{Name: "router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: router}})
+	hcm, err := anypb.New(m)
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: %w", err)
 	}

@@ -62,6 +62,10 @@ type Node struct {
 	// RetainUntil is when a deactivated child is removed.
 	RetainUntil *time.Time `json:"retainUntil,omitempty"`
 
+	// Routes are a routing policy's routes (xds_routing_experimental), in
+	// the route configuration's order, with the requests each matched.
+	Routes []RouteStats `json:"routes,omitempty"`
+
 	// Children are the child balancers, in the parent's order.
 	Children []Node `json:"children,omitempty"`
 	// Endpoints are a leaf policy's endpoints, in its order.
@@ -130,6 +134,26 @@ type Endpoint struct {
 	// SubConn is the endpoint's SubConn, for the channel to look up; it is
 	// not part of the JSON.
 	SubConn SubConn `json:"-"`
+}
+
+// RouteStats describes one route of a routing policy and the requests it
+// matched.
+type RouteStats struct {
+	// Route names the route: its virtual host's name (or
+	// "virtualHosts[i]") and its own (or "routes[j]"), joined by " / ".
+	Route string `json:"route"`
+	// Match is the route's match in its JSON form.
+	Match string `json:"match"`
+	// Action is where it sends requests: "cluster NAME", or "weighted
+	// clusters A:90, B:10".
+	Action string `json:"action"`
+	// Matches counts the requests the route matched, since the route
+	// configuration has held this route at this position: an update that
+	// leaves the route alone keeps its count, one that changes it starts
+	// again at 0.
+	Matches uint64 `json:"matches"`
+	// Last is set for the route that matched the latest request.
+	Last bool `json:"last,omitempty"`
 }
 
 // TimedError is an error and when it happened.

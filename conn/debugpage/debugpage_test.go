@@ -3,10 +3,13 @@ package debugpage_test
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 	"github.com/lbkit/lbkit/conn/debugpage"
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/draining"
+	"github.com/lbkit/lbkit/lb/hierarchy"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/manual"
 )
@@ -33,10 +37,18 @@ func readyChannel(t *testing.T) (*conn.Channel, string) {
 // real backend.
 func readyChannelWith(t *testing.T, sc string) (*conn.Channel, string) {
 	t.Helper()
+	return readyChannelOn(t, sc, conn.PickOptions{}, func(a resolver.Address) resolver.Address { return a })
+}
+
+// readyChannelOn returns a channel with service config sc on one real
+// backend, whose address the resolver sends as mark makes it, after a
+// wait-for-ready pick with opts.
+func readyChannelOn(t *testing.T, sc string, opts conn.PickOptions, mark func(resolver.Address) resolver.Address) (*conn.Channel, string) {
+	t.Helper()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(srv.Close)
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	r := manual.NewBuilder("test", manual.WithInitialState(resolver.State{Addresses: []resolver.Address{{Addr: addr}}}))
+	r := manual.NewBuilder("test", manual.WithInitialState(resolver.State{Addresses: []resolver.Address{mark(resolver.Address{Addr: addr})}}))
 	ch, err := conn.New("test:///svc", conn.WithResolver(r), conn.WithDefaultServiceConfig(sc), conn.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +56,8 @@ func readyChannelWith(t *testing.T, sc string) (*conn.Channel, string) {
 	t.Cleanup(func() { ch.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := ch.Pick(ctx, conn.PickOptions{WaitForReady: true}); err != nil {
+	opts.WaitForReady = true
+	if _, err := ch.Pick(ctx, opts); err != nil {
 		t.Fatalf("Pick: %v", err)
 	}
 	return ch, addr
@@ -136,26 +149,67 @@ func TestOutlierDetectionThatCannotEjectIsShown(t *testing.T) {
 // internal/browsertest.TestDebugPageShowsDrainingEndpoints watches it come
 // and go).
 func TestDrainingEndpointIsMarked(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	t.Cleanup(srv.Close)
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	r := manual.NewBuilder("test", manual.WithInitialState(resolver.State{Addresses: []resolver.Address{draining.Set(resolver.Address{Addr: addr})}}))
-	ch, err := conn.New("test:///svc", conn.WithResolver(r), conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`),
-		conn.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ch.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := ch.Pick(ctx, conn.PickOptions{WaitForReady: true}); err != nil {
-		t.Fatalf("Pick: %v", err)
-	}
+	ch, _ := readyChannelOn(t, `{"loadBalancingConfig":[{"round_robin":{}}]}`, conn.PickOptions{}, draining.Set)
 	h := debugpage.New(ch)
 	if _, body := get(t, h, http.MethodGet, "/?format=json"); !strings.Contains(body, `"draining": true`) {
 		t.Errorf("JSON without the draining mark:\n%s", body)
 	}
 	if _, body := get(t, h, http.MethodGet, "/"); !strings.Contains(body, `data-role="draining"`) {
 		t.Errorf("page without the draining mark:\n%s", body)
+	}
+}
+
+// A routing policy's routes are shown with their match, their action and
+// the requests each matched, the latest request's route marked, in the
+// JSON and on the page (issue 31).
+func TestRoutesAndTheirMatchesAreShown(t *testing.T) {
+	const sc = `{"loadBalancingConfig":[{"xds_routing_experimental":{
+		"routeConfig":{"virtualHosts":[{"name":"svc","domains":["*"],"routes":[
+			{"name":"admin","match":{"prefix":"/admin"},"route":{"cluster":"c"}},
+			{"name":"rest","match":{"prefix":"/"},"route":{"cluster":"c"}}]}]},
+		"clusters":{"c":{"childPolicy":[{"round_robin":{}}]}}}}]}`
+	// The first pick may pick more than once while the channel connects.
+	ch, _ := readyChannelOn(t, sc, conn.PickOptions{Authority: "svc", Method: "/admin/x"}, func(a resolver.Address) resolver.Address {
+		return hierarchy.Set(a, []string{"c"})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pick := func(path string) {
+		t.Helper()
+		if _, err := ch.Pick(ctx, conn.PickOptions{Authority: "svc", Method: path}); err != nil {
+			t.Fatalf("Pick %s: %v", path, err)
+		}
+	}
+	s, err := ch.Snapshot(ctx)
+	if err != nil || s.Balancer == nil || len(s.Balancer.Routes) != 2 {
+		t.Fatalf("snapshot %+v, %v; want the routing node's two routes", s.Balancer, err)
+	}
+	admin := s.Balancer.Routes[0].Matches
+	for range 3 {
+		pick("/admin/x")
+	}
+	for range 5 {
+		pick("/index.html")
+	}
+	h := debugpage.New(ch)
+	_, body := get(t, h, http.MethodGet, "/?format=json")
+	var snaps []conn.Snapshot
+	if err := json.Unmarshal([]byte(body), &snaps); err != nil || len(snaps) != 1 || snaps[0].Balancer == nil {
+		t.Fatalf("JSON: %v\n%s", err, body)
+	}
+	want := []lb.RouteStats{
+		{Route: "svc / admin", Match: `{"prefix":"/admin"}`, Action: "cluster c", Matches: admin + 3},
+		{Route: "svc / rest", Match: `{"prefix":"/"}`, Action: "cluster c", Matches: 5, Last: true},
+	}
+	if got := snaps[0].Balancer.Routes; !reflect.DeepEqual(got, want) {
+		t.Errorf("JSON routes %+v, want %+v", got, want)
+	}
+	_, body = get(t, h, http.MethodGet, "/")
+	page := html.UnescapeString(body)
+	for _, want := range []string{`data-role="routes"`, `data-route="svc / admin"`, `data-role="route-matches">` + strconv.FormatUint(admin+3, 10) + "<",
+		`data-route="svc / rest"`, `data-role="route-matches">5<`, `data-role="last-route"`, "cluster c", `{"prefix":"/admin"}`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
 	}
 }

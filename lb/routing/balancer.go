@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/childmanager"
+	"github.com/lbkit/lbkit/lb/route"
 )
 
 // clusterData is what the policy keeps per cluster child.
@@ -41,6 +43,8 @@ type balancer struct {
 	// channelID is the hash of the io.grpc.channel_id hash policy (gRFC
 	// A42): random, drawn at build, the same for every request.
 	channelID uint64
+	// stats count the requests each route of config matched.
+	stats matchStats
 
 	updating bool
 	slots    childmanager.Slots
@@ -50,7 +54,8 @@ type balancer struct {
 // opts.
 func (policy) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	opts = opts.WithDefaults()
-	b := &balancer{cc: cc, opts: opts, logger: opts.PolicyLogger(Name), rnd: newSource(opts.Rand.Uint64())}
+	b := &balancer{cc: cc, opts: opts, logger: opts.PolicyLogger(Name), rnd: newSource(opts.Rand.Uint64()),
+		stats: matchStats{last: new(atomic.Pointer[routeCounter])}}
 	b.channelID = opts.Rand.Uint64()
 	b.children = childmanager.New(cc, opts, childmanager.Hooks[clusterData]{
 		StateChanged: b.childStateChanged,
@@ -76,6 +81,11 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 		_, ok := cfg.Clusters[name]
 		return ok
 	})
+	var prev *route.Table
+	if b.config != nil {
+		prev = b.config.Routes
+	}
+	b.stats.routes = b.stats.rebuild(prev, cfg.Routes)
 	b.config = cfg
 	b.updating = true
 	err := childmanager.Sync(b.children, b.logger, "routing", "cluster", cfg.Clusters, b.addChild,
@@ -147,13 +157,18 @@ func (b *balancer) publish() {
 	}
 	b.cc.UpdateState(lb.State{
 		ConnectivityState: counter.Aggregate(),
-		Picker:            &picker{routes: b.config.Routes, actions: b.actions, pickers: pickers, rnd: b.rnd, channelID: b.channelID},
+		Picker:            &picker{routes: b.config.Routes, actions: b.actions, pickers: pickers, rnd: b.rnd, channelID: b.channelID, stats: b.stats},
 	})
 }
 
-// Describe returns the routing node with its clusters, in name order.
+// Describe returns the routing node with its routes, the requests each
+// matched and the route that matched the latest request, and its
+// clusters, in name order.
 func (b *balancer) Describe() lb.Node {
 	n := lb.Node{Policy: Name}
+	if b.config != nil {
+		n.Routes = b.stats.describe(b.config.Routes)
+	}
 	for _, c := range b.children.Children() {
 		n.Children = append(n.Children, c.Describe())
 	}

@@ -56,6 +56,15 @@
 // The policy's state is the aggregate of its clusters' ([lb.StateCounter]);
 // its picker is the routing picker in every state.
 //
+// # Description
+//
+// Describe gives the node's routes ([lb.Node].Routes): each route's name,
+// match and action, the requests it matched, and a mark on the route of
+// the latest request. The picker counts each request in its route's
+// counter with one atomic add (no lock, no allocation); an update keeps
+// the count of a route equal to the previous config's route at the same
+// position, and starts any other at 0.
+//
 // # Concurrency
 //
 // As every lbkit policy: the balancer's methods run serialized on its

@@ -87,6 +87,8 @@ type picker struct {
 	rnd     *source
 	// channelID is what the io.grpc.channel_id hash policy gives.
 	channelID uint64
+	// stats count the requests each route matched.
+	stats matchStats
 }
 
 // Pick routes the request. Its outcomes:
@@ -103,8 +105,9 @@ type picker struct {
 // hash-based policy sends the request to a random endpoint. A route
 // without hash policies passes the caller's Hash on unchanged.
 //
-// It allocates nothing itself on success, unless a hash policy rewrites a
-// header with a regex.
+// It counts the request as matched by its route (for Describe), with one
+// atomic add. It allocates nothing itself on success, unless a hash policy
+// rewrites a header with a regex.
 func (p *picker) Pick(info lb.PickInfo) (lb.PickResult, error) {
 	req := route.Request{Authority: info.Authority, Method: info.HTTPMethod, Path: info.Method, Headers: info.Metadata}
 	i, err := p.routes.Find(&req, p.rnd)
@@ -112,6 +115,7 @@ func (p *picker) Pick(info lb.PickInfo) (lb.PickResult, error) {
 		return lb.PickResult{}, lb.DropError(fmt.Errorf("routing: %w: %s %s (authority %s)",
 			err, info.HTTPMethod, strconv.Quote(info.Method), strconv.Quote(info.Authority)))
 	}
+	p.stats.count(i)
 	a := &p.actions[i]
 	slot := a.slot
 	if a.split != nil {

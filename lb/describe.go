@@ -152,7 +152,9 @@ type RouteStats struct {
 	// leaves the route alone keeps its count, one that changes it starts
 	// again at 0.
 	Matches uint64 `json:"matches"`
-	// Last is set for the route that matched the latest request.
+	// Last is set for the route that matched the latest request (one of
+	// the latest under concurrent picks); no route has it when that route
+	// has since been changed or removed.
 	Last bool `json:"last,omitempty"`
 }
 

@@ -18,10 +18,15 @@ import (
 var clusterNames = []string{"a", "b", "c"}
 
 // routingModel is what the policy should do, from gRFC A28's text: each
-// cluster's last reported state; the split's weights.
+// cluster's last reported state; the split's weights; and what Describe
+// should count (issue 31): the picks each route matched since it was
+// configured as now (the header routes never change; the split route
+// changes with its weights), and the route of the latest pick.
 type routingModel struct {
 	states  map[string]lb.ConnectivityState
 	weights []uint32
+	matches [4]uint64
+	last    int
 }
 
 // configJSON is a config with a header route per cluster (x-c: <name>)
@@ -40,7 +45,8 @@ func configJSON(weights []uint32) string {
 // TestPropertyRoutingFollowsA28 runs random sequences of config updates
 // (new split weights), cluster state reports and batches of picks, and
 // checks after every step that the published state is the aggregate of
-// the clusters' states, that a header route's requests reach exactly its
+// the clusters' states, that Describe counts each route's picks (a
+// changed split starting again at 0) and marks the latest pick's route, that a header route's requests reach exactly its
 // cluster's picker, and that every run of one period of split picks gives
 // each cluster exactly its share, whatever its state (A28: the pick goes
 // to the matched cluster, READY or not).
@@ -50,8 +56,15 @@ func TestPropertyRoutingFollowsA28(t *testing.T) {
 		p.Build(routing.Builder{})
 		m := &routingModel{states: map[string]lb.ConnectivityState{}}
 		update := func() {
+			old := m.weights
 			m.weights = rapid.SliceOfN(rapid.SampledFrom([]uint32{0, 1, 2, 3, 5}), 3, 3).
 				Filter(func(w []uint32) bool { return w[0]+w[1]+w[2] > 0 }).Draw(rt, "weights")
+			if fmt.Sprint(old) != fmt.Sprint(m.weights) {
+				m.matches[3] = 0
+				if m.last == 3 {
+					m.last = -1 // the latest pick's route is no longer configured
+				}
+			}
 			cfg := p.ParseConfig(routing.Name, configJSON(m.weights))
 			if err := p.UpdateAddresses(cfg, lbtest.PathAddr("10.0.0.1:80", "a"), lbtest.PathAddr("10.0.0.2:80", "b"), lbtest.PathAddr("10.0.0.3:80", "c")); err != nil {
 				rt.Fatalf("update: %v", err)
@@ -62,6 +75,7 @@ func TestPropertyRoutingFollowsA28(t *testing.T) {
 				}
 			}
 		}
+		m.last = -1
 		update()
 		subConns := map[lb.SubConn]string{}
 		rt.Repeat(map[string]func(*rapid.T){
@@ -103,6 +117,10 @@ func TestPropertyRoutingFollowsA28(t *testing.T) {
 						rt.Fatalf("x-c: %s went to %s, want %s (states %v)", c, got, want, m.states)
 					}
 				}
+				for i := range clusterNames {
+					m.matches[i]++
+				}
+				m.last = 2
 				// One period of the split: W = sum of the weights over
 				// their gcd picks.
 				g := uint32(0)
@@ -117,6 +135,8 @@ func TestPropertyRoutingFollowsA28(t *testing.T) {
 				for range period {
 					got[who(nil)]++
 				}
+				m.matches[3] += uint64(period)
+				m.last = 3
 				want := map[string]uint32{}
 				for i, c := range clusterNames {
 					if m.weights[i] == 0 {
@@ -138,6 +158,10 @@ func TestPropertyRoutingFollowsA28(t *testing.T) {
 					counter.Add(m.states[c])
 				}
 				p.WantState(counter.Aggregate())
+				counts, last := matches(describeRoutes(p))
+				if fmt.Sprint(counts) != fmt.Sprint(m.matches[:]) || last != m.last {
+					rt.Fatalf("Describe counts %v, latest %d; want %v, latest %d", counts, last, m.matches, m.last)
+				}
 			},
 		})
 	})

@@ -256,6 +256,7 @@ func routes(s snapshot) *routev3.RouteConfiguration {
 		Name:    listener,
 		Domains: []string{"*"},
 		Routes: []*routev3.Route{{
+			Name:   "default",
 			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
 			Action: &routev3.Route_Route{Route: action},
 		}},

@@ -17,6 +17,15 @@ import (
 func s3Windows(t *testing.T) (restart, steady *Scenario, waves int) {
 	t.Helper()
 	restart, waves = loadScenario(t, "s3-rolling-restart"), 4
+	if *long {
+		// For reference, not S3's configuration: the join scenario's
+		// gentlest ramp (sim/slowstart_test.go), chosen there before.
+		gentle, err := ParseScenario([]byte(gentleRamps))
+		if err != nil {
+			t.Fatal(err)
+		}
+		restart.policies = append(restart.policies, gentle.policies...)
+	}
 	if !*long {
 		// The four policies the test asserts on, not round_robin's two.
 		restart, waves = shortS3(t), 1
@@ -24,7 +33,7 @@ func s3Windows(t *testing.T) (restart, steady *Scenario, waves int) {
 	}
 	restart.warmup, restart.duration = 30*time.Second, time.Duration(30+30*waves)*time.Second
 	steady = new(Scenario)
-	*steady = *restart
+	*steady = *restart // the policies included
 	steady.faults = nil
 	for _, f := range restart.faults {
 		if f.kind == faultRemoved && f.from == 0 { // a new backend before it joins
@@ -34,6 +43,16 @@ func s3Windows(t *testing.T) (restart, steady *Scenario, waves int) {
 	}
 	return restart, steady, waves
 }
+
+// gentleRamps are the join scenario's gentlest slow start (60 s,
+// aggression 0.5, 1% floor) under least_request, peak_ewma and
+// round_robin, for S3 under -long.
+const gentleRamps = `{"name": "gentle", "duration": "1s", "clients": [{"rate": 1}], "backends": [{"name": "b", "service": {"constant": "0.01s"}}],
+ "policies": [
+  {"name": "least_request, slow start 60s/0.5/1%", "serviceConfig": {"loadBalancingConfig": [{"least_request_experimental": {"slowStartConfig": {"slowStartWindow": "60s", "aggression": 0.5, "minWeightPercent": 1}}}]}},
+  {"name": "peak_ewma, slow start 60s/0.5/1%", "serviceConfig": {"loadBalancingConfig": [{"peak_ewma_experimental": {"slowStartConfig": {"slowStartWindow": "60s", "aggression": 0.5, "minWeightPercent": 1}}}]}},
+  {"name": "round_robin, slow start 60s/0.5/1%", "serviceConfig": {"loadBalancingConfig": [{"round_robin": {"slowStartConfig": {"slowStartWindow": "60s", "aggression": 0.5, "minWeightPercent": 1}}}]}}
+ ]}`
 
 // slowShare returns the share of p's attempts, over the seconds from the
 // first wave's READY (33 s) to the end of wave waves' slowness, that went

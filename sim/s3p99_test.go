@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -94,8 +93,8 @@ func TestS3P99AgainstSteadyState(t *testing.T) {
 	for i, p := range r.Policies {
 		q := s.Policies[i]
 		ratio[p.Policy], share[p.Policy] = p.Latency.P99/q.Latency.P99, slowShare(p, waves)
-		t.Log(fmt.Sprintf("%-32s p99 %6.1f ms (p50 %.1f, p99.9 %.1f) against %.1f ms without the restart: ×%.2f; to slow backends %.2f%%",
-			p.Policy, p.Latency.P99, p.Latency.P50, p.Latency.P999, q.Latency.P99, ratio[p.Policy], 100*share[p.Policy]))
+		t.Logf("%-32s p99 %6.1f ms (p50 %.1f, p99.9 %.1f) against %.1f ms without the restart: ×%.2f; to slow backends %.2f%%",
+			p.Policy, p.Latency.P99, p.Latency.P50, p.Latency.P999, q.Latency.P99, ratio[p.Policy], 100*share[p.Policy])
 	}
 	for name, floor := range map[string]float64{"least_request": 0.25 * 0.25, "peak_ewma": 0.25 * 4 / 19} {
 		with, without := name+", slow start 30s", name+" (P2C)"

@@ -144,6 +144,9 @@ const (
 	LabelCluster = "lbkit.cluster"
 	// LabelDropCategory is a drop_overloads category, such as "throttle".
 	LabelDropCategory = "lbkit.drop_category"
+	// LabelPolicy is a load balancing policy's registered name, such as
+	// "round_robin".
+	LabelPolicy = "lbkit.policy"
 )
 
 // metricRegistry holds every registered metric descriptor, by name: like

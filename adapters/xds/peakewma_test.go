@@ -94,3 +94,23 @@ func TestParseClusterPeakEwmaErrors(t *testing.T) {
 			at + `.endpoint_picking_policy.policies[0].typed_extension_config.typed_config: lbkit refuses the converted config [{"peak_ewma_experimental":{"defaultRtt":"7200s"}}]`},
 	})
 }
+
+// Envoy's PeakEwma has no slow_start_config (Envoy's slow start is
+// RoundRobin's and LeastRequest's; docs/choices.md), so a control plane
+// reaches peak_ewma_experimental's slow start through a TypedStruct naming
+// the policy, whose value is lbkit's JSON config as it is (gRFC A52); a
+// slow start the policy refuses NACKs the cluster at the value.
+func TestPeakEwmaSlowStartThroughTypedStruct(t *testing.T) {
+	ss := map[string]any{"slowStartConfig": map[string]any{"slowStartWindow": "30s", "aggression": 2, "minWeightPercent": 5}}
+	checkLBPolicies(t, []lbPolicyCase{
+		{"TypedStruct of peak_ewma_experimental with slowStartConfig", edsCluster(withLBPolicy(typedStruct("peak_ewma_experimental", ss))),
+			`[{"peak_ewma_experimental":{"slowStartConfig":{"aggression":2,"minWeightPercent":5,"slowStartWindow":"30s"}}}]`, true, nil},
+		{"under WrrLocality", edsCluster(withLBPolicy(wrrLocality(typedStruct("type.googleapis.com/peak_ewma_experimental", ss)))),
+			`[{"peak_ewma_experimental":{"slowStartConfig":{"aggression":2,"minWeightPercent":5,"slowStartWindow":"30s"}}}]`, false, nil},
+	})
+	at := typedConfig(0) + ".value"
+	checkClusterErrors(t, []clusterError{
+		{"a zero slowStartWindow", edsCluster(withLBPolicy(typedStruct("peak_ewma_experimental", map[string]any{"slowStartConfig": map[string]any{"slowStartWindow": "0s"}}))),
+			at, at + `: lbkit refuses the converted config [{"peak_ewma_experimental":{"slowStartConfig":{"slowStartWindow":"0s"}}}]`},
+	})
+}

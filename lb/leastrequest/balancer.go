@@ -85,6 +85,7 @@ func (d *endpointData) release() {
 // buildPicker returns a picker over ready with the config's choice count
 // and a seed drawn from the tree's random source.
 func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
+	b.SlowStart().RecordPicker(ready) // lbkit.lb.endpoints_in_slow_start
 	entries := make([]*endpointData, len(ready))
 	for i, ep := range ready {
 		entries[i] = &ep.Data
@@ -93,9 +94,13 @@ func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
 	if slow := b.SlowStart(); slow.Ramping() {
 		res := slow.Resolution(1)
 		p.weights = make([]uint64, len(ready))
+		f := make([]float64, len(ready))
 		for i, ep := range ready {
 			p.weights[i] = uint64(slow.Weight(ep, 1, res))
+			f[i] = float64(p.weights[i])
 		}
+		draw := slowstart.NewSampler(f)
+		p.draw = &draw
 	}
 	return p, nil
 }

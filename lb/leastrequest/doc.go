@@ -55,8 +55,10 @@
 // a pick compares the sampled endpoints by (outstanding+1)/factor instead
 // of their outstanding count, which is Envoy's weighted least request
 // score, weight/(outstanding+1)^active_request_bias, with bias 1 and the
-// slow start factor as the weight. Sampling stays uniform. docs/choices.md
-// says why.
+// slow start factor as the weight; and it draws the candidates in
+// proportion to their factors (package slowstart's Sampler), so that a
+// cold endpoint is not drawn twice, and picked, as often as a warm one.
+// docs/choices.md says why.
 //
 // # Concurrency contract
 //

@@ -41,7 +41,8 @@ type Config struct {
 	// SlowStart, when not nil, ramps each endpoint that becomes READY
 	// over a window (package slowstart): while it ramps, its outstanding
 	// requests count as (n+1)/factor when picks compare endpoints, Envoy's
-	// weighted least request with active_request_bias 1 (docs/choices.md).
+	// weighted least request with active_request_bias 1, and picks draw
+	// it in proportion to its factor (docs/choices.md).
 	// The JSON field is "slowStartConfig" (or "slow_start_config").
 	// Default: nil, no slow start.
 	SlowStart *slowstart.Config `json:"slowStartConfig,omitempty"`
@@ -104,5 +105,6 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 		BuildPicker:         b.buildPicker,
 		ResolveOnDisconnect: true,
 	})
+	b.SlowStart().CountPickers(slowstart.PolicyCounter(cc, opts, Name))
 	return b
 }

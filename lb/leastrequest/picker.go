@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/slowstart"
 )
 
 // picker is gRFC A48's picker: each Pick samples choices entries uniformly at
@@ -39,6 +40,9 @@ type picker struct {
 	// times slowstart.Resolution, at least 1): an entry's load is then
 	// (outstanding+1)/weight. Nil while no endpoint ramps.
 	weights []uint64
+	// draw, when not nil, draws entries in proportion to weights (see
+	// pickWeighted). Nil while no endpoint ramps.
+	draw    *slowstart.Sampler
 	choices uint64
 	// step is choices·weyl: what one claim adds to a cursor.
 	step uint64
@@ -141,17 +145,18 @@ func (p *picker) Pick(lb.PickInfo) (lb.PickResult, error) {
 	return lb.PickResult{SubConn: best.sc, Done: best.done}, nil
 }
 
-// pickWeighted is Pick's choice while an endpoint ramps: of the sampled
-// entries, the first with the least (outstanding+1)/weight, compared by
-// cross-multiplying (outstanding counts and weights are far below 2^32).
-// It samples the same numbers from the state s as Pick.
+// pickWeighted is Pick's choice while an endpoint ramps: it samples each
+// entry in proportion to its weight (p.draw), with replacement, from the
+// same numbers as Pick, and takes the first with the least
+// (outstanding+1)/weight, compared by cross-multiplying (outstanding
+// counts and weights are far below 2^32).
 func (p *picker) pickWeighted(s uint64) (lb.PickResult, error) {
-	bi := p.sample(s)
+	bi := p.drawIndex(s)
 	best, bw := p.entries[bi], p.weights[bi]
 	load := uint64(max(best.active.Load(), 0)) + 1
 	for i := uint64(1); i < p.choices; i++ {
 		s -= weyl
-		j := p.sample(s)
+		j := p.drawIndex(s)
 		e, w := p.entries[j], p.weights[j]
 		n := uint64(max(e.active.Load(), 0)) + 1
 		if n*bw < load*w {
@@ -160,6 +165,13 @@ func (p *picker) pickWeighted(s uint64) (lb.PickResult, error) {
 	}
 	best.active.Add(1)
 	return lb.PickResult{SubConn: best.sc, Done: best.done}, nil
+}
+
+// drawIndex returns the entry that the number at Weyl state s draws in
+// proportion to the weights.
+func (p *picker) drawIndex(s uint64) int {
+	hi, lo := bits.Mul64(s, s^wyMix)
+	return p.draw.Index(hi ^ lo)
 }
 
 // lostRace marks the picker contended and returns got, the claim a pick

@@ -74,6 +74,7 @@ func (b *balancer) startingEstimate(now int64) float64 {
 // random source and, while an endpoint ramps, every endpoint's slow start
 // factor at this moment (the tracker's ticks build the next picker).
 func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
+	b.SlowStart().RecordPicker(ready) // lbkit.lb.endpoints_in_slow_start
 	entries := make([]*endpointData, len(ready))
 	for i, ep := range ready {
 		entries[i] = &ep.Data
@@ -84,6 +85,8 @@ func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
 		for i, ep := range ready {
 			p.factors[i] = slow.Factor(ep)
 		}
+		draw := slowstart.NewSampler(p.factors)
+		p.draw = &draw
 	}
 	return p, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
+	"github.com/lbkit/lbkit/lb/slowstart"
 )
 
 // mutexPicker is the baseline: the same rule (two distinct choices, cost =
@@ -133,12 +134,15 @@ func benchPickers(b *testing.B, clk clock.Clock, n int) []struct {
 		entries[i].init(sc, m, float64(DefaultDefaultRTT), 0)
 	}
 	// ramping is the picker while every endpoint is in its slow start
-	// window: the same entries, with factors (issue 27).
+	// window: the same entries, with factors and the draw by factor
+	// (issue 27).
 	ramping := newPicker(entries, m, m.decay.Load(), 1)
 	ramping.factors = make([]float64, n)
 	for i := range ramping.factors {
 		ramping.factors[i] = 0.1 + 0.9*float64(i)/float64(n)
 	}
+	draw := slowstart.NewSampler(ramping.factors)
+	ramping.draw = &draw
 	return []struct {
 		name   string
 		picker lb.Picker

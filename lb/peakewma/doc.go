@@ -40,9 +40,12 @@
 // does, a pick divides its cost by its factor in (0, 1], as Envoy's least
 // request divides by an endpoint's effective weight, so a cold endpoint
 // draws about factor times the requests in flight of a warm one at equal
-// latency. The factors are taken when a picker is built, and the policy
+// latency; and the two candidates are drawn in proportion to their
+// factors (package slowstart's Sampler), so that two cold endpoints come
+// up together, and one is picked whatever its cost, only as often as
+// their factors say. The factors are taken when a picker is built, and the policy
 // rebuilds its picker at each of the tracker's ticks; once no endpoint
-// ramps, the picker compares the plain costs.
+// ramps, the picker draws uniformly and compares the plain costs.
 //
 // # Endpoints and states
 //

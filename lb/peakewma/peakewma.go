@@ -59,8 +59,8 @@ type Config struct {
 	// SlowStart, when not nil, ramps each endpoint that becomes READY
 	// over a window (package slowstart): while it ramps, its cost is
 	// divided by its factor when picks compare endpoints, as Envoy's
-	// least-request slow start divides by the effective weight
-	// (docs/choices.md). The JSON field is "slowStartConfig" (or
+	// least-request slow start divides by the effective weight, and picks
+	// draw it in proportion to its factor (docs/choices.md). The JSON field is "slowStartConfig" (or
 	// "slow_start_config"). Default: nil, no slow start.
 	SlowStart *slowstart.Config
 }
@@ -153,5 +153,6 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 		BuildPicker:         b.buildPicker,
 		ResolveOnDisconnect: true,
 	})
+	b.SlowStart().CountPickers(slowstart.PolicyCounter(cc, opts, Name))
 	return b
 }

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/slowstart"
 )
 
 // picker is the READY picker: power of two choices by peak-EWMA cost. Each
@@ -12,7 +13,8 @@ import (
 // only one) and returns the one of lower cost (see endpointData.cost),
 // the one with fewer requests in flight among equal costs, the first
 // sampled among equals in both. While an endpoint is in its slow start
-// window, its cost is divided by its slow start factor (see factors).
+// window, the two are drawn in proportion to the entries' slow start
+// factors and each cost is divided by its factor (see factors, draw).
 //
 // # Random numbers
 //
@@ -29,7 +31,10 @@ type picker struct {
 	// (0, 1], fixed when the picker was built: an entry's cost is then
 	// divided by its factor. Nil while no endpoint ramps.
 	factors []float64
-	m       *meter
+	// draw, when not nil, draws the two entries in proportion to their
+	// factors (see sampleRamping). Nil while no endpoint ramps.
+	draw *slowstart.Sampler
+	m    *meter
 	// decay is the decay time's table of the config the picker was
 	// built with.
 	decay *decay
@@ -79,7 +84,11 @@ func (p *picker) sample(s uint64) (int, int) {
 // flight reach a new maximum (endpointData.grow).
 func (p *picker) Pick(lb.PickInfo) (lb.PickResult, error) {
 	now := p.m.now()
-	i, j := p.sample(p.next.Add(weyl))
+	s := p.next.Add(weyl)
+	i, j := p.sample(s)
+	if p.draw != nil {
+		i, j = p.sampleRamping(s)
+	}
 	best := p.entries[i]
 	var pending int64
 	if i != j {

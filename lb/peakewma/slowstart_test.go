@@ -1,6 +1,7 @@
 package peakewma
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -136,5 +137,77 @@ func TestNewEndpointShareRisesWithFactor(t *testing.T) {
 	}
 	if d := shares[3] - plain; d < -0.03 || d > 0.03 {
 		t.Errorf("share %v after the window, want about %v as without slow start", shares[3], plain)
+	}
+}
+
+// TestRampingEndpointsAreDrawnByFactor: while endpoints ramp, the two
+// candidates of a pick are distinct and drawn in proportion to their
+// factors. Three warm endpoints and two new ones at factor 0.1, every
+// estimate equal and nothing in flight: a new endpoint (its cost divided
+// by 0.1) loses to any warm one, so it is picked only when both draws are
+// new, about 2·(0.1/3.2)·(0.1/3.1) of the picks (0.2%), where uniform
+// draws give (2/5)·(1/4) = 10%.
+func TestRampingEndpointsAreDrawnByFactor(t *testing.T) {
+	cfg := rampCfg()
+	h := readyHarness(t, cfg, 3)
+	h.Advance(cfg.SlowStart.SlowStartWindow)
+	if err := h.UpdateAddresses(cfg, addrs(5)...); err != nil {
+		t.Fatal(err)
+	}
+	h.SubConn(3).Ready()
+	h.SubConn(4).Ready()
+	ds := data(h)
+	for _, d := range ds {
+		setEstimate(h, d, 20*time.Millisecond)
+	}
+	p := h.State().Picker.(*picker)
+	if p.draw == nil {
+		t.Fatal("no weighted draw while endpoints ramp")
+	}
+	const picks = 40_000
+	first := make([]int, len(ds))
+	for k := range uint64(picks) {
+		i, j := p.sampleRamping(k * weyl)
+		if i == j {
+			t.Fatalf("state %d: candidates %d and %d, want distinct", k, i, j)
+		}
+		first[i]++
+	}
+	for i, n := range first {
+		want := picks * p.factors[i] / 3.2
+		if math.Abs(float64(n)-want) > 4*math.Sqrt(want) {
+			t.Errorf("entry %d (factor %v) drawn first %d times of %d, want about %.0f", i, p.factors[i], n, picks, want)
+		}
+	}
+	n := 0
+	for range picks {
+		r, err := p.Pick(lb.PickInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.SubConn == ds[3].sc || r.SubConn == ds[4].sc {
+			n++
+		}
+		r.Done(lb.DoneInfo{Err: lb.ErrRequestNotSent})
+	}
+	if want := picks * 2 * 0.1 / 3.2 * 0.1 / 3.1; math.Abs(float64(n)-want) > 4*math.Sqrt(want)+2 {
+		t.Errorf("new endpoints picked %d times of %d, want about %.0f (uniform draws: %d)", n, picks, want, picks/10)
+	}
+}
+
+// TestSampleRampingOneEntry: a picker of one ramping entry samples it twice.
+func TestSampleRampingOneEntry(t *testing.T) {
+	h := readyHarness(t, rampCfg(), 1) // READY under slow start: it ramps
+	p := h.State().Picker.(*picker)
+	if p.draw == nil {
+		t.Fatal("no weighted draw while the endpoint ramps")
+	}
+	for k := range uint64(100) {
+		if i, j := p.sampleRamping(k * weyl); i != 0 || j != 0 {
+			t.Fatalf("one entry: sampled %d and %d", i, j)
+		}
+	}
+	if _, err := p.Pick(lb.PickInfo{}); err != nil {
+		t.Fatal(err)
 	}
 }

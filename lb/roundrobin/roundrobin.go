@@ -36,6 +36,7 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 		BuildPicker:         b.buildPicker,
 		ResolveOnDisconnect: true,
 	})
+	b.SlowStart().CountPickers(slowstart.PolicyCounter(cc, opts, Name))
 	return b
 }
 
@@ -69,6 +70,7 @@ func (b *balancer) UpdateClientConnState(s lb.ClientConnState) error {
 // schedule over the endpoints' slow start weights; otherwise a rotation
 // that starts at an index drawn uniformly with the tree's random source.
 func (b *balancer) buildPicker(ready []*endpoint) (lb.Picker, error) {
+	b.SlowStart().RecordPicker(ready) // lbkit.lb.endpoints_in_slow_start
 	if b.SlowStart().Ramping() {
 		return b.rampPicker(ready)
 	}

@@ -35,6 +35,16 @@
 // lb/endpointlist makes the first and the last for the leaf policies
 // built on it (its List.SlowStart), which make only the second.
 //
+// # Drawing by factor, and the metric
+//
+// Power-of-choices policies draw their candidates with a [Sampler] over
+// the factors while an endpoint ramps, so that the factor decides how often
+// an endpoint comes up, not only how it compares (docs/choices.md).
+// [Tracker.RecordPicker] counts, per picker built, the endpoints in their
+// window into the counter set by [Tracker.CountPickers]: gRFC A100's
+// grpc.lb.wrr.endpoints_in_slow_start for weighted_round_robin, and
+// [MetricEndpointsInSlowStart] for the other policies.
+//
 // # Concurrency
 //
 // A Tracker belongs to the balancer's serializer: every method must be

@@ -2,12 +2,14 @@ package slowstart_test
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/roundrobin"
+	"github.com/lbkit/lbkit/lb/slowstart"
 )
 
 // A backend joins two warm ones under round_robin with a 10 s linear slow
@@ -40,4 +42,18 @@ func Example() {
 	// new backend: 200 of 4200 picks
 	// new backend: 840 of 4200 picks
 	// new backend: 1400 of 4200 picks
+}
+
+// A Sampler draws indices in proportion to their weights: here a warm
+// endpoint (factor 1) and one ramping at its 10% floor, over 11,000
+// numbers spread evenly across the 64-bit range.
+func ExampleSampler() {
+	s := slowstart.NewSampler([]float64{1, 0.1})
+	counts := make([]int, s.Len())
+	const n = 11000
+	for k := range uint64(n) {
+		counts[s.Index(k*(math.MaxUint64/n))]++
+	}
+	fmt.Println(counts)
+	// Output: [10000 1000]
 }

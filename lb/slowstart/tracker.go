@@ -51,6 +51,8 @@ type Tracker[K comparable] struct {
 	since map[K]time.Time
 	// timer is the pending tick, or nil when no endpoint ramps.
 	timer lb.Timer
+	// pickers is the counter RecordPicker adds to, or nil.
+	pickers lb.Counter
 }
 
 // NewTracker returns a tracker on opts' scheduler and clock (the real

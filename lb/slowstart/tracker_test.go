@@ -2,6 +2,7 @@ package slowstart_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -170,5 +171,53 @@ func TestLeastRequestScalesLoadByFactor(t *testing.T) {
 	a, b := held[h.SubConn(0)], held[h.SubConn(1)]
 	if b < 80 || b > 120 {
 		t.Fatalf("new endpoint holds %d of 1100 requests (warm one %d), want about 100 (factor 1/60 floored at 10%%)", b, a)
+	}
+}
+
+// TestLeastRequestDrawsByFactor: while endpoints ramp, least_request draws
+// its two candidates in proportion to their factors, so at low load (every
+// request done before the next pick) a new endpoint at factor f, which
+// loses every comparison with an idle warm one, is picked only when both
+// draws are new: with three warm endpoints and one new, (f/(3+f))² of the
+// picks, not the (1/4)² uniform draws would give (docs/choices.md).
+func TestLeastRequestDrawsByFactor(t *testing.T) {
+	h := lbtest.New(t)
+	_, plain := h.BuildPolicy(leastrequest.Name, `{}`)
+	cfg, _, err := lb.ParseConfig(leastrequest.Builder{}, []byte(`{"slowStartConfig": {"slowStartWindow": "10s"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := []resolver.Address{{Addr: "a"}, {Addr: "b"}, {Addr: "c"}, {Addr: "new"}}
+	if err := h.UpdateAddresses(plain, addrs[:3]...); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		h.SubConn(i).Ready()
+	}
+	if err := h.UpdateAddresses(cfg, addrs...); err != nil {
+		t.Fatal(err)
+	}
+	h.SubConn(3).Ready()
+	const picks = 40_000
+	for _, step := range []struct {
+		advance time.Duration
+		factor  float64
+	}{{0, 0.1}, {5 * time.Second, 0.5}} {
+		h.Advance(step.advance)
+		p, n := h.State().Picker, 0
+		for range picks {
+			r, err := p.Pick(lb.PickInfo{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.SubConn == h.SubConn(3) {
+				n++
+			}
+			r.Done(lb.DoneInfo{})
+		}
+		q := step.factor / (3 + step.factor)
+		if want := picks * q * q; math.Abs(float64(n)-want) > 4*math.Sqrt(want)+2 {
+			t.Errorf("factor %v: new endpoint picked %d times of %d, want about %.0f (uniform draws: %d)", step.factor, n, picks, want, picks/16)
+		}
 	}
 }

@@ -59,9 +59,6 @@ type balancer struct {
 	// rrFallback and notYetUsable are gRFC A78's metrics, resolved at
 	// Build.
 	rrFallback, notYetUsable lb.Counter
-	// inSlowStart is gRFC A100's endpoints_in_slow_start, resolved at
-	// Build.
-	inSlowStart lb.Counter
 	// The load report state: see orca.go.
 	loadState
 }
@@ -121,18 +118,14 @@ func (b *balancer) buildReadyPicker(ready []*endpoint) (lb.Picker, error) {
 	}
 	slow := b.SlowStart()
 	res := slow.Resolution(maxW)
-	inWindow := int64(0)
 	for i, ep := range ready {
-		if slow.InWindow(ep) {
-			inWindow++
-		}
 		// The effective weight: the scheduled weight (configured, or from
 		// load reports, gRFC A58) times the slow start factor (exactly
 		// the scheduled weight when nothing ramps), as A100 says: the
 		// scaling "is applied to whatever weight is being used".
 		entries[i] = edf.Entry[*endpoint]{Item: ep, Weight: slow.Weight(ep, weights[i], res)}
 	}
-	b.inSlowStart.Add(inWindow) // gRFC A100, per scheduler made
+	slow.RecordPicker(ready) // gRFC A100, per scheduler made
 	b.readyEndpoints, b.readyWeights = append(b.readyEndpoints[:0], ready...), weights
 	var prev *edf.Scheduler[*endpoint]
 	if p := b.ready; p != nil {

@@ -76,7 +76,6 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 		rand: opts.Rand, logger: opts.PolicyLogger(Name),
 		rrFallback:   opts.Metrics.Counter(MetricRRFallback, cc.Target(), ""),
 		notYetUsable: opts.Metrics.Counter(MetricEndpointWeightNotYetUsable, cc.Target(), ""),
-		inSlowStart:  opts.Metrics.Counter(MetricEndpointsInSlowStart, cc.Target(), ""),
 		loadState:    loadState{clock: opts.Clock, sched: opts.Scheduler},
 	}
 	b.buildLoadMetrics(opts.Metrics, cc.Target())
@@ -86,5 +85,6 @@ func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 		// gRFC A58: the blackout restarts (the list restarts A100's ramp).
 		OnReady: func(ep *endpoint) { ep.Data.load.becameReady() },
 	})
+	b.SlowStart().CountPickers(opts.Metrics.Counter(MetricEndpointsInSlowStart, cc.Target(), ""))
 	return b
 }

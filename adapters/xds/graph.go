@@ -356,6 +356,12 @@ func (w nodeWatcher) failed(err error) {
 	f := w.g.f
 	defer f.hooks.clusterSeen(f)
 	err = fmt.Errorf("xds: cluster %q of the aggregate cluster %q: %w", w.name, f.cluster, err)
+	if w.n.cfg == nil {
+		// The graph cannot be walked past this cluster: the error is
+		// the graph's until the cluster is known, so that an owner
+		// waiting for a tree (a listener's routes) gets one that fails.
+		w.g.problem = err
+	}
 	// gRFC A37: an error before the first config fails the channel (the
 	// owner reports it when it has published nothing).
 	f.hooks.clusterFailed(f, err)

@@ -265,3 +265,32 @@ func TestListenerClustersCountInTheProcesssCounters(t *testing.T) {
 		t.Errorf("the same resources again published %v", cc.Events.Peek())
 	}
 }
+
+// TestRouteToAnAggregateWithAFailedClusterIsPublished: a route names an
+// aggregate cluster one of whose clusters is refused before it was ever
+// known; the listener does not wait for it: the aggregate's requests fail
+// with the refusal, and the routes are published.
+func TestRouteToAnAggregateWithAFailedClusterIsPublished(t *testing.T) {
+	cp := startControlPlane(t)
+	bad := clusterNamed("bad")
+	bad.LbPolicy = clusterv3.Cluster_RANDOM
+	res := controlplane.Resources{
+		Listeners: []*listenerv3.Listener{rdsListener(t, "front", "r1")},
+		Routes:    []*routev3.RouteConfiguration{routesTo("r1", "agg")},
+		Clusters:  []*clusterv3.Cluster{controlplane.AggregateCluster("agg", "bad", "primary"), bad, clusterNamed("primary")},
+		Assignments: []*endpointv3.ClusterLoadAssignment{
+			assignment("primary", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80"}}),
+		},
+	}
+	if err := cp.SetResources("1", res); err != nil {
+		t.Fatal(err)
+	}
+	cc, _ := followListener(t, testBuilder(t, cp.addr), "front", clock.NewMock())
+	st := cc.NextState(t)
+	if got := clustersOf(t, st); !slices.Equal(got, []string{"agg"}) {
+		t.Fatalf("clusters %v, want [agg]", got)
+	}
+	if st.Degraded == nil || !strings.Contains(st.Degraded.Error(), `cluster "bad" of the aggregate cluster "agg"`) {
+		t.Errorf("Degraded %v, want the refusal of cluster bad", st.Degraded)
+	}
+}

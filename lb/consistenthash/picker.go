@@ -81,7 +81,7 @@ type picker struct {
 // load bound, a READY endpoint that is full is passed over (see
 // pickBounded).
 func (p *picker) Pick(info lb.PickInfo) (lb.PickResult, error) {
-	h, random, err := p.requestHash(info)
+	h, random, err := p.requestHash(&info)
 	if err != nil {
 		return lb.PickResult{}, err
 	}
@@ -205,7 +205,7 @@ func (p *picker) failure(first int) error {
 
 // requestHash returns the request's hash, and whether it was drawn at
 // random because the configured header is missing.
-func (p *picker) requestHash(info lb.PickInfo) (uint64, bool, error) {
+func (p *picker) requestHash(info *lb.PickInfo) (uint64, bool, error) {
 	if p.header == "" {
 		if !info.HasHash {
 			return 0, false, fmt.Errorf("%s: %w", p.name, ErrNoRequestHash)

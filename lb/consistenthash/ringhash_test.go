@@ -189,11 +189,12 @@ func TestRequestHashHeader(t *testing.T) {
 	if p.header != "x-user" {
 		t.Fatalf("header %q, want it lower-cased", p.header)
 	}
-	if got, _, _ := p.requestHash(withHeader("x-user", "alice")); got != xxhash.Sum64String("alice") {
+	alice := withHeader("x-user", "alice")
+	if got, _, _ := p.requestHash(&alice); got != xxhash.Sum64String("alice") {
 		t.Fatal("the header's value is not hashed with XXH64")
 	}
 	md := http.Header{"X-User": {"a", "b"}}
-	if got, _, _ := p.requestHash(lb.PickInfo{Metadata: md}); got != xxhash.Sum64String("a,b") {
+	if got, _, _ := p.requestHash(&lb.PickInfo{Metadata: md}); got != xxhash.Sum64String("a,b") {
 		t.Fatal("several values are not joined with ','")
 	}
 	wantQueued(t, p, lb.PickInfo{})

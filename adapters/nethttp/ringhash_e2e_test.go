@@ -1,6 +1,7 @@
 package nethttp_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/lbkit/lbkit/adapters/nethttp"
 	"github.com/lbkit/lbkit/conn"
+	"github.com/lbkit/lbkit/lb/consistenthash"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/manual"
 )
@@ -76,7 +78,7 @@ func TestRingHashAffinity(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			servers, target := ringFarm(t, 5)
-			_, client := hashingClient(t, target, tc.hash, conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"`+tc.policy+`":`+tc.config+`}]}`))
+			ch, client := hashingClient(t, target, tc.hash, conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"`+tc.policy+`":`+tc.config+`}]}`))
 
 			owner := map[string]string{}
 			used := map[string]int{}
@@ -103,7 +105,41 @@ func TestRingHashAffinity(t *testing.T) {
 					t.Fatalf("%s still answered by the stopped s0", user)
 				}
 			}
+			checkRequestWithoutKey(t, ch, client, tc.hash)
 		})
+	}
+}
+
+// checkRequestWithoutKey sends requests without the X-User header through
+// client (wait for ready) over ch. With a requestHashHeader (hash nil)
+// they get a random hash (A76) and are served, by more than one server.
+// With only the Transport's RequestHash, which gives none, the pick fails
+// with consistenthash.ErrNoRequestHash (A76): sent without wait for ready,
+// the request fails at once with it (a wait-for-ready request waits for
+// a picker that can place it, or its context's end, as in grpc-go; see
+// docs/choices.md), never a panic or a hash that would look like
+// affinity.
+func checkRequestWithoutKey(t *testing.T, ch *conn.Channel, client *http.Client, hash func(*http.Request) (uint64, bool)) {
+	t.Helper()
+	if hash != nil {
+		failFast := &http.Client{Transport: &nethttp.Transport{Channel: ch, RequestHash: hash}}
+		if _, err := failFast.Get("http://svc/"); !errors.Is(err, consistenthash.ErrNoRequestHash) {
+			t.Fatalf("a request without the key: %v, want consistenthash.ErrNoRequestHash", err)
+		}
+		return
+	}
+	served := map[string]bool{}
+	for range 20 {
+		resp, err := client.Get("http://svc/")
+		if err != nil {
+			t.Fatalf("a request without the header: %v, want a random backend", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		served[string(body)] = true
+	}
+	if len(served) < 2 {
+		t.Errorf("20 requests without the header all went to %v, want random backends", served)
 	}
 }
 

@@ -2,6 +2,7 @@ package consistenthash
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -99,4 +100,24 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("header %q accepted", cfg.RequestHashHeader)
 		}
 	})
+}
+
+// The issue's bad input, through a service config's loadBalancingConfig
+// as a channel parses it: each is a *lb.ConfigError whose path runs from
+// the list to the field, and whose reason names the limit.
+func TestBadConfigNamesItsJSONPath(t *testing.T) {
+	r := lbtest.NewRegistry(RingHashBuilder{}, MaglevBuilder{})
+	for _, tc := range []struct{ js, path, reason string }{
+		{`[{"ring_hash_experimental": {"maxRingSize": 8388609}}]`, "loadBalancingConfig[0].ring_hash_experimental.maxRingSize", "must be <= 8388608, got 8388609"},
+		{`[{"ring_hash_experimental": {"minRingSize": 9000000}}]`, "loadBalancingConfig[0].ring_hash_experimental.minRingSize", "must be <= 8388608, got 9000000"},
+		{`[{"ring_hash_experimental": {"minRingSize": 100, "maxRingSize": 10}}]`, "loadBalancingConfig[0].ring_hash_experimental.minRingSize", "must be <= maxRingSize (10), got 100"},
+		{`[{"maglev_experimental": {"tableSize": 65536}}]`, "loadBalancingConfig[0].maglev_experimental.tableSize", "must be a prime, got 65536"},
+		{`[{"maglev_experimental": {"tableSize": 5000012}}]`, "loadBalancingConfig[0].maglev_experimental.tableSize", "must be <= 5000011, got 5000012"},
+	} {
+		_, err := r.ParseLoadBalancingConfig([]byte(tc.js))
+		var ce *lb.ConfigError
+		if !errors.As(err, &ce) || ce.Path != tc.path || !strings.Contains(ce.Err.Error(), tc.reason) {
+			t.Errorf("%s: error %v, want a *lb.ConfigError at %s saying %q", tc.js, err, tc.path, tc.reason)
+		}
+	}
 }

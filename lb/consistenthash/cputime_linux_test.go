@@ -12,14 +12,13 @@ import (
 	"github.com/lbkit/lbkit/lb"
 )
 
-// BenchmarkPickCPU is BenchmarkPickSideBySide in CPU time of the picking
-// thread (clock_gettime's thread clock) rather than in wall time, so that
-// a loaded machine, which takes the core away from the benchmark, does not
-// count. Per n it alternates ring_hash's picker (the default ring of at
-// most 4,096 entries) and maglev's (65,537 entries), 2^16 READY picks of
-// the same random hashes each, 21 rounds (the first policy of a round
-// alternating), and reports each one's fastest round (cpu-ns/pick) and the
-// median of the 21 ratios maglev/ring. Run it once per cell:
+// BenchmarkPickCPU: maglev's READY pick against ring_hash's (the default
+// ring of at most 4,096 entries; Maglev's 65,537 entries), timed by
+// threadcpu.Now, so that the time other processes take the core away is
+// not counted. For each n: 21 rounds, each with 2^16 picks of the same
+// random hashes through both pickers (which goes first alternates); the
+// metrics are each policy's best round in cpu-ns/pick and the median over
+// the rounds of maglev/ring. One iteration measures everything:
 //
 //	go test -run '^$' -bench BenchmarkPickCPU -benchtime=1x ./lb/consistenthash/
 func BenchmarkPickCPU(b *testing.B) {

@@ -32,6 +32,10 @@
 // per-endpoint data in [Endpoint.Data], which lives as long as the endpoint,
 // across pickers.
 //
+// A policy's builder is [Builder], over the policy's name, config reader
+// and Build ([Leaf]); [NewCounted] starts the Build of a policy that counts
+// its ramping endpoints under its own name.
+//
 // # Concurrency contract
 //
 // A List is used only inside its tree's serializer, like any balancer; it

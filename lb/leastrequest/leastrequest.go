@@ -2,7 +2,6 @@ package leastrequest
 
 import (
 	"bytes"
-	"encoding/json"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/endpointlist"
@@ -62,49 +61,43 @@ func (c Config) effective() int {
 }
 
 // Builder builds least_request_experimental balancers and parses their
-// config. The zero value is ready to use; it is what this package registers
-// under [Name].
-type Builder struct{}
+// config (the policy's ReadConfig and Build). The zero value is ready to
+// use; it is what this package registers under [Name].
+type Builder = endpointlist.Builder[policy]
 
-// Register in init checks that Builder is an lb.Builder.
-var _ lb.ConfigParser = Builder{}
+// policy is least_request_experimental's [endpointlist.Leaf].
+type policy struct{}
 
 // Name returns [Name].
-func (Builder) Name() string { return Name }
+func (policy) Name() string { return Name }
 
-// ParseConfig parses a least_request_experimental config object into a
-// [Config] whose ChoiceCount is the effective one, from [MinChoiceCount] to
-// [MaxChoiceCount], and lists the fields it does not know
-// ([lb.ConfigParser]). Empty input and null mean the default. An error is
+// ReadConfig reads a least_request_experimental config object into a
+// [Config] whose ChoiceCount is the effective one, from [MinChoiceCount]
+// to [MaxChoiceCount]. Empty input and null mean the default. An error is
 // a [*lb.ConfigError] naming the offending field.
-func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
-	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (Config, error) {
-		c := Config{ChoiceCount: DefaultChoiceCount}
-		v, name, ok := obj.Raw("choiceCount", "choice_count")
-		if ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-			n, err := lb.ParseUint32(v, MinChoiceCount)
-			if err != nil {
-				return Config{}, lb.PrefixConfigError(name, err)
-			}
-			c.ChoiceCount = min(n, MaxChoiceCount)
+func (policy) ReadConfig(obj lb.ConfigObject) (lb.Config, error) {
+	c := Config{ChoiceCount: DefaultChoiceCount}
+	v, name, ok := obj.Raw("choiceCount", "choice_count")
+	if ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		n, err := lb.ParseUint32(v, MinChoiceCount)
+		if err != nil {
+			return nil, lb.PrefixConfigError(name, err)
 		}
-		var err error
-		c.SlowStart, err = slowstart.ParseField(obj)
-		return c, err
-	})
+		c.ChoiceCount = min(n, MaxChoiceCount)
+	}
+	var err error
+	c.SlowStart, err = slowstart.ParseField(obj)
+	return c, err
 }
 
 // Build returns a new least_request_experimental balancer reporting to cc.
 // It accepts, as [lb.ClientConnState.BalancerConfig], a [Config], a *Config
 // or nil (the default). Build publishes nothing; the first
 // UpdateClientConnState does.
-func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
+func (policy) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	b := &balancer{rand: opts.Rand}
-	b.List = endpointlist.New(cc, opts, opts.PolicyLogger(Name), endpointlist.Policy[endpointData]{
-		Name:                Name,
-		BuildPicker:         b.buildPicker,
-		ResolveOnDisconnect: true,
+	b.List = endpointlist.NewCounted(cc, opts, endpointlist.Policy[endpointData]{
+		Name: Name, BuildPicker: b.buildPicker, ResolveOnDisconnect: true,
 	})
-	b.SlowStart().CountPickers(slowstart.PolicyCounter(cc, opts, Name))
 	return b
 }

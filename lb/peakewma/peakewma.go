@@ -2,7 +2,6 @@ package peakewma
 
 import (
 	"bytes"
-	"encoding/json"
 	"time"
 
 	"github.com/lbkit/lbkit/lb"
@@ -81,45 +80,42 @@ func (c Config) effective() Config {
 	return c
 }
 
-// Builder builds peak_ewma_experimental balancers and parses their config.
-// The zero value is ready to use; it is what this package registers under
-// [Name].
-type Builder struct{}
+// Builder builds peak_ewma_experimental balancers and parses their config
+// (the policy's ReadConfig and Build). The zero value is ready to use; it
+// is what this package registers under [Name].
+type Builder = endpointlist.Builder[policy]
 
-// Register in init checks that Builder is an lb.Builder.
-var _ lb.ConfigParser = Builder{}
+// policy is peak_ewma_experimental's [endpointlist.Leaf].
+type policy struct{}
 
 // Name returns [Name].
-func (Builder) Name() string { return Name }
+func (policy) Name() string { return Name }
 
-// ParseConfig parses a peak_ewma_experimental config object into a
-// [Config] with every default filled in, and lists the fields it does not
-// know ([lb.ConfigParser]). Empty input and null mean the defaults. An
+// ReadConfig reads a peak_ewma_experimental config object into a [Config]
+// with every default filled in. Empty input and null mean the defaults. An
 // error is a [*lb.ConfigError] naming the offending field: a value that is
 // not a duration, or one out of its range.
-func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
-	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (Config, error) {
-		var c Config
-		for _, f := range []struct {
-			dst    *time.Duration
-			def    time.Duration
-			lowest time.Duration
-			names  []string
-		}{
-			{&c.DecayTime, DefaultDecayTime, MinDecayTime, []string{"decayTime", "decay_time"}},
-			{&c.DefaultRTT, DefaultDefaultRTT, 1, []string{"defaultRtt", "default_rtt"}},
-			{&c.FailurePenalty, DefaultFailurePenalty, 1, []string{"failurePenalty", "failure_penalty"}},
-		} {
-			d, err := durationField(obj, f.def, f.lowest, f.names...)
-			if err != nil {
-				return Config{}, err
-			}
-			*f.dst = d
+func (policy) ReadConfig(obj lb.ConfigObject) (lb.Config, error) {
+	var c Config
+	for _, f := range []struct {
+		dst    *time.Duration
+		def    time.Duration
+		lowest time.Duration
+		names  []string
+	}{
+		{&c.DecayTime, DefaultDecayTime, MinDecayTime, []string{"decayTime", "decay_time"}},
+		{&c.DefaultRTT, DefaultDefaultRTT, 1, []string{"defaultRtt", "default_rtt"}},
+		{&c.FailurePenalty, DefaultFailurePenalty, 1, []string{"failurePenalty", "failure_penalty"}},
+	} {
+		d, err := durationField(obj, f.def, f.lowest, f.names...)
+		if err != nil {
+			return nil, err
 		}
-		var err error
-		c.SlowStart, err = slowstart.ParseField(obj)
-		return c, err
-	})
+		*f.dst = d
+	}
+	var err error
+	c.SlowStart, err = slowstart.ParseField(obj)
+	return c, err
 }
 
 // durationField parses the first present field among names as a
@@ -146,13 +142,10 @@ func durationField(obj lb.ConfigObject, def, lowest time.Duration, names ...stri
 // accepts, as [lb.ClientConnState.BalancerConfig], a [Config], a *Config or
 // nil (the defaults). Build publishes nothing; the first
 // UpdateClientConnState does.
-func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
+func (policy) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	b := &balancer{rand: opts.Rand, meter: newMeter(opts.Clock)}
-	b.List = endpointlist.New(cc, opts, opts.PolicyLogger(Name), endpointlist.Policy[endpointData]{
-		Name:                Name,
-		BuildPicker:         b.buildPicker,
-		ResolveOnDisconnect: true,
+	b.List = endpointlist.NewCounted(cc, opts, endpointlist.Policy[endpointData]{
+		Name: Name, BuildPicker: b.buildPicker, ResolveOnDisconnect: true,
 	})
-	b.SlowStart().CountPickers(slowstart.PolicyCounter(cc, opts, Name))
 	return b
 }

@@ -1,8 +1,6 @@
 package roundrobin
 
 import (
-	"encoding/json"
-
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/slowstart"
 )
@@ -20,14 +18,12 @@ type Config struct {
 	SlowStart *slowstart.Config `json:"slowStartConfig,omitempty"`
 }
 
-// ParseConfig parses a round_robin config object into a [Config] and lists
-// the fields it does not know ([lb.ConfigParser]); unknown fields are
-// ignored, as gRPC ignores round_robin's whole config. Empty input and
-// null mean the zero Config. An error is a [*lb.ConfigError] naming the
-// offending field, such as "slowStartConfig.aggression".
-func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
-	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (Config, error) {
-		s, err := slowstart.ParseField(obj)
-		return Config{SlowStart: s}, err
-	})
+// ReadConfig reads a round_robin config object into a [Config]; unknown
+// fields are ignored, as gRPC ignores round_robin's whole config (the
+// Builder's ParseConfig lists them). Empty input and null mean the zero
+// Config. An error is a [*lb.ConfigError] naming the offending field, such
+// as "slowStartConfig.aggression".
+func (policy) ReadConfig(obj lb.ConfigObject) (lb.Config, error) {
+	s, err := slowstart.ParseField(obj)
+	return Config{SlowStart: s}, err
 }

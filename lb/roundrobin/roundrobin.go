@@ -16,27 +16,26 @@ const Name = "round_robin"
 
 func init() { lb.Register(Builder{}) }
 
-// Builder builds round_robin balancers and parses their config. The zero
-// value is ready to use; it is what this package registers under [Name].
-type Builder struct{}
+// Builder builds round_robin balancers and parses their config (the
+// policy's ReadConfig and Build). The zero value is ready to use; it is
+// what this package registers under [Name].
+type Builder = endpointlist.Builder[policy]
 
-var _ lb.ConfigParser = Builder{}
+// policy is round_robin's [endpointlist.Leaf].
+type policy struct{}
 
 // Name returns [Name].
-func (Builder) Name() string { return Name }
+func (policy) Name() string { return Name }
 
 // Build returns a new round_robin balancer reporting to cc. It accepts, as
 // [lb.ClientConnState.BalancerConfig], a [Config], a *Config or nil (the
 // zero Config). Build publishes nothing; the first UpdateClientConnState
 // does.
-func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
+func (policy) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	b := &balancer{rand: opts.Rand}
-	b.List = endpointlist.New(cc, opts, opts.PolicyLogger(Name), endpointlist.Policy[struct{}]{
-		Name:                Name,
-		BuildPicker:         b.buildPicker,
-		ResolveOnDisconnect: true,
+	b.List = endpointlist.NewCounted(cc, opts, endpointlist.Policy[struct{}]{
+		Name: Name, BuildPicker: b.buildPicker, ResolveOnDisconnect: true,
 	})
-	b.SlowStart().CountPickers(slowstart.PolicyCounter(cc, opts, Name))
 	return b
 }
 

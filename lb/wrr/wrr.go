@@ -37,41 +37,74 @@ type Config struct {
 	SlowStart *slowstart.Config
 }
 
-// Builder builds weighted_round_robin balancers and parses their config. The
-// zero value is ready to use; it is what this package registers under
-// [Name].
-type Builder struct{}
+// Config is an [lb.PolicyConfig]: usable wherever a service config or a
+// child policy is taken, as the JSON object its MarshalJSON makes.
+var _ lb.PolicyConfig = Config{}
 
-// Register in init checks that Builder is an lb.Builder.
-var _ lb.ConfigParser = Builder{}
+// PolicyName returns [Name], making Config an [lb.PolicyConfig].
+func (Config) PolicyName() string { return Name }
+
+// MarshalJSON returns the JSON object c stands for, A58's fields at its top
+// level as in JSON: zero fields are left out (and so take their defaults),
+// durations are in proto3 JSON form, and [NoBlackout] and
+// [NoErrorPenalty] are written as the explicit zeros they stand for.
+func (c Config) MarshalJSON() ([]byte, error) {
+	lr := c.LoadReports
+	d := lb.FormatNonZeroDuration
+	blackout := d(lr.BlackoutPeriod)
+	if lr.BlackoutPeriod == NoBlackout {
+		blackout = "0s"
+	}
+	var penalty *float64
+	switch {
+	case lr.ErrorUtilizationPenalty == NoErrorPenalty:
+		penalty = new(float64)
+	case lr.ErrorUtilizationPenalty != 0:
+		penalty = &lr.ErrorUtilizationPenalty
+	}
+	return json.Marshal(struct {
+		RandomStart             bool              `json:"randomStart,omitempty"`
+		BlackoutPeriod          string            `json:"blackoutPeriod,omitempty"`
+		WeightExpirationPeriod  string            `json:"weightExpirationPeriod,omitempty"`
+		WeightUpdatePeriod      string            `json:"weightUpdatePeriod,omitempty"`
+		ErrorUtilizationPenalty *float64          `json:"errorUtilizationPenalty,omitempty"`
+		OOBReportingPeriod      string            `json:"oobReportingPeriod,omitempty"`
+		SlowStart               *slowstart.Config `json:"slowStartConfig,omitempty"`
+	}{c.RandomStart, blackout, d(lr.WeightExpirationPeriod), d(lr.WeightUpdatePeriod), penalty, d(lr.OOBReportingPeriod), c.SlowStart})
+}
+
+// Builder builds weighted_round_robin balancers and parses their config
+// (the policy's ReadConfig and Build). The zero value is ready to use; it
+// is what this package registers under [Name].
+type Builder = endpointlist.Builder[policy]
+
+// policy is weighted_round_robin's [endpointlist.Leaf].
+type policy struct{}
 
 // Name returns [Name].
-func (Builder) Name() string { return Name }
+func (policy) Name() string { return Name }
 
-// ParseConfig parses a weighted_round_robin config object into a [Config]
-// and lists the fields it does not know ([lb.ConfigParser]). Empty input
-// and null mean the zero Config. An error is a [*lb.ConfigError] naming
-// the offending field.
-func (Builder) ParseConfig(raw json.RawMessage) (lb.Config, []string, error) {
-	return lb.ParseConfigWith(raw, func(obj lb.ConfigObject) (Config, error) {
-		var c Config
-		if err := obj.Decode(&c.RandomStart, "randomStart", "random_start"); err != nil {
-			return Config{}, err
-		}
-		if err := parseLoadReportConfig(obj, &c.LoadReports); err != nil {
-			return Config{}, err
-		}
-		var err error
-		c.SlowStart, err = slowstart.ParseField(obj)
-		return c, err
-	})
+// ReadConfig reads a weighted_round_robin config object into a [Config].
+// Empty input and null mean the zero Config. An error is a
+// [*lb.ConfigError] naming the offending field.
+func (policy) ReadConfig(obj lb.ConfigObject) (lb.Config, error) {
+	var c Config
+	if err := obj.Decode(&c.RandomStart, "randomStart", "random_start"); err != nil {
+		return nil, err
+	}
+	if err := parseLoadReportConfig(obj, &c.LoadReports); err != nil {
+		return nil, err
+	}
+	var err error
+	c.SlowStart, err = slowstart.ParseField(obj)
+	return c, err
 }
 
 // Build returns a new weighted_round_robin balancer reporting to cc. It
 // accepts, as [lb.ClientConnState.BalancerConfig], a [Config], a *Config or
 // nil (the zero Config). Build publishes nothing; the first
 // UpdateClientConnState does.
-func (Builder) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
+func (policy) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
 	b := &balancer{
 		rand: opts.Rand, logger: opts.PolicyLogger(Name),
 		rrFallback:   opts.Metrics.Counter(MetricRRFallback, cc.Target(), ""),

@@ -198,17 +198,24 @@ func (r *xdsResolver) clusterFailed(f *clusterFollower, err error) {
 	r.logger.Warn("xds: keeping the last good state", "error", err)
 }
 
-// offer publishes st to the channel. It is recorded, and the view
-// Describe reads saved, before the channel has it, so that a snapshot
-// taken after a pick from st shows st; a state the channel refuses is
-// forgotten again.
+// offer publishes st to the channel ([offerState]).
 func (r *xdsResolver) offer(st *resolver.State) error {
-	prev := r.published
-	r.published = st
-	r.saveView()
-	if err := r.cc.UpdateState(*st); err != nil {
-		r.published = prev
-		r.saveView()
+	return offerState(r.cc, &r.published, r.saveView, st)
+}
+
+// offerState publishes st to cc for a resolver of this package whose
+// state published last is *published and whose Describe reads the view
+// save saves. st is recorded, and the view saved, before the channel has
+// it, so that a snapshot taken after a pick from st shows st; a state the
+// channel refuses is forgotten again. It runs inside the client's
+// serializer.
+func offerState(cc resolver.ClientConn, published **resolver.State, save func(), st *resolver.State) error {
+	prev := *published
+	*published = st
+	save()
+	if err := cc.UpdateState(*st); err != nil {
+		*published = prev
+		save()
 		return err
 	}
 	return nil

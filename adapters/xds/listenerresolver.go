@@ -370,20 +370,9 @@ func (r *listenerResolver) sharedCounters(names []string) *clusterimpl.Counters 
 	return r.shared
 }
 
-// offer publishes st to the channel. It is recorded, and the view
-// Describe reads saved, before the channel has it, so that a snapshot
-// taken after a pick from st shows st; a state the channel refuses is
-// forgotten again.
+// offer publishes st to the channel ([offerState]).
 func (r *listenerResolver) offer(st *resolver.State) error {
-	prev := r.published
-	r.published = st
-	r.saveView()
-	if err := r.cc.UpdateState(*st); err != nil {
-		r.published = prev
-		r.saveView()
-		return err
-	}
-	return nil
+	return offerState(r.cc, &r.published, r.saveView, st)
 }
 
 // listenerView is what Describe shows of a listener resolver's state.

@@ -15,7 +15,7 @@ type leafConfig struct{ n int }
 // leafPolicy is a leaf policy with one field, "n".
 type leafPolicy struct{}
 
-func (leafPolicy) Name() string { return "test_leaf" }
+func (leafPolicy) Name() string { return "example_leaf" }
 
 func (leafPolicy) ReadConfig(obj lb.ConfigObject) (lb.Config, error) {
 	var c leafConfig
@@ -32,7 +32,7 @@ func (leafPolicy) Build(lb.ClientConn, lb.BuildOptions) lb.Balancer { return nil
 // and the policy's *lb.ConfigError; empty input is the empty object.
 func TestBuilderReadsWithItsPolicy(t *testing.T) {
 	var b endpointlist.Builder[leafPolicy]
-	if b.Name() != "test_leaf" {
+	if b.Name() != "example_leaf" {
 		t.Fatalf("Name() = %q", b.Name())
 	}
 	cfg, unknown, err := b.ParseConfig([]byte(`{"n": 3, "x": 1, "y": {}}`))

@@ -77,13 +77,22 @@ func (p *Parent) Build(b lb.Builder) lb.Balancer {
 // [{name: configJSON}]), and fails the test on an error.
 func (p *Parent) ParseConfig(name, configJSON string) lb.Config {
 	p.tb.Helper()
+	return ParseConfig(p.tb, p.registry, name, configJSON)
+}
+
+// ParseConfig parses configJSON as the config of the policy registered in
+// reg as name ([lb.Registry.ParsePolicyList] of [{name: configJSON}]),
+// and fails tb on an error. With reg from [NewRegistry] a parent policy's
+// config may name the test children.
+func ParseConfig(tb TB, reg *lb.Registry, name, configJSON string) lb.Config {
+	tb.Helper()
 	key, err := json.Marshal(name)
 	if err != nil {
-		p.tb.Fatalf("lbtest: policy name %q: %v", name, err)
+		tb.Fatalf("lbtest: policy name %q: %v", name, err)
 	}
-	pp, err := p.registry.ParsePolicyList(json.RawMessage(fmt.Sprintf(`[{%s: %s}]`, key, configJSON)))
+	pp, err := reg.ParsePolicyList(json.RawMessage(fmt.Sprintf(`[{%s: %s}]`, key, configJSON)))
 	if err != nil {
-		p.tb.Fatalf("lbtest: parsing %s config %s: %v", name, configJSON, err)
+		tb.Fatalf("lbtest: parsing %s config %s: %v", name, configJSON, err)
 	}
 	return pp.Config
 }
@@ -104,6 +113,15 @@ func (p *Parent) UpdateAddresses(cfg lb.Config, addrs ...resolver.Address) error
 		ResolverState:  resolver.State{Addresses: addrs},
 		BalancerConfig: cfg,
 	})
+}
+
+// MustUpdate calls [Parent.UpdateAddresses] with cfg and addrs, and fails
+// the test on an error.
+func (p *Parent) MustUpdate(cfg lb.Config, addrs ...resolver.Address) {
+	p.tb.Helper()
+	if err := p.UpdateAddresses(cfg, addrs...); err != nil {
+		p.tb.Fatalf("UpdateClientConnState: %v", err)
+	}
 }
 
 // Script returns the newest script child whose config has id, failing the

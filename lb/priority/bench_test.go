@@ -27,7 +27,7 @@ func BenchmarkUpdateClientConnState(b *testing.B) {
 			for p := range priorities {
 				for l := range localities {
 					for e := range endpoints {
-						addrs = append(addrs, paddr(fmt.Sprintf("10.%d.%d.%d:%d", p, l, e%250, 8000+e/250),
+						addrs = append(addrs, lbtest.PathAddr(fmt.Sprintf("10.%d.%d.%d:%d", p, l, e%250, 8000+e/250),
 							fmt.Sprintf("p%d", p), fmt.Sprintf("locality%d", l)))
 					}
 				}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 )
 
@@ -16,7 +17,7 @@ var errConn = errors.New("connection refused")
 // address each.
 func twoLeaves(e *env) {
 	e.t.Helper()
-	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0"), paddr("10.0.1.1:80", "p1")},
+	e.update([]resolver.Address{lbtest.PathAddr("10.0.0.1:80", "p0"), lbtest.PathAddr("10.0.1.1:80", "p1")},
 		leafChild("p0"), leafChild("p1"))
 }
 
@@ -179,7 +180,7 @@ func TestFailoverTimerRestartRules(t *testing.T) {
 			func(e *env) { e.h.SubConnFor("10.0.0.1:80").Fail(errConn) },
 		} {
 			e := newEnv(t)
-			e.update([]resolver.Address{paddr("10.0.0.1:80", "p0")}, leafChild("p0"))
+			e.update([]resolver.Address{lbtest.PathAddr("10.0.0.1:80", "p0")}, leafChild("p0"))
 			if !e.failoverPending("p0") {
 				t.Fatalf("creating p0 did not start its failover timer")
 			}

@@ -17,7 +17,7 @@ func TestLogLinesNamePolicyOnceAndTheChild(t *testing.T) {
 	logs := &lbtest.Logs{}
 	e := newEnvWith(t, []lbtest.Option{lbtest.WithLogger(slog.New(logs))})
 	e.h.Registry().Register(pickfirst.Builder{})
-	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0")}, childSpec{name: "p0", policy: `[{"pick_first": {}}]`})
+	e.update([]resolver.Address{lbtest.PathAddr("10.0.0.1:80", "p0")}, childSpec{name: "p0", policy: `[{"pick_first": {}}]`})
 	e.h.SubConnFor("10.0.0.1:80").Ready()
 
 	var pickFirstLines int

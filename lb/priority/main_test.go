@@ -2,7 +2,6 @@ package priority
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -48,23 +47,12 @@ func configJSON(children ...childSpec) string {
 
 // testRegistry holds the test children and priority itself, for tests that
 // parse configs without an env.
-var testRegistry = func() *lb.Registry {
-	r := lbtest.NewRegistry()
-	r.Register(NewBuilder())
-	return r
-}()
+var testRegistry = lbtest.NewRegistry(NewBuilder())
 
 func mustParse(tb lbtest.TB, js string) *Config {
 	tb.Helper()
-	cfg, err := parseConfig(json.RawMessage(js), testRegistry)
-	if err != nil {
-		tb.Fatalf("parsing %s: %v", js, err)
-	}
-	return cfg
+	return lbtest.ParseConfig(tb, testRegistry, Name, js).(*Config)
 }
-
-// paddr returns addr with path [child, rest...].
-var paddr = lbtest.PathAddr
 
 // env is one priority balancer on an lbtest.Parent, over the test
 // children of its own registry.
@@ -99,9 +87,7 @@ func (e *env) config(children ...childSpec) *Config {
 // addrs, and fails the test on an error.
 func (e *env) update(addrs []resolver.Address, children ...childSpec) {
 	e.t.Helper()
-	if err := e.h.UpdateAddresses(e.config(children...), addrs...); err != nil {
-		e.t.Fatalf("UpdateClientConnState: %v", err)
-	}
+	e.h.MustUpdate(e.config(children...), addrs...)
 }
 
 // pick returns the SubConn p picks, failing the test on an error.

@@ -27,7 +27,7 @@ func (e *env) current() string {
 func TestChildMovedToAnotherPriorityIsNotRecreated(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	addrs := []resolver.Address{paddr("10.0.0.1:80", "p0"), paddr("10.0.1.1:80", "p1"), paddr("10.0.2.1:80", "p2")}
+	addrs := []resolver.Address{lbtest.PathAddr("10.0.0.1:80", "p0"), lbtest.PathAddr("10.0.1.1:80", "p1"), lbtest.PathAddr("10.0.2.1:80", "p2")}
 	e.update(addrs, leafChild("p0"), leafChild("p1"))
 	e.h.SubConnFor("10.0.0.1:80").Fail(errConn)
 	sc1 := e.h.SubConnFor("10.0.1.1:80")
@@ -65,7 +65,7 @@ func removeAndReadd(t *testing.T, e *env) (sc0, sc1 *lbtest.SubConn) {
 	sc1.Ready()
 	sc0.Ready()
 	e.h.Advance(5 * time.Minute)
-	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0")}, leafChild("p0"))
+	e.update([]resolver.Address{lbtest.PathAddr("10.0.0.1:80", "p0")}, leafChild("p0"))
 	return sc0, sc1
 }
 
@@ -77,7 +77,7 @@ func TestRemovedChildIsDeactivatedThenReadded(t *testing.T) {
 		t.Fatalf("after removal: children %v, SubConn shut down %v; want p1 kept, inactive", got, sc1.IsShutdown())
 	}
 	e.h.Advance(5 * time.Minute)
-	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0"), paddr("10.0.1.2:80", "p1")}, leafChild("p0"), leafChild("p1"))
+	e.update([]resolver.Address{lbtest.PathAddr("10.0.0.1:80", "p0"), lbtest.PathAddr("10.0.1.2:80", "p1")}, leafChild("p0"), leafChild("p1"))
 	// Re-added: p1 got its new addresses but stays deactivated.
 	if !sc1.IsShutdown() {
 		t.Fatalf("re-added p1 did not get its new addresses (old SubConn alive)")
@@ -108,7 +108,7 @@ func TestRemovedChildIsReactivatedOnlyWhenChosen(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sc0, _ := removeAndReadd(t, e)
-	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0"), paddr("10.0.1.2:80", "p1")}, leafChild("p0"), leafChild("p1"))
+	e.update([]resolver.Address{lbtest.PathAddr("10.0.0.1:80", "p0"), lbtest.PathAddr("10.0.1.2:80", "p1")}, leafChild("p0"), leafChild("p1"))
 	sc1b := e.h.SubConnFor("10.0.1.2:80")
 	sc1b.Ready()
 	if e.current() != "p0" {
@@ -134,7 +134,7 @@ func TestRemovedChildIsDestroyedAtOnceWithA115(t *testing.T) {
 	if got := e.childNames(); !slices.Equal(got, []string{"p0"}) || !sc1.IsShutdown() {
 		t.Fatalf("after removal: children %v, SubConn shut down %v; want p1 gone", got, sc1.IsShutdown())
 	}
-	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0"), paddr("10.0.1.2:80", "p1")}, leafChild("p0"), leafChild("p1"))
+	e.update([]resolver.Address{lbtest.PathAddr("10.0.0.1:80", "p0"), lbtest.PathAddr("10.0.1.2:80", "p1")}, leafChild("p0"), leafChild("p1"))
 	if got := e.childNames(); !slices.Equal(got, []string{"p0"}) {
 		t.Fatalf("re-added p1 was created while p0 is READY: %v", got)
 	}
@@ -255,12 +255,12 @@ func TestInlineUpdateStateDuringUpdateDoesNotChooseMidUpdate(t *testing.T) {
 func TestChildPolicyChange(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0")}, leafChild("p0"))
+	e.update([]resolver.Address{lbtest.PathAddr("10.0.0.1:80", "p0")}, leafChild("p0"))
 	sc := e.h.SubConnFor("10.0.0.1:80")
 	sc.Ready()
 	e.h.WantPicker(lb.Ready, "<leaf>")
 
-	e.update([]resolver.Address{paddr("10.0.0.1:80", "p0")}, scriptChild("p0"))
+	e.update([]resolver.Address{lbtest.PathAddr("10.0.0.1:80", "p0")}, scriptChild("p0"))
 	if !sc.IsShutdown() {
 		t.Fatalf("old policy's SubConn not shut down")
 	}
@@ -395,11 +395,11 @@ func TestHierarchicalAddresses(t *testing.T) {
 	logs := &lbtest.Logs{}
 	e := newEnvWith(t, []lbtest.Option{lbtest.WithLogger(slog.New(logs))})
 	e.update([]resolver.Address{
-		paddr("10.0.0.1:80", "p0", "localityA"),
-		paddr("10.0.0.2:80", "p0"),
-		paddr("10.0.9.9:80", "stranger"),
+		lbtest.PathAddr("10.0.0.1:80", "p0", "localityA"),
+		lbtest.PathAddr("10.0.0.2:80", "p0"),
+		lbtest.PathAddr("10.0.9.9:80", "stranger"),
 		{Addr: "10.9.9.9:80"},
-		paddr("10.0.1.1:80", "p1", "localityB"),
+		lbtest.PathAddr("10.0.1.1:80", "p1", "localityB"),
 	}, scriptChild("p0"), scriptChild("p1"))
 	got := e.h.Scripts.Get("p0").Updates()[0].ResolverState.Addresses
 	if len(got) != 2 {
@@ -433,7 +433,7 @@ func TestChildUpdateErrorsAreReturned(t *testing.T) {
 	// p1 has no address; it is created only when p0 fails.
 	twoLeaves(e)
 	e.h.SubConnFor("10.0.0.1:80").Fail(errConn)
-	err := e.h.UpdateAddresses(e.config(leafChild("p0"), leafChild("p1")), paddr("10.0.0.1:80", "p0"))
+	err := e.h.UpdateAddresses(e.config(leafChild("p0"), leafChild("p1")), lbtest.PathAddr("10.0.0.1:80", "p0"))
 	if !errors.Is(err, lb.ErrBadResolverState) || !strings.Contains(err.Error(), `"p1"`) {
 		t.Fatalf("UpdateClientConnState error = %v, want p1's ErrBadResolverState", err)
 	}

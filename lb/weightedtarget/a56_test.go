@@ -29,10 +29,10 @@ func a56Config(wA, wB, wC, wD int) string {
 // a56Addresses are A56's example addresses with their paths.
 func a56Addresses() []resolver.Address {
 	return []resolver.Address{
-		paddr("10.0.0.1:80", "child0", "localityA"),
-		paddr("10.0.0.2:80", "child0", "localityB"),
-		paddr("10.0.0.3:80", "child1", "localityC"),
-		paddr("10.0.0.4:80", "child1", "localityD"),
+		lbtest.PathAddr("10.0.0.1:80", "child0", "localityA"),
+		lbtest.PathAddr("10.0.0.2:80", "child0", "localityB"),
+		lbtest.PathAddr("10.0.0.3:80", "child1", "localityC"),
+		lbtest.PathAddr("10.0.0.4:80", "child1", "localityD"),
 	}
 }
 

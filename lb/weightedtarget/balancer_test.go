@@ -140,7 +140,7 @@ func TestNoTargets(t *testing.T) {
 func TestRemovedTargetIsClosedAtOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	addrs := []resolver.Address{paddr("10.0.0.1:80", "a"), paddr("10.0.0.2:80", "a"), paddr("10.0.1.1:80", "b")}
+	addrs := []resolver.Address{lbtest.PathAddr("10.0.0.1:80", "a"), lbtest.PathAddr("10.0.0.2:80", "a"), lbtest.PathAddr("10.0.1.1:80", "b")}
 	e.update(addrs, leafTarget("a", 1), leafTarget("b", 1))
 	for _, sc := range e.h.CC.SubConns() {
 		sc.Ready()
@@ -183,7 +183,7 @@ func TestWeightChangeAppliesAtOnce(t *testing.T) {
 func TestChildPolicyChangeReplacesChild(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	addrs := []resolver.Address{paddr("10.0.0.1:80", "a")}
+	addrs := []resolver.Address{lbtest.PathAddr("10.0.0.1:80", "a")}
 	e.update(addrs, leafTarget("a", 1), scriptTarget("b", 1))
 	old := e.h.SubConnFor("10.0.0.1:80")
 	old.Fail(errConn)
@@ -285,7 +285,7 @@ func TestSingleReadyTargetPublishesItsOwnPicker(t *testing.T) {
 
 func TestPickDoesNotAllocate(t *testing.T) {
 	e := newEnv(t)
-	addrs := []resolver.Address{paddr("10.0.0.1:80", "a"), paddr("10.0.1.1:80", "b"), paddr("10.0.2.1:80", "c")}
+	addrs := []resolver.Address{lbtest.PathAddr("10.0.0.1:80", "a"), lbtest.PathAddr("10.0.1.1:80", "b"), lbtest.PathAddr("10.0.2.1:80", "c")}
 	e.update(addrs, leafTarget("a", 1), leafTarget("b", 2), leafTarget("c", 3))
 	for _, sc := range e.h.CC.SubConns() {
 		sc.Ready()

@@ -22,7 +22,7 @@ const (
 // endpoint returns endpoint e of locality l with weight 1 + e%5, under
 // path.
 func endpoint(l, e int, path ...string) resolver.Address {
-	return weight.Set(paddr(fmt.Sprintf("10.0.%d.%d:80", l, e), path...), uint32(1+e%5))
+	return weight.Set(lbtest.PathAddr(fmt.Sprintf("10.0.%d.%d:80", l, e), path...), uint32(1+e%5))
 }
 
 // readyPicker makes every SubConn of h READY and returns the published
@@ -134,7 +134,7 @@ func BenchmarkUpdateClientConnState(b *testing.B) {
 				name := fmt.Sprintf("locality%d", l)
 				specs = append(specs, targetSpec{name: name, weight: uint32(l + 1), policy: fmt.Sprintf(`[{%q: {}}]`, leaf)})
 				for e := range endpoints {
-					addrs = append(addrs, weight.Set(paddr(fmt.Sprintf("10.%d.%d.%d:80", l, e/250, e%250), name), uint32(1+e%5)))
+					addrs = append(addrs, weight.Set(lbtest.PathAddr(fmt.Sprintf("10.%d.%d.%d:80", l, e/250, e%250), name), uint32(1+e%5)))
 				}
 			}
 			_, cfg := h.BuildPolicy(Name, configJSON(specs...))

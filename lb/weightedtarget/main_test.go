@@ -2,7 +2,6 @@ package weightedtarget
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -46,25 +45,14 @@ func configJSON(targets ...targetSpec) string {
 	return fmt.Sprintf(`{"targets": {%s}}`, strings.Join(ts, ", "))
 }
 
-// testRegistry holds the test children and weighted_target itself, for
-// tests that parse configs without an env.
-var testRegistry = func() *lb.Registry {
-	r := lbtest.NewRegistry()
-	r.Register(Builder{})
-	return r
-}()
+// testRegistry holds the test children and weighted_target itself, for tests that
+// parse configs without an env.
+var testRegistry = lbtest.NewRegistry(Builder{})
 
 func mustParse(tb lbtest.TB, js string) *Config {
 	tb.Helper()
-	cfg, err := parseConfig(json.RawMessage(js), testRegistry)
-	if err != nil {
-		tb.Fatalf("parsing %s: %v", js, err)
-	}
-	return cfg
+	return lbtest.ParseConfig(tb, testRegistry, Name, js).(*Config)
 }
-
-// paddr returns addr with the hierarchical path path.
-var paddr = lbtest.PathAddr
 
 // env is one weighted_target balancer on an lbtest.Parent, over the test
 // children of its own registry.
@@ -92,9 +80,7 @@ func (e *env) config(targets ...targetSpec) *Config {
 // error.
 func (e *env) update(addrs []resolver.Address, targets ...targetSpec) {
 	e.t.Helper()
-	if err := e.h.UpdateAddresses(e.config(targets...), addrs...); err != nil {
-		e.t.Fatalf("UpdateClientConnState: %v", err)
-	}
+	e.h.MustUpdate(e.config(targets...), addrs...)
 }
 
 // published returns how many states were published so far.

@@ -18,11 +18,11 @@ func TestHierarchicalAddresses(t *testing.T) {
 	logs := &lbtest.Logs{}
 	e := newEnv(t, lbtest.WithLogger(slog.New(logs)))
 	e.update([]resolver.Address{
-		paddr("10.0.0.1:80", "a", "deeper"),
-		paddr("10.0.0.2:80", "a"),
-		paddr("10.0.9.9:80", "stranger"),
+		lbtest.PathAddr("10.0.0.1:80", "a", "deeper"),
+		lbtest.PathAddr("10.0.0.2:80", "a"),
+		lbtest.PathAddr("10.0.9.9:80", "stranger"),
 		{Addr: "10.9.9.9:80"},
-		paddr("10.0.1.1:80", "b"),
+		lbtest.PathAddr("10.0.1.1:80", "b"),
 	}, scriptTarget("a", 1), scriptTarget("b", 1))
 	got := e.h.Script("a").Updates()[0].ResolverState.Addresses
 	if len(got) != 2 {
@@ -52,7 +52,7 @@ func TestChildUpdateErrorsAreReturned(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	// b has no address: test_leaf returns ErrBadResolverState.
-	err := e.h.UpdateAddresses(e.config(leafTarget("a", 1), leafTarget("b", 1)), paddr("10.0.0.1:80", "a"))
+	err := e.h.UpdateAddresses(e.config(leafTarget("a", 1), leafTarget("b", 1)), lbtest.PathAddr("10.0.0.1:80", "a"))
 	if !errors.Is(err, lb.ErrBadResolverState) || !strings.Contains(err.Error(), `target "b"`) {
 		t.Fatalf("UpdateClientConnState error = %v, want b's ErrBadResolverState", err)
 	}
@@ -192,7 +192,7 @@ func (p pickCounter) Pick(lb.PickInfo) (lb.PickResult, error) {
 func TestCloseClosesEveryTarget(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	addrs := []resolver.Address{paddr("10.0.0.1:80", "a"), paddr("10.0.1.1:80", "b")}
+	addrs := []resolver.Address{lbtest.PathAddr("10.0.0.1:80", "a"), lbtest.PathAddr("10.0.1.1:80", "b")}
 	e.update(addrs, leafTarget("a", 1), leafTarget("b", 1))
 	e.h.CloseBalancer()
 	for _, sc := range e.h.CC.SubConns() {

@@ -51,9 +51,8 @@ type balancer struct {
 }
 
 // Build returns a new routing balancer reporting to cc; its children share
-// opts.
+// opts, whose defaults the caller applied ([lb.BuildOptions.WithDefaults]).
 func (policy) Build(cc lb.ClientConn, opts lb.BuildOptions) lb.Balancer {
-	opts = opts.WithDefaults()
 	b := &balancer{cc: cc, opts: opts, logger: opts.PolicyLogger(Name), rnd: newSource(opts.Rand.Uint64()),
 		stats: matchStats{last: new(atomic.Pointer[routeCounter])}}
 	b.channelID = opts.Rand.Uint64()

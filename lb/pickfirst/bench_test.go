@@ -28,16 +28,16 @@ func (p *atomicPicker) Pick(lb.PickInfo) (lb.PickResult, error) { return *p.resu
 func BenchmarkPick(b *testing.B) {
 	e := newEnv(b)
 	e.mustUpdate("a")
-	e.sc(0).Ready()
+	e.h.SubConn(0).Ready()
 	baseline := &atomicPicker{}
-	baseline.result.Store(&lb.PickResult{SubConn: e.sc(0)})
+	baseline.result.Store(&lb.PickResult{SubConn: e.h.SubConn(0)})
 	info := lb.PickInfo{Ctx: context.Background(), Method: "/pkg.Service/Method"}
 
 	for _, impl := range []struct {
 		name   string
 		picker lb.Picker
 	}{
-		{"pickfirst", e.state().Picker},
+		{"pickfirst", e.h.State().Picker},
 		{"atomic-baseline", baseline},
 	} {
 		var current atomic.Pointer[lb.Picker]

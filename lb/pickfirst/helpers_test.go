@@ -51,31 +51,10 @@ func (e *env) mustUpdate(names ...string) {
 	}
 }
 
-// events discards the events recorded since the last check.
-func (e *env) events() { e.h.CC.TakeEvents() }
-
-// want asserts the exact events recorded since the last check.
-func (e *env) want(want ...string) {
-	e.t.Helper()
-	e.h.WantEvents(want...)
-}
-
-// sc returns the i-th SubConn created.
-func (e *env) sc(i int) *lbtest.SubConn {
-	e.t.Helper()
-	return e.h.SubConn(i)
-}
-
-// state returns the last published state.
-func (e *env) state() lb.State {
-	e.t.Helper()
-	return e.h.State()
-}
-
 // wantPick asserts that the last picker returns sc.
 func (e *env) wantPick(sc *lbtest.SubConn) {
 	e.t.Helper()
-	s := e.state()
+	s := e.h.State()
 	if s.ConnectivityState != lb.Ready {
 		e.t.Fatalf("state %v, want READY", s.ConnectivityState)
 	}

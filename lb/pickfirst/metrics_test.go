@@ -14,18 +14,18 @@ func TestMetricsConnectionAttemptsAndDisconnections(t *testing.T) {
 	e := newEnv(t, lbtest.WithTarget("pf:///x"))
 	m := e.h.Metrics
 	e.mustUpdate("a", "b")
-	e.sc(0).Connecting()
-	e.sc(0).Fail(errors.New("a refused"))
+	e.h.SubConn(0).Connecting()
+	e.h.SubConn(0).Fail(errors.New("a refused"))
 	m.Want(t, 1, pickfirst.MetricConnectionAttemptsFailed.Name, "pf:///x")
 	m.Want(t, 0, pickfirst.MetricConnectionAttemptsSucceeded.Name, "pf:///x")
 
-	e.sc(1).Connecting()
-	e.sc(1).Ready()
+	e.h.SubConn(1).Connecting()
+	e.h.SubConn(1).Ready()
 	m.Want(t, 1, pickfirst.MetricConnectionAttemptsSucceeded.Name, "pf:///x")
 	m.Want(t, 0, pickfirst.MetricDisconnections.Name, "pf:///x")
 
 	e.h.Advance(backoff) // time passes; nothing is counted for it
-	e.sc(1).Idle()
+	e.h.SubConn(1).Idle()
 	m.Want(t, 1, pickfirst.MetricDisconnections.Name, "pf:///x")
 	m.Want(t, 1, pickfirst.MetricConnectionAttemptsFailed.Name, "pf:///x")
 }

@@ -28,11 +28,11 @@ func passOrder(t *testing.T, e *env, from, n int) []string {
 	t.Helper()
 	var order []string
 	for i := range n {
-		sc := e.sc(from + i)
+		sc := e.h.SubConn(from + i)
 		order = append(order, sc.Addresses()[0].Addr)
 		sc.Fail(errors.New("down"))
 	}
-	if s := e.state().ConnectivityState; s != lb.TransientFailure {
+	if s := e.h.State().ConnectivityState; s != lb.TransientFailure {
 		t.Fatalf("state %v after failing %d addresses, want TRANSIENT_FAILURE", s, n)
 	}
 	return order
@@ -112,7 +112,7 @@ func TestShuffleIsUniform(t *testing.T) {
 		if err := e.update(shuffle, list...); err != nil {
 			t.Fatal(err)
 		}
-		counts[e.sc(0).Addresses()[0].Addr]++
+		counts[e.h.SubConn(0).Addresses()[0].Addr]++
 	}
 	expected := float64(seeds) / n
 	chi2 := 0.0

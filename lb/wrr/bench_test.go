@@ -54,7 +54,7 @@ func BenchmarkPick(b *testing.B) {
 			name   string
 			picker lb.Picker
 		}{
-			{"wrr", e.state().Picker},
+			{"wrr", e.h.State().Picker},
 			{"rr-baseline", baseline},
 		} {
 			var current atomic.Pointer[lb.Picker]

@@ -107,7 +107,7 @@ func TestConfigTypes(t *testing.T) {
 	if !errors.Is(err, lb.ErrBadResolverState) {
 		t.Fatalf("update with a config of the wrong type = %v, want ErrBadResolverState", err)
 	}
-	e.want() // nothing created, nothing published
+	e.h.WantEvents() // nothing created, nothing published
 }
 
 // FuzzParseConfig checks that no input panics, that a rejected input's error

@@ -149,7 +149,7 @@ func TestFlapKeepsSchedule(t *testing.T) {
 	steady.readyAll(eps(weights...)...)
 	flapping := newEnv(t, nil)
 	flapping.readyAll(eps(weights...)...)
-	c := flapping.sc(2)
+	c := flapping.h.SubConn(2)
 	for round := range 50 {
 		want, got := steady.sequence(2), flapping.sequence(2)
 		if got != want {
@@ -163,7 +163,7 @@ func TestFlapKeepsSchedule(t *testing.T) {
 	// Picks while c is away.
 	e := newEnv(t, nil)
 	e.readyAll(eps(weights...)...)
-	c = e.sc(2)
+	c = e.h.SubConn(2)
 	counts := map[fakeSC]int{}
 	add := func(m map[fakeSC]int) {
 		for sc, n := range m {
@@ -177,7 +177,7 @@ func TestFlapKeepsSchedule(t *testing.T) {
 		c.Connecting()
 		c.Ready()
 	}
-	a, b := counts[e.sc(0)], counts[e.sc(1)]
+	a, b := counts[e.h.SubConn(0)], counts[e.h.SubConn(1)]
 	if ratio := float64(b) / float64(a); math.Abs(ratio-3)/3 > 0.01 {
 		t.Fatalf("a %d, b %d picks: ratio %.3f, want 3 within 1%%", a, b, ratio)
 	}
@@ -197,7 +197,7 @@ func TestRandomStartDistribution(t *testing.T) {
 		e := newEnv(stb, randomStart, lbtest.WithSeed(seed))
 		e.mustUpdate(addrs...)
 		for i := range weights {
-			e.sc(i).Ready()
+			e.h.SubConn(i).Ready()
 		}
 		r := e.sequence(1)
 		counts[r[0]-'a']++

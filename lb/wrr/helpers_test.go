@@ -86,32 +86,11 @@ func (e *env) readyAll(addrs ...resolver.Address) []*lbtest.SubConn {
 	return out
 }
 
-// events discards the events recorded since the last check.
-func (e *env) events() { e.h.CC.TakeEvents() }
-
-// want asserts the exact events recorded since the last check.
-func (e *env) want(want ...string) {
-	e.t.Helper()
-	e.h.WantEvents(want...)
-}
-
-// sc returns the i-th SubConn created.
-func (e *env) sc(i int) *lbtest.SubConn {
-	e.t.Helper()
-	return e.h.SubConn(i)
-}
-
-// state returns the last published state.
-func (e *env) state() lb.State {
-	e.t.Helper()
-	return e.h.State()
-}
-
 // picks makes n picks on the last picker, which must be READY, and returns
 // the counts.
 func (e *env) picks(n int) map[*lbtest.SubConn]int {
 	e.t.Helper()
-	s := e.state()
+	s := e.h.State()
 	if s.ConnectivityState != lb.Ready {
 		e.t.Fatalf("state %v, want READY", s.ConnectivityState)
 	}
@@ -137,7 +116,7 @@ func (e *env) sequence(n int) string {
 	e.t.Helper()
 	var b strings.Builder
 	for range n {
-		r, err := e.state().Picker.Pick(lb.PickInfo{Ctx: context.Background()})
+		r, err := e.h.State().Picker.Pick(lb.PickInfo{Ctx: context.Background()})
 		if err != nil {
 			e.t.Fatalf("pick: %v", err)
 		}
@@ -153,7 +132,7 @@ func (e *env) wantCounts(n int, want map[int]int) {
 	got := e.picks(n)
 	wantSC := make(map[*lbtest.SubConn]int, len(want))
 	for i, c := range want {
-		wantSC[e.sc(i)] = c
+		wantSC[e.h.SubConn(i)] = c
 	}
 	if !maps.Equal(got, wantSC) {
 		e.t.Fatalf("%d picks: got %v, want %v", n, got, wantSC)
@@ -171,7 +150,7 @@ func (e *env) wantTF(targets ...error) { e.t.Helper(); e.h.WantTransientFailure(
 // queues requests.
 func (e *env) wantQueue() {
 	e.t.Helper()
-	if s := e.state(); s.ConnectivityState != lb.Connecting {
+	if s := e.h.State(); s.ConnectivityState != lb.Connecting {
 		e.t.Fatalf("state %v, want CONNECTING", s.ConnectivityState)
 	}
 	e.h.WantQueue()

@@ -186,7 +186,7 @@ func TestLoadWeightsModel(t *testing.T) {
 // picks) and the rounding of weights to integers.
 func checkShares(t *rapid.T, e *env, scs []*lbtest.SubConn, shares []float64) {
 	const picks = 4000
-	got := countPicks(t, e.state().Picker, picks)
+	got := countPicks(t, e.h.State().Picker, picks)
 	for i, sc := range scs {
 		want := shares[i] * picks
 		if math.Abs(float64(got[sc])-want) > float64(len(scs))+1 {

@@ -16,7 +16,7 @@ import (
 // picking until the schedule gives sc.
 func (e *env) report(sc *lbtest.SubConn, r lb.LoadReport) {
 	e.t.Helper()
-	p := e.state().Picker
+	p := e.h.State().Picker
 	for range 1000 {
 		res, err := p.Pick(lb.PickInfo{Ctx: context.Background()})
 		if err != nil {

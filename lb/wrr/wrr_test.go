@@ -15,15 +15,15 @@ import (
 func TestWeightsPerPeriod(t *testing.T) {
 	e := newEnv(t, nil)
 	e.mustUpdate(eps(1, 2, 3)...)
-	e.want(newSC(0, "a"), connect(0, "a"), newSC(1, "b"), connect(1, "b"), newSC(2, "c"), connect(2, "c"),
+	e.h.WantEvents(newSC(0, "a"), connect(0, "a"), newSC(1, "b"), connect(1, "b"), newSC(2, "c"), connect(2, "c"),
 		state(lb.Connecting))
 	e.wantQueue()
 	for i := range 3 {
-		e.sc(i).Connecting()
-		e.sc(i).Ready()
+		e.h.SubConn(i).Connecting()
+		e.h.SubConn(i).Ready()
 	}
 	// CONNECTING reports change nothing a picker shows: no publication.
-	e.want(state(lb.Ready), state(lb.Ready), state(lb.Ready))
+	e.h.WantEvents(state(lb.Ready), state(lb.Ready), state(lb.Ready))
 	e.wantCounts(6, map[int]int{0: 1, 1: 2, 2: 3})
 	e.wantCounts(6000, map[int]int{0: 1000, 1: 2000, 2: 3000})
 	e.wantCounts(5, map[int]int{0: 1, 1: 2, 2: 2}) // the tail of a period
@@ -55,20 +55,20 @@ func TestDeterministicStart(t *testing.T) {
 func TestWeightOnlyUpdate(t *testing.T) {
 	e := newEnv(t, nil)
 	e.readyAll(eps(1, 2, 3)...)
-	e.events()
+	e.h.CC.TakeEvents()
 	e.picks(4) // stop in the middle of a period
 	e.mustUpdate(eps(3, 2, 1)...)
-	e.want(state(lb.Ready))
+	e.h.WantEvents(state(lb.Ready))
 	e.wantCounts(6, map[int]int{0: 3, 1: 2, 2: 1})
 	e.wantCounts(600, map[int]int{0: 300, 1: 200, 2: 100})
 	// A weight taken away (back to the default 1) is a change too.
 	e.mustUpdate(ep("a", noWeight), ep("b", 2), ep("c", 1))
-	e.want(state(lb.Ready))
+	e.h.WantEvents(state(lb.Ready))
 	e.wantCounts(4, map[int]int{0: 1, 1: 2, 2: 1})
 	// The same update again still publishes a new picker (the
 	// specification: every update creates one).
 	e.mustUpdate(ep("a", noWeight), ep("b", 2), ep("c", 1))
-	e.want(state(lb.Ready))
+	e.h.WantEvents(state(lb.Ready))
 }
 
 // TestSubConnLossReconnects: a READY SubConn that goes IDLE leaves the
@@ -76,21 +76,21 @@ func TestWeightOnlyUpdate(t *testing.T) {
 func TestSubConnLossReconnects(t *testing.T) {
 	e := newEnv(t, nil)
 	e.readyAll(eps(1, 1, 1)...)
-	e.events()
-	e.sc(1).Idle()
-	e.want(connect(1, "b"), state(lb.Ready))
+	e.h.CC.TakeEvents()
+	e.h.SubConn(1).Idle()
+	e.h.WantEvents(connect(1, "b"), state(lb.Ready))
 	e.wantCounts(10, map[int]int{0: 5, 2: 5})
-	e.sc(1).Connecting()
-	e.want() // nothing a picker shows changed
-	e.sc(1).Ready()
-	e.want(state(lb.Ready))
+	e.h.SubConn(1).Connecting()
+	e.h.WantEvents() // nothing a picker shows changed
+	e.h.SubConn(1).Ready()
+	e.h.WantEvents(state(lb.Ready))
 	e.wantCounts(9, map[int]int{0: 3, 1: 3, 2: 3})
 
 	// Losing every READY SubConn: CONNECTING while one is reconnecting.
 	for i := range 3 {
-		e.sc(i).Idle()
+		e.h.SubConn(i).Idle()
 	}
-	e.want(connect(0, "a"), state(lb.Ready), connect(1, "b"), state(lb.Ready), connect(2, "c"), state(lb.Connecting))
+	e.h.WantEvents(connect(0, "a"), state(lb.Ready), connect(1, "b"), state(lb.Ready), connect(2, "c"), state(lb.Connecting))
 	e.wantQueue()
 }
 
@@ -100,36 +100,36 @@ func TestSubConnLossReconnects(t *testing.T) {
 func TestAllFailing(t *testing.T) {
 	e := newEnv(t, nil)
 	e.mustUpdate(eps(1, 2)...)
-	e.sc(0).Connecting()
-	e.sc(1).Connecting()
-	e.events()
+	e.h.SubConn(0).Connecting()
+	e.h.SubConn(1).Connecting()
+	e.h.CC.TakeEvents()
 	errA, errB := errors.New("a: connection refused"), errors.New("b: connection refused")
-	e.sc(0).Fail(errA)
-	e.want() // b is still connecting
+	e.h.SubConn(0).Fail(errA)
+	e.h.WantEvents() // b is still connecting
 	e.wantQueue()
-	e.sc(1).Fail(errB)
-	e.want(state(lb.TransientFailure))
+	e.h.SubConn(1).Fail(errB)
+	e.h.WantEvents(state(lb.TransientFailure))
 	e.wantTF(errB)
 
 	// Retries: IDLE after backoff is reconnected; IDLE and CONNECTING
 	// after TRANSIENT_FAILURE still count as failed.
-	e.sc(0).Idle()
-	e.sc(0).Connecting()
-	e.want(connect(0, "a"))
+	e.h.SubConn(0).Idle()
+	e.h.SubConn(0).Connecting()
+	e.h.WantEvents(connect(0, "a"))
 	errA2 := errors.New("a: timeout")
-	e.sc(0).Fail(errA2)
-	e.want(state(lb.TransientFailure)) // the error is refreshed
+	e.h.SubConn(0).Fail(errA2)
+	e.h.WantEvents(state(lb.TransientFailure)) // the error is refreshed
 	e.wantTF(errA2)
-	e.sc(1).Idle()
-	e.sc(1).Connecting()
-	e.want(connect(1, "b"))
-	e.sc(1).Ready()
-	e.want(state(lb.Ready))
+	e.h.SubConn(1).Idle()
+	e.h.SubConn(1).Connecting()
+	e.h.WantEvents(connect(1, "b"))
+	e.h.SubConn(1).Ready()
+	e.h.WantEvents(state(lb.Ready))
 	e.wantCounts(4, map[int]int{1: 4})
 	// b is READY; a is still counted as failed: b losing its connection
 	// makes the policy CONNECTING (b reconnects), not TRANSIENT_FAILURE.
-	e.sc(1).Idle()
-	e.want(connect(1, "b"), state(lb.Connecting))
+	e.h.SubConn(1).Idle()
+	e.h.WantEvents(connect(1, "b"), state(lb.Connecting))
 }
 
 // TestStickyAcrossUpdate: an endpoint that stays in an update keeps its
@@ -141,18 +141,18 @@ func TestStickyAcrossUpdate(t *testing.T) {
 	e := newEnv(t, nil)
 	e.mustUpdate(eps(1, 1)...)
 	errA := errors.New("refused")
-	e.sc(0).Fail(errA)
-	e.sc(1).Fail(errA)
-	e.sc(0).Idle()
-	e.sc(0).Connecting()
-	e.events()
+	e.h.SubConn(0).Fail(errA)
+	e.h.SubConn(1).Fail(errA)
+	e.h.SubConn(0).Idle()
+	e.h.SubConn(0).Connecting()
+	e.h.CC.TakeEvents()
 	e.mustUpdate(ep("b", 1), ep("a", 2)) // reordered, a's weight changed
-	e.want(state(lb.TransientFailure))
+	e.h.WantEvents(state(lb.TransientFailure))
 	e.wantTF(errA)
 	e.mustUpdate(eps(1, 1, 1)...)
-	e.want(newSC(2, "c"), connect(2, "c"), state(lb.Connecting))
+	e.h.WantEvents(newSC(2, "c"), connect(2, "c"), state(lb.Connecting))
 	e.mustUpdate(eps(1, 1)...)
-	e.want(shutdown(2, "c"), state(lb.TransientFailure))
+	e.h.WantEvents(shutdown(2, "c"), state(lb.TransientFailure))
 	e.wantTF(errA)
 }
 
@@ -161,7 +161,7 @@ func TestStickyAcrossUpdate(t *testing.T) {
 func TestFailureNilError(t *testing.T) {
 	e := newEnv(t, nil)
 	e.mustUpdate(eps(1)...)
-	e.sc(0).Fail(nil)
+	e.h.SubConn(0).Fail(nil)
 	e.wantTF()
 }
 
@@ -173,22 +173,22 @@ func TestEmptyList(t *testing.T) {
 	if err := e.update(); !errors.Is(err, lb.ErrBadResolverState) {
 		t.Fatalf("first update empty: %v, want ErrBadResolverState", err)
 	}
-	e.want(state(lb.TransientFailure))
+	e.h.WantEvents(state(lb.TransientFailure))
 	e.wantTF()
 
 	e.readyAll(eps(1, 2)...)
-	e.events()
+	e.h.CC.TakeEvents()
 	err := e.update()
 	if !errors.Is(err, lb.ErrBadResolverState) {
 		t.Fatalf("UpdateClientConnState(empty) = %v, want ErrBadResolverState", err)
 	}
-	e.want(shutdown(0, "a"), shutdown(1, "b"), state(lb.TransientFailure))
+	e.h.WantEvents(shutdown(0, "a"), shutdown(1, "b"), state(lb.TransientFailure))
 	e.wantTF()
 	if msg := e.pickErr().Error(); !strings.Contains(msg, "zero addresses") {
 		t.Fatalf("pick error %q does not mention zero addresses", msg)
 	}
 	e.mustUpdate(eps(1)...)
-	e.want(newSC(2, "a"), connect(2, "a"), state(lb.Connecting))
+	e.h.WantEvents(newSC(2, "a"), connect(2, "a"), state(lb.Connecting))
 }
 
 // TestAddressUpdate: endpoints removed are shut down, new ones created and
@@ -196,16 +196,16 @@ func TestEmptyList(t *testing.T) {
 func TestAddressUpdate(t *testing.T) {
 	e := newEnv(t, nil)
 	e.readyAll(eps(1, 1, 1)...)
-	e.events()
+	e.h.CC.TakeEvents()
 	e.mustUpdate(ep("c", 1), ep("d", 2), ep("a", 1))
-	e.want(newSC(3, "d"), connect(3, "d"), shutdown(1, "b"), state(lb.Ready))
+	e.h.WantEvents(newSC(3, "d"), connect(3, "d"), shutdown(1, "b"), state(lb.Ready))
 	e.wantCounts(4, map[int]int{0: 2, 2: 2})
-	e.sc(3).Ready()
-	e.want(state(lb.Ready))
+	e.h.SubConn(3).Ready()
+	e.h.WantEvents(state(lb.Ready))
 	e.wantCounts(4, map[int]int{0: 1, 2: 1, 3: 2})
 	// Reports from a SubConn the policy shut down are ignored.
 	e.h.Do(func() {}) // the SHUTDOWN delivery has run
-	e.want()
+	e.h.WantEvents()
 }
 
 // TestMissingWeight: an address without a weight has weight 1.
@@ -249,20 +249,20 @@ func TestDuplicateAddresses(t *testing.T) {
 	e := newEnv(t, nil)
 	other := resolver.Address{Addr: "a", ServerName: "other"}
 	e.mustUpdate(ep("a", 1), ep("b", 2), ep("a", 1), ep("a", 5), ep("b", noWeight), other)
-	e.want(newSC(0, "a"), connect(0, "a"), newSC(1, "b"), connect(1, "b"), newSC(2, "a"), connect(2, "a"),
+	e.h.WantEvents(newSC(0, "a"), connect(0, "a"), newSC(1, "b"), connect(1, "b"), newSC(2, "a"), connect(2, "a"),
 		state(lb.Connecting))
-	if got := e.sc(2).Addresses()[0]; got != other {
+	if got := e.h.SubConn(2).Addresses()[0]; got != other {
 		t.Fatalf("third SubConn for %v, want %v", got, other)
 	}
 	for i := range 3 {
-		e.sc(i).Ready()
+		e.h.SubConn(i).Ready()
 	}
-	e.events()
+	e.h.CC.TakeEvents()
 	e.wantCounts(4, map[int]int{0: 1, 1: 2, 2: 1})
 	// Moving the weight from the first to the second occurrence: the
 	// first still wins. Reordering does not recreate anything.
 	e.mustUpdate(other, ep("b", 2), ep("a", noWeight), ep("a", 3))
-	e.want(state(lb.Ready))
+	e.h.WantEvents(state(lb.Ready))
 	e.wantCounts(4, map[int]int{0: 1, 1: 2, 2: 1})
 }
 
@@ -272,41 +272,41 @@ func TestResolverError(t *testing.T) {
 	e := newEnv(t, nil)
 	errR := errors.New("dns: no such host")
 	e.h.ResolverError(errR)
-	e.want(state(lb.TransientFailure))
+	e.h.WantEvents(state(lb.TransientFailure))
 	e.wantTF(errR)
 
 	e.mustUpdate(eps(1, 1)...)
-	e.events()
+	e.h.CC.TakeEvents()
 	e.h.ResolverError(errors.New("ignored while connecting"))
-	e.want()
+	e.h.WantEvents()
 	e.wantQueue()
 
 	errC := errors.New("connection refused")
-	e.sc(0).Fail(errC)
-	e.sc(1).Fail(errC)
-	e.want(state(lb.TransientFailure))
+	e.h.SubConn(0).Fail(errC)
+	e.h.SubConn(1).Fail(errC)
+	e.h.WantEvents(state(lb.TransientFailure))
 	errR2 := errors.New("dns: timeout")
 	e.h.ResolverError(errR2)
-	e.want(state(lb.TransientFailure))
+	e.h.WantEvents(state(lb.TransientFailure))
 	e.wantTF(errR2, errC)
 	// Remembered until the next update: a new failure still names it.
 	errC2 := errors.New("reset")
-	e.sc(0).Fail(errC2)
-	e.want(state(lb.TransientFailure))
+	e.h.SubConn(0).Fail(errC2)
+	e.h.WantEvents(state(lb.TransientFailure))
 	e.wantTF(errR2, errC2)
 
-	e.sc(1).Ready()
-	e.events()
+	e.h.SubConn(1).Ready()
+	e.h.CC.TakeEvents()
 	e.h.ResolverError(errors.New("ignored while READY"))
-	e.want()
+	e.h.WantEvents()
 	e.wantCounts(2, map[int]int{1: 2})
 
 	// After an empty update the resolver error is reported again.
 	_ = e.update()
-	e.events()
+	e.h.CC.TakeEvents()
 	errR3 := errors.New("dns: refused")
 	e.h.ResolverError(errR3)
-	e.want(state(lb.TransientFailure))
+	e.h.WantEvents(state(lb.TransientFailure))
 	e.wantTF(errR3)
 }
 
@@ -318,11 +318,11 @@ func TestNewSubConnFailure(t *testing.T) {
 	errNS := errors.New("no more file descriptors")
 	e.h.CC.FailNewSubConn(errNS)
 	e.mustUpdate(eps(1, 2)...)
-	e.want(state(lb.TransientFailure))
+	e.h.WantEvents(state(lb.TransientFailure))
 	e.wantTF(errNS)
 	e.h.CC.FailNewSubConn(nil)
 	e.mustUpdate(eps(1, 2)...)
-	e.want(newSC(0, "a"), connect(0, "a"), newSC(1, "b"), connect(1, "b"), state(lb.Connecting))
+	e.h.WantEvents(newSC(0, "a"), connect(0, "a"), newSC(1, "b"), connect(1, "b"), state(lb.Connecting))
 }
 
 // TestNoDuplicatePublish: SubConn reports that change nothing a picker
@@ -330,14 +330,14 @@ func TestNewSubConnFailure(t *testing.T) {
 func TestNoDuplicatePublish(t *testing.T) {
 	e := newEnv(t, nil)
 	e.mustUpdate(eps(1, 1)...)
-	e.sc(0).Ready()
-	e.events()
-	e.sc(1).Connecting()
-	e.sc(1).Fail(errors.New("refused"))
-	e.sc(1).Idle()
-	e.sc(1).Connecting()
-	e.sc(0).Ready() // a repeated report
-	e.want(connect(1, "b"))
+	e.h.SubConn(0).Ready()
+	e.h.CC.TakeEvents()
+	e.h.SubConn(1).Connecting()
+	e.h.SubConn(1).Fail(errors.New("refused"))
+	e.h.SubConn(1).Idle()
+	e.h.SubConn(1).Connecting()
+	e.h.SubConn(0).Ready() // a repeated report
+	e.h.WantEvents(connect(1, "b"))
 	e.wantCounts(3, map[int]int{0: 3})
 }
 
@@ -346,22 +346,22 @@ func TestExitIdleDoesNothing(t *testing.T) {
 	e := newEnv(t, nil)
 	e.h.ExitIdle()
 	e.mustUpdate(eps(1, 1)...)
-	e.events()
+	e.h.CC.TakeEvents()
 	e.h.ExitIdle()
-	e.sc(0).Idle() // before any other report: reconnected again
-	e.want(connect(0, "a"))
+	e.h.SubConn(0).Idle() // before any other report: reconnected again
+	e.h.WantEvents(connect(0, "a"))
 	e.h.ExitIdle()
-	e.want()
+	e.h.WantEvents()
 }
 
 // TestClose: Close shuts every SubConn down; later calls do nothing.
 func TestClose(t *testing.T) {
 	e := newEnv(t, nil)
 	e.readyAll(eps(1, 2, 3)...)
-	e.events()
-	p := e.state().Picker
+	e.h.CC.TakeEvents()
+	p := e.h.State().Picker
 	e.h.CloseBalancer()
-	e.want(shutdown(0, "a"), shutdown(1, "b"), shutdown(2, "c"))
+	e.h.WantEvents(shutdown(0, "a"), shutdown(1, "b"), shutdown(2, "c"))
 	if err := e.update(eps(1)...); err != nil {
 		t.Fatalf("update after Close: %v", err)
 	}
@@ -371,7 +371,7 @@ func TestClose(t *testing.T) {
 	e.h.ResolverError(errors.New("late"))
 	e.h.ExitIdle()
 	e.h.CloseBalancer()
-	e.want()
+	e.h.WantEvents()
 	// A picker published before Close still answers (the channel stops
 	// using it).
 	if n := len(countPicks(t, p, 6)); n != 3 {
@@ -398,7 +398,7 @@ func TestConcurrentPicks(t *testing.T) {
 	}, func() {
 		for i := range 200 {
 			e.mustUpdate(eps(1+i%3, 2, 3, 1+i%5)...)
-			sc := e.sc(i % 4)
+			sc := e.h.SubConn(i % 4)
 			sc.Idle()
 			sc.Connecting()
 			sc.Ready()
@@ -417,27 +417,27 @@ func TestConcurrentPicks(t *testing.T) {
 func TestReadyBurstCoalesces(t *testing.T) {
 	e := newEnv(t, nil)
 	e.mustUpdate(eps(1, 2, 3, 4)...)
-	e.sc(0).Ready()
-	e.events()
+	e.h.SubConn(0).Ready()
+	e.h.CC.TakeEvents()
 	for i := 1; i < 4; i++ {
-		e.sc(i).QueueState(lb.SubConnState{ConnectivityState: lb.Ready})
+		e.h.SubConn(i).QueueState(lb.SubConnState{ConnectivityState: lb.Ready})
 	}
 	e.h.Settle()
-	e.want(state(lb.Ready)) // one picker for three changes
+	e.h.WantEvents(state(lb.Ready)) // one picker for three changes
 	e.wantCounts(10, map[int]int{0: 1, 1: 2, 2: 3, 3: 4})
 
 	// A burst that takes endpoints out of the READY set: one picker again.
-	e.sc(1).QueueState(lb.SubConnState{ConnectivityState: lb.Idle})
-	e.sc(3).QueueState(lb.SubConnState{ConnectivityState: lb.Idle})
+	e.h.SubConn(1).QueueState(lb.SubConnState{ConnectivityState: lb.Idle})
+	e.h.SubConn(3).QueueState(lb.SubConnState{ConnectivityState: lb.Idle})
 	e.h.Settle()
-	e.want(connect(1, "b"), connect(3, "d"), state(lb.Ready))
+	e.h.WantEvents(connect(1, "b"), connect(3, "d"), state(lb.Ready))
 	e.wantCounts(4, map[int]int{0: 1, 2: 3})
 
 	// Spaced out, each change publishes at once.
-	e.sc(1).Ready()
-	e.want(state(lb.Ready))
-	e.sc(3).Ready()
-	e.want(state(lb.Ready))
+	e.h.SubConn(1).Ready()
+	e.h.WantEvents(state(lb.Ready))
+	e.h.SubConn(3).Ready()
+	e.h.WantEvents(state(lb.Ready))
 	e.wantCounts(10, map[int]int{0: 1, 1: 2, 2: 3, 3: 4})
 }
 
@@ -447,10 +447,10 @@ func TestReadyBurstCoalesces(t *testing.T) {
 func TestBurstEndingInStateChange(t *testing.T) {
 	e := newEnv(t, nil)
 	e.readyAll(eps(1, 1)...)
-	e.events()
-	e.sc(0).QueueState(lb.SubConnState{ConnectivityState: lb.Idle})                                                     // READY set shrinks: rebuild scheduled
-	e.sc(1).QueueState(lb.SubConnState{ConnectivityState: lb.TransientFailure, ConnectionError: errors.New("refused")}) // no READY left
+	e.h.CC.TakeEvents()
+	e.h.SubConn(0).QueueState(lb.SubConnState{ConnectivityState: lb.Idle})                                                     // READY set shrinks: rebuild scheduled
+	e.h.SubConn(1).QueueState(lb.SubConnState{ConnectivityState: lb.TransientFailure, ConnectionError: errors.New("refused")}) // no READY left
 	e.h.Settle()
-	e.want(connect(0, "a"), state(lb.Connecting))
+	e.h.WantEvents(connect(0, "a"), state(lb.Connecting))
 	e.wantQueue()
 }

@@ -43,6 +43,16 @@ func Pool(n int) []resolver.Address {
 	return pool
 }
 
+// Addrs returns n addresses named "a", "b", ... (n at most 26), whose
+// picks read as a string of letters.
+func Addrs(n int) []resolver.Address {
+	out := make([]resolver.Address, n)
+	for i := range out {
+		out[i] = resolver.Address{Addr: string(rune('a' + i))}
+	}
+	return out
+}
+
 // DrawUpdate draws an update of one to seven endpoints of the pool,
 // duplicates included, sends it with cfg ([EndpointModel.Update]) and
 // fails t if the balancer returns an error.

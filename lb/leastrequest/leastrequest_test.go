@@ -16,15 +16,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// addrs returns n addresses named "a", "b", ...
-func addrs(n int) []resolver.Address {
-	out := make([]resolver.Address, n)
-	for i := range out {
-		out[i] = resolver.Address{Addr: string(rune('a' + i))}
-	}
-	return out
-}
-
 // newHarness builds the policy with cfg on a new harness and sends as.
 func newHarness(t *testing.T, cfg lb.Config, as ...resolver.Address) *lbtest.Harness {
 	t.Helper()
@@ -52,7 +43,7 @@ func pick(t *testing.T, h *lbtest.Harness) lb.PickResult {
 // A SubConn that fails or loses its connection asks for re-resolution and
 // is reconnected.
 func TestAggregateState(t *testing.T) {
-	h := newHarness(t, nil, addrs(2)...)
+	h := newHarness(t, nil, lbtest.Addrs(2)...)
 	h.WantEvents("NewSubConn(SubConn(0: [a]))", "Connect(SubConn(0: [a]))",
 		"NewSubConn(SubConn(1: [b]))", "Connect(SubConn(1: [b]))", "UpdateState(CONNECTING)")
 	errRefused := errors.New("refused")
@@ -77,7 +68,7 @@ func TestAggregateState(t *testing.T) {
 // still counted by the next, and Done, called after the rebuild, counts
 // them down; the endpoint with requests in flight is avoided.
 func TestCountersSurvivePickerRebuild(t *testing.T) {
-	h := newHarness(t, leastrequest.Config{ChoiceCount: 10}, addrs(2)...)
+	h := newHarness(t, leastrequest.Config{ChoiceCount: 10}, lbtest.Addrs(2)...)
 	h.SubConn(0).Ready()
 	var held []lb.PickResult
 	for range 3 {
@@ -105,7 +96,7 @@ func TestCountersSurvivePickerRebuild(t *testing.T) {
 // TestSlowEndpointGetsFewer: an endpoint whose requests stay in flight (a
 // slow backend) gets far fewer new requests than fast ones.
 func TestSlowEndpointGetsFewer(t *testing.T) {
-	h := newHarness(t, nil, addrs(4)...)
+	h := newHarness(t, nil, lbtest.Addrs(4)...)
 	for i := range 4 {
 		h.SubConn(i).Ready()
 	}
@@ -145,7 +136,7 @@ func TestDuplicatesAndWeights(t *testing.T) {
 // TestEmptyUpdate: an empty address list is TRANSIENT_FAILURE and
 // ErrBadResolverState.
 func TestEmptyUpdate(t *testing.T) {
-	h := newHarness(t, nil, addrs(1)...)
+	h := newHarness(t, nil, lbtest.Addrs(1)...)
 	if err := h.UpdateAddresses(nil); !errors.Is(err, lb.ErrBadResolverState) {
 		t.Fatalf("empty update = %v", err)
 	}
@@ -159,7 +150,7 @@ func TestEmptyUpdate(t *testing.T) {
 // an idle endpoint for good: the count never goes below zero, so an
 // endpoint with a request in flight is still avoided (issue 28).
 func TestDoneTwiceNeverCountsBelowZero(t *testing.T) {
-	h := newHarness(t, leastrequest.Config{ChoiceCount: 10}, addrs(2)...)
+	h := newHarness(t, leastrequest.Config{ChoiceCount: 10}, lbtest.Addrs(2)...)
 	h.SubConn(0).Ready() // only a is READY
 	r := pick(t, h)
 	r.Done(lb.DoneInfo{})

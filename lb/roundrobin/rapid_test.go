@@ -61,7 +61,7 @@ func TestPropertyRotation(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := &rrMachine{h: lbtest.New(t, lbtest.WithSeed(rapid.Uint64().Draw(t, "seed")))}
 		m.h.Build(roundrobin.Builder{})
-		m.model = lbtest.NewEndpointModel(m.h, addrs(5)...)
+		m.model = lbtest.NewEndpointModel(m.h, lbtest.Addrs(5)...)
 		m.update(t)
 		t.Repeat(map[string]func(*rapid.T){
 			"update": m.update,

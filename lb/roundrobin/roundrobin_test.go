@@ -16,15 +16,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// addrs returns addresses named "a", "b", ... n of them.
-func addrs(n int) []resolver.Address {
-	out := make([]resolver.Address, n)
-	for i := range out {
-		out[i] = resolver.Address{Addr: string(rune('a' + i))}
-	}
-	return out
-}
-
 // sequence makes n picks on p and returns the addresses picked.
 func sequence(t *testing.T, p lb.Picker, n int) string {
 	t.Helper()
@@ -57,7 +48,7 @@ func readyAll(t *testing.T, seed uint64, as ...resolver.Address) *lbtest.Harness
 // TestRotation: the READY picker hands out every READY SubConn in turn,
 // in update order, from wherever it starts; weights change nothing.
 func TestRotation(t *testing.T) {
-	as := addrs(4)
+	as := lbtest.Addrs(4)
 	as[1] = weight.Set(as[1], 100)
 	h := readyAll(t, 1, as...)
 	got := sequence(t, h.State().Picker, 12)
@@ -86,10 +77,10 @@ func TestRandomStart(t *testing.T) {
 	counts := map[byte]int{}
 	const seeds = 400
 	for seed := range uint64(seeds) {
-		h := readyAll(t, seed, addrs(4)...)
+		h := readyAll(t, seed, lbtest.Addrs(4)...)
 		first := sequence(t, h.State().Picker, 1)[0]
 		counts[first]++
-		if again := sequence(t, readyAll(t, seed, addrs(4)...).State().Picker, 1)[0]; again != first {
+		if again := sequence(t, readyAll(t, seed, lbtest.Addrs(4)...).State().Picker, 1)[0]; again != first {
 			t.Fatalf("seed %d: first pick %c, then %c with the same seed", seed, first, again)
 		}
 	}
@@ -103,10 +94,10 @@ func TestRandomStart(t *testing.T) {
 
 // TestEveryPickerStartsAfresh: a rebuilt picker draws a new start.
 func TestEveryPickerStartsAfresh(t *testing.T) {
-	h := readyAll(t, 7, addrs(8)...)
+	h := readyAll(t, 7, lbtest.Addrs(8)...)
 	starts := map[byte]bool{}
 	for range 20 {
-		if err := h.UpdateAddresses(nil, addrs(8)...); err != nil {
+		if err := h.UpdateAddresses(nil, lbtest.Addrs(8)...); err != nil {
 			t.Fatal(err)
 		}
 		starts[sequence(t, h.State().Picker, 1)[0]] = true
@@ -122,7 +113,7 @@ func TestEveryPickerStartsAfresh(t *testing.T) {
 func TestStatesAndReresolution(t *testing.T) {
 	h := lbtest.New(t)
 	h.Build(roundrobin.Builder{})
-	if err := h.UpdateAddresses(nil, addrs(2)...); err != nil {
+	if err := h.UpdateAddresses(nil, lbtest.Addrs(2)...); err != nil {
 		t.Fatal(err)
 	}
 	h.WantEvents("NewSubConn(SubConn(0: [a]))", "Connect(SubConn(0: [a]))",

@@ -53,6 +53,15 @@ func Addrs(n int) []resolver.Address {
 	return out
 }
 
+// Addresses returns one address per name, in order.
+func Addresses(names ...string) []resolver.Address {
+	out := make([]resolver.Address, len(names))
+	for i, n := range names {
+		out[i] = resolver.Address{Addr: n}
+	}
+	return out
+}
+
 // DrawUpdate draws an update of one to seven endpoints of the pool,
 // duplicates included, sends it with cfg ([EndpointModel.Update]) and
 // fails t if the balancer returns an error.

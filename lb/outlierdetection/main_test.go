@@ -2,7 +2,6 @@ package outlierdetection
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,13 +26,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // addrPickerName), pick_first, and the parents outlier_detection, priority
 // and weighted_target over them, for tests that parse configs without an
 // env.
-var testRegistry = func() *lb.Registry {
-	r := lbtest.NewRegistry(addrPickerBuilder{}, pickfirst.Builder{}, roundrobin.Builder{})
-	r.Register(Builder{})
-	r.Register(priority.NewBuilder())
-	r.Register(weightedtarget.Builder{})
-	return r
-}()
+var testRegistry = lbtest.NewRegistry(addrPickerBuilder{}, pickfirst.Builder{}, roundrobin.Builder{},
+	Builder{}, priority.NewBuilder(), weightedtarget.Builder{})
 
 // addrPickerName is a test child policy whose picker picks the address a
 // request's context names (see withAddr): one SubConn per address,
@@ -183,19 +177,7 @@ func (e *env) b() *odBalancer { return e.h.Balancer.(*odBalancer) }
 
 func mustParse(tb lbtest.TB, js string) *Config {
 	tb.Helper()
-	cfg, err := parseConfig(json.RawMessage(js))
-	if err != nil {
-		tb.Fatalf("parsing %s: %v", js, err)
-	}
-	return cfg
-}
-
-func addrs(names ...string) []resolver.Address {
-	out := make([]resolver.Address, len(names))
-	for i, n := range names {
-		out[i] = resolver.Address{Addr: n}
-	}
-	return out
+	return lbtest.ParseConfig(tb, testRegistry, Name, js).(*Config)
 }
 
 // update sends cfgJSON and the addresses, then makes every new SubConn
@@ -237,7 +219,7 @@ func (e *env) updateErr(cfg lb.Config, names ...string) error {
 	e.t.Helper()
 	return e.h.UpdateClientConnState(lb.ClientConnState{
 		ResolverState: resolver.State{
-			Addresses:  addrs(names...),
+			Addresses:  lbtest.Addresses(names...),
 			Attributes: attributes.With(attributes.Attributes{}, childRefKey, e.ref),
 		},
 		BalancerConfig: cfg,

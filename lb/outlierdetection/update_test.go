@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lbkit/lbkit/lb"
+	"github.com/lbkit/lbkit/lb/lbtest"
 )
 
 func (e *env) nextSweep() (time.Duration, bool) {
@@ -217,7 +218,7 @@ func TestSubConnWithSeveralAddressesIsIgnored(t *testing.T) {
 	e.update(fpConfig("10s", "30s", "300s", 10), five...)
 	var w *subConn
 	e.h.Do(func() {
-		sc, err := wrapCC{e.b()}.NewSubConn(addrs("a", "b"), lb.NewSubConnOptions{StateListener: func(lb.SubConnState) {}})
+		sc, err := wrapCC{e.b()}.NewSubConn(lbtest.Addresses("a", "b"), lb.NewSubConnOptions{StateListener: func(lb.SubConnState) {}})
 		if err != nil {
 			t.Fatal(err)
 		}

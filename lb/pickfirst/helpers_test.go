@@ -9,19 +9,9 @@ import (
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/pickfirst"
-	"github.com/lbkit/lbkit/lb/resolver"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// addrs returns one address per name, in order.
-func addrs(names ...string) []resolver.Address {
-	out := make([]resolver.Address, len(names))
-	for i, n := range names {
-		out[i] = resolver.Address{Addr: n}
-	}
-	return out
-}
 
 // env is a pick_first balancer on the lbtest harness, with a cursor into the
 // recorded events so each step can assert exactly what it caused.
@@ -40,7 +30,7 @@ func newEnv(t testing.TB, opts ...lbtest.Option) *env {
 // update sends names as the address list with cfg, and returns the error.
 func (e *env) update(cfg lb.Config, names ...string) error {
 	e.t.Helper()
-	return e.h.UpdateAddresses(cfg, addrs(names...)...)
+	return e.h.UpdateAddresses(cfg, lbtest.Addresses(names...)...)
 }
 
 // mustUpdate is update that must succeed.

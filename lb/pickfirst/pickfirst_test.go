@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lbkit/lbkit/lb/draining"
+	"github.com/lbkit/lbkit/lb/lbtest"
 
 	"github.com/lbkit/lbkit/lb"
 	"github.com/lbkit/lbkit/lb/pickfirst"
@@ -463,7 +464,7 @@ func TestIdlePickerAfterCloseDoesNothing(t *testing.T) {
 // used when no other connects.
 func TestDrainingAddressIsTriedLast(t *testing.T) {
 	e := newEnv(t)
-	as := addrs("a", "b")
+	as := lbtest.Addresses("a", "b")
 	as[0] = draining.Set(as[0])
 	if err := e.h.UpdateAddresses(nil, as...); err != nil {
 		t.Fatal(err)

@@ -142,14 +142,6 @@ func FuzzParseConfig(f *testing.F) {
 	})
 }
 
-// parseConfig parses raw, its child policy against testRegistry, and
-// returns its *Config.
-func parseConfig(raw json.RawMessage) (*Config, error) {
-	c, _, err := lb.ParseConfig(Builder{}.InRegistry(testRegistry), raw)
-	cfg, _ := c.(*Config)
-	return cfg, err
-}
-
 // The child policy list is parsed against the builder's registry.
 func TestBuilderRegistry(t *testing.T) {
 	js := `{"childPolicy":[{"leaf_only_in_my_registry":{"x":1}}]}`

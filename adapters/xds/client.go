@@ -240,6 +240,19 @@ func (c *client) close() {
 	c.wg.Wait()
 }
 
+// rewatch ends old (nil: none) and subscribes w to the resource of type
+// url named name as watch does, or to nothing for an empty name (nil): a
+// follower switching the resource it follows.
+func (c *client) rewatch(old *subscription, url, name string, w watcher, rm *resolverMetrics) *subscription {
+	if old != nil {
+		old.cancel()
+	}
+	if name == "" {
+		return nil
+	}
+	return c.watch(url, name, w, rm)
+}
+
 // watch subscribes w to the resource of type url named name. What the
 // client already knows of it (its value, or that it does not exist, or
 // why it failed) is given to w by a callback scheduled now. rm, if not

@@ -164,14 +164,8 @@ func (w routeWatcher) missing() {
 
 // followRoutes switches the RDS subscription to name ("" for none).
 func (r *listenerResolver) followRoutes(name string) {
-	if r.rdsWatch != nil {
-		r.rdsWatch.cancel()
-		r.rdsWatch = nil
-	}
 	r.rdsName, r.rdsErr = name, nil
-	if name != "" {
-		r.rdsWatch = r.c.watch(RouteConfigType, name, routeWatcher{r}, r.metrics)
-	}
+	r.rdsWatch = r.c.rewatch(r.rdsWatch, RouteConfigType, name, routeWatcher{r}, r.metrics)
 }
 
 // failed reports err to the channel when nothing was published yet;

@@ -220,14 +220,8 @@ func (w endpointWatcher) missing() {
 
 // followEndpoints switches the EDS subscription to name ("" for none).
 func (f *clusterFollower) followEndpoints(name string) {
-	if f.edsWatch != nil {
-		f.edsWatch.cancel()
-		f.edsWatch = nil
-	}
 	f.edsName, f.cla, f.namer = name, eds.Valid{}, eds.Namer{}
-	if name != "" {
-		f.edsWatch = f.c.watch(EndpointType, name, endpointWatcher{f}, f.metrics)
-	}
+	f.edsWatch = f.c.rewatch(f.edsWatch, EndpointType, name, endpointWatcher{f}, f.metrics)
 }
 
 // failed records err and tells the owner, whose last good state stays in

@@ -64,6 +64,30 @@ func (c *ResolverClientConn) FailUpdates(errs ...error) {
 	c.updateErrs = append(c.updateErrs, errs...)
 }
 
+// States returns the states of every UpdateState call so far, received
+// or not, in order.
+func (c *ResolverClientConn) States() []resolver.State {
+	var out []resolver.State
+	for _, e := range c.Events.All() {
+		if e.Err == nil {
+			out = append(out, e.State)
+		}
+	}
+	return out
+}
+
+// Errors returns the errors of every ReportError call so far, received or
+// not, in order.
+func (c *ResolverClientConn) Errors() []error {
+	var out []error
+	for _, e := range c.Events.All() {
+		if e.Err != nil {
+			out = append(out, e.Err)
+		}
+	}
+	return out
+}
+
 // Next receives the oldest event not yet received, failing the test if none
 // arrives before the hang guard.
 func (c *ResolverClientConn) Next(tb TB) ResolverEvent {

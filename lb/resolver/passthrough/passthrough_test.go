@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -16,27 +15,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// recorder is a fake resolver.ClientConn that keeps every call.
-type recorder struct {
-	mu        sync.Mutex
-	states    []resolver.State
-	errs      []error
-	updateErr error // returned by UpdateState
-}
-
-func (r *recorder) UpdateState(s resolver.State) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.states = append(r.states, s)
-	return r.updateErr
-}
-
-func (r *recorder) ReportError(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs = append(r.errs, err)
-}
 
 func TestRegistered(t *testing.T) {
 	if b := resolver.Get(passthrough.Scheme); b == nil || b.Scheme() != "passthrough" {
@@ -51,7 +29,7 @@ func TestBuildPublishesEndpointOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cc := &recorder{}
+			cc := &lbtest.ResolverClientConn{}
 			r, err := resolver.Get(tg.Scheme).Build(tg, cc, resolver.BuildOptions{})
 			if err != nil {
 				t.Fatalf("Build(%v): %v", tg, err)
@@ -59,27 +37,28 @@ func TestBuildPublishesEndpointOnce(t *testing.T) {
 			r.ResolveNow()
 			r.Close()
 			want := []resolver.State{{Addresses: []resolver.Address{{Addr: "10.0.0.1:80"}}}}
-			if !reflect.DeepEqual(cc.states, want) || len(cc.errs) != 0 {
-				t.Errorf("published %v and errors %v, want %v and none", cc.states, cc.errs, want)
+			if !reflect.DeepEqual(cc.States(), want) || len(cc.Errors()) != 0 {
+				t.Errorf("published %v and errors %v, want %v and none", cc.States(), cc.Errors(), want)
 			}
 		})
 	}
 }
 
 func TestBuildEmptyEndpointFails(t *testing.T) {
-	cc := &recorder{}
+	cc := &lbtest.ResolverClientConn{}
 	r, err := passthrough.Builder{}.Build(resolver.Target{Scheme: passthrough.Scheme}, cc, resolver.BuildOptions{})
 	if err == nil || !strings.Contains(err.Error(), "passthrough: empty endpoint") {
 		t.Fatalf("Build with an empty endpoint = %v, %v; want an error naming the empty endpoint", r, err)
 	}
-	if len(cc.states) != 0 {
-		t.Errorf("published %v after a failed Build", cc.states)
+	if len(cc.States()) != 0 {
+		t.Errorf("published %v after a failed Build", cc.States())
 	}
 }
 
 func TestRejectedUpdateIsLogged(t *testing.T) {
 	logs := &lbtest.Logs{}
-	cc := &recorder{updateErr: errors.New("bad state")}
+	cc := &lbtest.ResolverClientConn{}
+	cc.FailUpdates(errors.New("bad state")) // passthrough publishes once
 	opts := resolver.BuildOptions{Logger: slog.New(logs)}
 	r, err := passthrough.Builder{}.Build(resolver.Target{Scheme: passthrough.Scheme, Endpoint: "a:1"}, cc, opts)
 	if err != nil {

@@ -3,37 +3,17 @@ package static_test
 import (
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
 
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/static"
 	"github.com/lbkit/lbkit/lb/weight"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// recorder is a fake resolver.ClientConn that keeps every call.
-type recorder struct {
-	mu     sync.Mutex
-	states []resolver.State
-	errs   []error
-}
-
-func (r *recorder) UpdateState(s resolver.State) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.states = append(r.states, s)
-	return nil
-}
-
-func (r *recorder) ReportError(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs = append(r.errs, err)
-}
 
 func addrs(ss ...string) []resolver.Address {
 	out := make([]resolver.Address, len(ss))
@@ -66,7 +46,7 @@ func TestBuildPublishesListInOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cc := &recorder{}
+			cc := &lbtest.ResolverClientConn{}
 			r, err := static.Builder{}.Build(tg, cc, resolver.BuildOptions{})
 			if err != nil {
 				t.Fatalf("Build(%v): %v", tg, err)
@@ -74,8 +54,8 @@ func TestBuildPublishesListInOrder(t *testing.T) {
 			r.ResolveNow()
 			r.Close()
 			want := []resolver.State{{Addresses: tc.want}}
-			if !reflect.DeepEqual(cc.states, want) || len(cc.errs) != 0 {
-				t.Errorf("published %v and errors %v, want %v and none", cc.states, cc.errs, want)
+			if !reflect.DeepEqual(cc.States(), want) || len(cc.Errors()) != 0 {
+				t.Errorf("published %v and errors %v, want %v and none", cc.States(), cc.Errors(), want)
 			}
 		})
 	}
@@ -104,7 +84,7 @@ func TestBuildRejectsBadElements(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.target.Endpoint, func(t *testing.T) {
 			tc.target.Scheme = static.Scheme
-			cc := &recorder{}
+			cc := &lbtest.ResolverClientConn{}
 			r, err := static.Builder{}.Build(tc.target, cc, resolver.BuildOptions{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Build(%#v) = %v, %v; want an error containing %q", tc.target, r, err, tc.want)
@@ -112,8 +92,8 @@ func TestBuildRejectsBadElements(t *testing.T) {
 			if verr := (static.Builder{}).ValidateTarget(tc.target); verr == nil || verr.Error() != err.Error() {
 				t.Errorf("ValidateTarget = %v, want Build's error %v", verr, err)
 			}
-			if len(cc.states) != 0 {
-				t.Errorf("published %v after a failed Build", cc.states)
+			if len(cc.States()) != 0 {
+				t.Errorf("published %v after a failed Build", cc.States())
 			}
 		})
 	}

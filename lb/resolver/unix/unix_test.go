@@ -6,36 +6,16 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
 
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/unix"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// recorder is a fake resolver.ClientConn that keeps every call.
-type recorder struct {
-	mu     sync.Mutex
-	states []resolver.State
-	errs   []error
-}
-
-func (r *recorder) UpdateState(s resolver.State) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.states = append(r.states, s)
-	return nil
-}
-
-func (r *recorder) ReportError(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs = append(r.errs, err)
-}
 
 func TestRegistered(t *testing.T) {
 	for _, s := range []string{unix.Scheme, unix.AbstractScheme} {
@@ -61,17 +41,17 @@ func TestBuildPublishesSocketPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cc := &recorder{}
+			cc := &lbtest.ResolverClientConn{}
 			r, err := resolver.Get(tg.Scheme).Build(tg, cc, resolver.BuildOptions{})
 			if err != nil {
 				t.Fatalf("Build(%v): %v", tg, err)
 			}
 			r.ResolveNow()
 			r.Close()
-			if len(cc.states) != 1 || len(cc.states[0].Addresses) != 1 || len(cc.errs) != 0 {
-				t.Fatalf("published %v and errors %v, want one address and no error", cc.states, cc.errs)
+			if len(cc.States()) != 1 || len(cc.States()[0].Addresses) != 1 || len(cc.Errors()) != 0 {
+				t.Fatalf("published %v and errors %v, want one address and no error", cc.States(), cc.Errors())
 			}
-			a := cc.states[0].Addresses[0]
+			a := cc.States()[0].Addresses[0]
 			if a.Addr != tc.want {
 				t.Errorf("Addr = %q, want %q", a.Addr, tc.want)
 			}
@@ -99,13 +79,13 @@ func TestBuildRejectsBadTargets(t *testing.T) {
 		{unix.Builder{}, resolver.Target{Scheme: "unix", Authority: "host", Endpoint: "/p"}, `unix: authority "host" is not supported`},
 	}
 	for _, tc := range tests {
-		cc := &recorder{}
+		cc := &lbtest.ResolverClientConn{}
 		r, err := tc.b.Build(tc.target, cc, resolver.BuildOptions{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Build(%#v) = %v, %v; want an error containing %q", tc.target, r, err, tc.want)
 		}
-		if len(cc.states) != 0 {
-			t.Errorf("published %v after a failed Build", cc.states)
+		if len(cc.States()) != 0 {
+			t.Errorf("published %v after a failed Build", cc.States())
 		}
 	}
 }
@@ -123,13 +103,13 @@ func TestPublishedAddressDials(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cc := &recorder{}
+			cc := &lbtest.ResolverClientConn{}
 			r, err := resolver.Get(tg.Scheme).Build(tg, cc, resolver.BuildOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			r.Close()
-			a := cc.states[0].Addresses[0]
+			a := cc.States()[0].Addresses[0]
 			network, _ := unix.Network(a)
 			ln, err := net.Listen(network, a.Addr)
 			if err != nil {

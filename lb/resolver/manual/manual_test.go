@@ -9,39 +9,12 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/lbkit/lbkit/lb/lbtest"
 	"github.com/lbkit/lbkit/lb/resolver"
 	"github.com/lbkit/lbkit/lb/resolver/manual"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// recorder is a fake resolver.ClientConn that keeps every call. Build and
-// the builder's pushes call it synchronously, so tests read it directly.
-type recorder struct {
-	mu        sync.Mutex
-	states    []resolver.State
-	errs      []error
-	updateErr error // returned by UpdateState
-}
-
-func (r *recorder) UpdateState(s resolver.State) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.states = append(r.states, s)
-	return r.updateErr
-}
-
-func (r *recorder) ReportError(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs = append(r.errs, err)
-}
-
-func (r *recorder) snapshot() ([]resolver.State, []error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]resolver.State(nil), r.states...), append([]error(nil), r.errs...)
-}
 
 func state(addrs ...string) resolver.State {
 	var s resolver.State
@@ -60,9 +33,9 @@ func build(t *testing.T, b *manual.Builder, cc resolver.ClientConn) resolver.Res
 	return r
 }
 
-func wantStates(t *testing.T, cc *recorder, want ...resolver.State) {
+func wantStates(t *testing.T, cc *lbtest.ResolverClientConn, want ...resolver.State) {
 	t.Helper()
-	got, _ := cc.snapshot()
+	got := cc.States()
 	if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
 		t.Fatalf("ClientConn got states %v, want %v", got, want)
 	}
@@ -91,29 +64,29 @@ func TestUpdateBeforeBuildIsDeliveredOnBuild(t *testing.T) {
 	}
 	kept := errors.New("kept for Build")
 	b.ReportError(kept)
-	cc := &recorder{}
+	cc := &lbtest.ResolverClientConn{}
 	r := build(t, b, cc)
 	defer r.Close()
 	wantStates(t, cc, state("b:2"))
-	if _, errs := cc.snapshot(); len(errs) != 1 || errs[0] != kept {
+	if errs := cc.Errors(); len(errs) != 1 || errs[0] != kept {
 		t.Errorf("errors %v reached the ClientConn, want only the one reported after the last state", errs)
 	}
-	cc2 := &recorder{}
+	cc2 := &lbtest.ResolverClientConn{}
 	r2 := build(t, b, cc2) // delivered once
 	defer r2.Close()
-	if _, errs := cc2.snapshot(); len(errs) != 0 {
+	if errs := cc2.Errors(); len(errs) != 0 {
 		t.Errorf("a second Build delivered errors %v again", errs)
 	}
 }
 
 func TestInitialState(t *testing.T) {
 	b := manual.NewBuilder("test", manual.WithInitialState(state("a:1")))
-	cc := &recorder{}
+	cc := &lbtest.ResolverClientConn{}
 	r := build(t, b, cc)
 	defer r.Close()
 	wantStates(t, cc, state("a:1"))
 
-	cc2 := &recorder{}
+	cc2 := &lbtest.ResolverClientConn{}
 	r2 := build(t, manual.NewBuilder("test"), cc2)
 	defer r2.Close()
 	wantStates(t, cc2) // no initial state, nothing pushed: nothing delivered
@@ -121,7 +94,7 @@ func TestInitialState(t *testing.T) {
 
 func TestUpdatesAndErrorsReachTheClientConn(t *testing.T) {
 	b := manual.NewBuilder("test")
-	cc := &recorder{}
+	cc := &lbtest.ResolverClientConn{}
 	r := build(t, b, cc)
 	defer r.Close()
 	s := state("a:1", "b:2")
@@ -132,7 +105,7 @@ func TestUpdatesAndErrorsReachTheClientConn(t *testing.T) {
 	boom := errors.New("boom")
 	b.ReportError(boom)
 	wantStates(t, cc, state("a:1", "b:2"))
-	if _, errs := cc.snapshot(); len(errs) != 1 || errs[0] != boom {
+	if errs := cc.Errors(); len(errs) != 1 || errs[0] != boom {
 		t.Errorf("errors %v, want [%v]", errs, boom)
 	}
 }
@@ -140,7 +113,9 @@ func TestUpdatesAndErrorsReachTheClientConn(t *testing.T) {
 func TestRejectedUpdateReturnsTheChannelsError(t *testing.T) {
 	b := manual.NewBuilder("test")
 	bad := errors.New("bad resolver state")
-	r := build(t, b, &recorder{updateErr: bad})
+	cc := &lbtest.ResolverClientConn{}
+	cc.FailUpdates(bad) // the builder has no state yet: Build publishes nothing
+	r := build(t, b, cc)
 	defer r.Close()
 	if err := b.UpdateState(state("a:1")); !errors.Is(err, bad) {
 		t.Errorf("UpdateState = %v, want an error wrapping %v", err, bad)
@@ -149,7 +124,7 @@ func TestRejectedUpdateReturnsTheChannelsError(t *testing.T) {
 
 func TestUpdateAfterCloseFailsAndIsKept(t *testing.T) {
 	b := manual.NewBuilder("test")
-	cc := &recorder{}
+	cc := &lbtest.ResolverClientConn{}
 	r := build(t, b, cc)
 	r.Close()
 	r.Close() // idempotent
@@ -159,7 +134,7 @@ func TestUpdateAfterCloseFailsAndIsKept(t *testing.T) {
 	b.ReportError(errors.New("dropped"))
 	wantStates(t, cc)
 
-	cc2 := &recorder{}
+	cc2 := &lbtest.ResolverClientConn{}
 	r2 := build(t, b, cc2)
 	defer r2.Close()
 	wantStates(t, cc2, state("a:1"))
@@ -171,7 +146,7 @@ func TestUpdateAfterCloseFailsAndIsKept(t *testing.T) {
 
 func TestSecondBuildDetachesTheFirst(t *testing.T) {
 	b := manual.NewBuilder("test", manual.WithInitialState(state("a:1")))
-	cc1, cc2 := &recorder{}, &recorder{}
+	cc1, cc2 := &lbtest.ResolverClientConn{}, &lbtest.ResolverClientConn{}
 	r1 := build(t, b, cc1)
 	r2 := build(t, b, cc2)
 	defer r2.Close()
@@ -194,7 +169,7 @@ func TestResolveNowIsObservable(t *testing.T) {
 		defer mu.Unlock()
 		calls++
 	}))
-	r := build(t, b, &recorder{})
+	r := build(t, b, &lbtest.ResolverClientConn{})
 	defer r.Close()
 	if n := b.ResolveNowCount(); n != 0 {
 		t.Fatalf("ResolveNowCount() = %d before any call", n)
@@ -213,7 +188,7 @@ func TestResolveNowIsObservable(t *testing.T) {
 // new Build must deliver the latest push.
 func TestConcurrentUse(t *testing.T) {
 	b := manual.NewBuilder("test")
-	cc := &recorder{}
+	cc := &lbtest.ResolverClientConn{}
 	r := build(t, b, cc)
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -231,7 +206,7 @@ func TestConcurrentUse(t *testing.T) {
 	go func() { // a channel that keeps restarting its resolver
 		defer wg.Done()
 		for range 20 {
-			other, err := b.Build(resolver.Target{Scheme: b.Scheme()}, &recorder{}, resolver.BuildOptions{})
+			other, err := b.Build(resolver.Target{Scheme: b.Scheme()}, &lbtest.ResolverClientConn{}, resolver.BuildOptions{})
 			if err != nil {
 				t.Error(err)
 				return
@@ -245,10 +220,10 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("ResolveNowCount() = %d, want 420", n)
 	}
 	r.Close()
-	latest := &recorder{}
+	latest := &lbtest.ResolverClientConn{}
 	r2 := build(t, b, latest)
 	defer r2.Close()
-	got, _ := latest.snapshot()
+	got := latest.States()
 	if len(got) != 1 {
 		t.Fatalf("a new Build delivered %v, want the latest state", got)
 	}

@@ -28,11 +28,11 @@ demo-xds: deps ## Run the xDS demo: an in-process control plane pushes snapshots
 	cd adapters/xds && go run ./cmd/xdsdemo $(DEMOFLAGS)
 
 .PHONY: sim
-sim: deps ## Run the simulator's scenarios (sim/scenarios) in full into sim/results (JSON, SVG, results.md), check docs/simulation.md shows that table, then the long checks: queueing theory, S3's in-flight balance and p99 against the steady state.
+sim: deps ## Run the simulator's scenarios (sim/scenarios) in full into sim/results (JSON, SVG, results.md), check docs/simulation.md shows that table, then the long checks: queueing theory, S3's in-flight balance, p99 against the steady state and new backends' shares against the ramp.
 	@mkdir -p sim/results
 	set -o pipefail; go run ./cmd/lbsim run -out sim/results sim/scenarios/*.json | tee sim/results/results.md
 	go test -count=1 -run 'TestDocsShowTheResultsTable' ./cmd/lbsim
-	set -o pipefail; go test -count=1 -run 'TestQueueingTheory|TestS3InFlightBalance|TestS3P99AgainstSteadyState' -v ./sim -args -long | grep -E 'samples|(inflight|s3p99)_test.go|^(ok|FAIL|---)'
+	set -o pipefail; go test -count=1 -run 'TestQueueingTheory|TestS3InFlightBalance|TestS3P99AgainstSteadyState|TestS3ShareFollowsTheRamp' -v ./sim -args -long | grep -E 'samples|(inflight|s3p99|s3fit)_test.go|^(ok|FAIL|---)'
 
 .PHONY: deps
 deps: ## Download every module's dependencies.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"os"
+	"slices"
 	"testing"
 	"time"
 )
@@ -20,6 +21,24 @@ func shortS3(t *testing.T) *Scenario {
 	return s
 }
 
+// runS3Waves runs S3 and returns its report and the seconds its waves
+// start: in full under -long (make sim), else its first wave (shortS3, run
+// for short) under only the policies keep names (the ones a test asserts).
+func runS3Waves(t *testing.T, short time.Duration, keep func(policy string) bool) (*Report, []int) {
+	t.Helper()
+	s, waves := shortS3(t), []int{30}
+	s.duration = short
+	s.policies = slices.DeleteFunc(s.policies, func(p policySpec) bool { return !keep(p.name) })
+	if *long {
+		s, waves = loadScenario(t, "s3-rolling-restart"), []int{30, 60, 90, 120}
+	}
+	rep, err := Run(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, waves
+}
+
 // loadScenario parses sim/scenarios/<name>.json.
 func loadScenario(t *testing.T, name string) *Scenario {
 	t.Helper()
@@ -32,6 +51,18 @@ func loadScenario(t *testing.T, name string) *Scenario {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// policyNamed returns the result of rep's policy named name.
+func policyNamed(t *testing.T, rep *Report, name string) PolicyResult {
+	t.Helper()
+	for _, p := range rep.Policies {
+		if p.Policy == name {
+			return p
+		}
+	}
+	t.Fatalf("no policy %q in the report", name)
+	return PolicyResult{}
 }
 
 // runScenario runs sim/scenarios/<name>.json in full.
@@ -78,7 +109,7 @@ func TestS3RollingRestartShort(t *testing.T) {
 			t.Errorf("%s: new0 got %d requests, new5 %d; want some and none", p.Policy, p.Backends[idx("new0")].Requests, p.Backends[idx("new5")].Requests)
 		}
 	}
-	rr, p2c := rep.Policies[0], rep.Policies[1]
+	rr, p2c := policyNamed(t, rep, "round_robin"), policyNamed(t, rep, "least_request (P2C)")
 	t.Logf("round_robin %.2f%% p99 %.0f ms; P2C %.2f%% p99 %.0f ms", 100*rr.SuccessRate, rr.Latency.P99, 100*p2c.SuccessRate, p2c.Latency.P99)
 	if rr.SuccessRate >= p2c.SuccessRate || p2c.SuccessRate < 0.99 {
 		t.Errorf("success: round_robin %.4f, P2C %.4f; want P2C above 99%% and above round robin", rr.SuccessRate, p2c.SuccessRate)

@@ -57,3 +57,39 @@ func ExampleSampler() {
 	fmt.Println(counts)
 	// Output: [10000 1000]
 }
+
+// Fitting a ramp to a warm-up (the package doc's "Choosing the
+// parameters"): a backend 5× slower until 30 s after it starts, READY no
+// sooner than 2 s after, under round_robin in a restart of 5 of 20
+// backends at a time. The factor stays at the floor for most of the
+// warm-up, is below 1/5 when the warm-up ends (28 s after the earliest
+// READY), and reaches 1 by the window's end.
+func Example_fittedToAWarmUp() {
+	const (
+		warmUp   = 30 * time.Second // T, from the backend's start
+		ready    = 2 * time.Second  // d, its earliest READY after the start
+		slowdown = 5.0              // s
+	)
+	aggression := math.Log(warmUp.Seconds()/(warmUp-ready).Seconds()) / math.Log(slowdown)
+	c := slowstart.Config{
+		SlowStartWindow:  warmUp,
+		Aggression:       math.Floor(aggression*1000) / 1000, // rounded down
+		MinWeightPercent: 5,                                  // round_robin's band: 4.6% to 5.5%
+	}
+	if err := c.Validate(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	js, _ := c.MarshalJSON()
+	fmt.Printf("%s\n", js)
+	for _, t := range []time.Duration{0, 20 * time.Second, warmUp - ready, 29 * time.Second, warmUp} {
+		fmt.Printf("%4v after READY: factor %.3f\n", t, c.Factor(t))
+	}
+	// Output:
+	// {"slowStartWindow":"30s","aggression":0.042,"minWeightPercent":5}
+	//   0s after READY: factor 0.050
+	//  20s after READY: factor 0.050
+	//  28s after READY: factor 0.193
+	//  29s after READY: factor 0.446
+	//  30s after READY: factor 1.000
+}

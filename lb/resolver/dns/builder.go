@@ -71,7 +71,7 @@ func (f optionFunc) apply(c *config) error { return f(c) }
 func WithDefaultPort(port uint16) Option {
 	return optionFunc(func(c *config) error {
 		if port == 0 {
-			return errors.New("WithDefaultPort(0)")
+			return errors.New("WithDefaultPort(0): not a port, want 1 to 65535")
 		}
 		c.port = strconv.Itoa(int(port))
 		return nil

@@ -428,24 +428,37 @@ func TestBuildRejectsBadTargets(t *testing.T) {
 	}
 }
 
-func TestNewBuilderPanicsOnBadOptions(t *testing.T) {
-	for _, o := range []dns.Option{
-		dns.WithDefaultPort(0),
-		dns.WithMinResolutionInterval(-1),
-		dns.WithPollInterval(0),
-		dns.WithPollInterval(-time.Second),
-		dns.WithPollInterval(time.Second), // below the default floor, 30 s
-		dns.WithLookupTimeout(-1),
-		dns.WithBackoff(backoff.Config{}),
-		dns.WithBackoff(backoff.Config{BaseDelay: time.Second, Multiplier: 0.5, MaxDelay: time.Second}),
-		dns.WithBackoff(backoff.Config{BaseDelay: time.Second, Multiplier: 2, Jitter: 2, MaxDelay: time.Second}),
-		dns.WithBackoff(backoff.Config{BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Millisecond}),
+// Issue 27's bad input: each bad option is an error that names the option
+// and says why, a poll interval below the floor naming both.
+func TestNewBuilderRejectsBadOptions(t *testing.T) {
+	for _, c := range []struct {
+		opt  dns.Option
+		want string
+	}{
+		{dns.WithDefaultPort(0), "WithDefaultPort(0): not a port"},
+		{dns.WithMinResolutionInterval(-1), "WithMinResolutionInterval(-1ns): negative"},
+		{dns.WithPollInterval(0), "WithPollInterval(0s): not positive"},
+		{dns.WithPollInterval(-time.Second), "WithPollInterval(-1s): not positive"},
+		{dns.WithPollInterval(time.Second), "WithPollInterval(1s): below the floor WithMinResolutionInterval(30s)"}, // the default floor
+		{dns.WithLookupTimeout(-1), "WithLookupTimeout(-1ns): negative"},
+		{dns.WithBackoff(backoff.Config{}), "WithBackoff.BaseDelay: must be positive"},
+		{dns.WithBackoff(backoff.Config{BaseDelay: time.Second, Multiplier: 0.5, MaxDelay: time.Second}), "WithBackoff.Multiplier: must be"},
+		{dns.WithBackoff(backoff.Config{BaseDelay: time.Second, Multiplier: 2, Jitter: 2, MaxDelay: time.Second}), "WithBackoff.Jitter: must be"},
+		{dns.WithBackoff(backoff.Config{BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Millisecond}), "WithBackoff.MaxDelay: must be"},
 	} {
-		func() {
-			if _, err := dns.NewBuilder(o); err == nil || !strings.HasPrefix(err.Error(), "dns: NewBuilder: ") {
-				t.Errorf("NewBuilder error = %v, want a dns: NewBuilder: message", err)
-			}
-		}()
+		if _, err := dns.NewBuilder(c.opt); err == nil || !strings.HasPrefix(err.Error(), "dns: NewBuilder: "+c.want) {
+			t.Errorf("NewBuilder error = %v, want dns: NewBuilder: %s...", err, c.want)
+		}
+	}
+	// A poll interval below a floor set explicitly, in either order.
+	for _, opts := range [][]dns.Option{
+		{dns.WithMinResolutionInterval(10 * time.Second), dns.WithPollInterval(5 * time.Second)},
+		{dns.WithPollInterval(5 * time.Second), dns.WithMinResolutionInterval(10 * time.Second)},
+	} {
+		const want = "dns: NewBuilder: WithPollInterval(5s): below the floor WithMinResolutionInterval(10s)"
+		if _, err := dns.NewBuilder(opts...); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("NewBuilder error = %v, want %s...", err, want)
+		}
 	}
 }
 

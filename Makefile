@@ -54,7 +54,7 @@ stress: deps ## The long fault and load suite (internal/stress and adapters/xds 
 	go test -race -count=200 -cpu 1,2,4 -run 'TestReadyBurstCoalesces|TestBurstEndingInStateChange' ./lb/wrr
 	go test -race -count=200 -cpu 1,2,4 -run 'TestUnchangedFileIsNotPublished' ./lb/resolver/eds
 	go test -race -count=200 -cpu 1,2,4 -run 'TestTransportCallsDoneWithTheOutcome|TestUnreachableBackendRequestTriesAnotherWhenSafe' ./adapters/nethttp
-	go test -race -count=20 -cpu 1,2,4 -run 'TestRollingRestartBehindDNS' ./adapters/nethttp
+	go test -race -count=20 -cpu 1,2,4 -run 'TestRollingRestartBehindDNS|TestDNSOutageKeepsServingAndTheSnapshotSaysWhy|TestLostConnectionRequestTriesAnotherWhenReplayable' ./adapters/nethttp
 	go test -race -count=50 -cpu 1,2,4 -run 'TestPollingSeesAddressesAddedAndRemoved|TestBrokenServerKeepsTheLastGoodAddressesAndSaysWhy' ./lb/resolver/dns
 	cd adapters/xds && go test -race -count=1 -v -run 'TestStress' . -args -long
 	cd adapters/xds && go test -race -count=20 -cpu 1,2,4 .

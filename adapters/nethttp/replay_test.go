@@ -1,12 +1,15 @@
 package nethttp_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,5 +107,98 @@ func waitPickerHas(t *testing.T, ch *conn.Channel, addrs ...string) {
 		if a := r.SubConn.Address().Addr; slices.Contains(addrs, a) {
 			seen[a] = true
 		}
+	}
+}
+
+// hangUpBackend accepts connections, reads each request's headers and
+// closes the connection without an answer: a server that stops under a
+// request sent on a fresh connection.
+func hangUpBackend(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				_, _ = http.ReadRequest(bufio.NewReader(c))
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A request whose connection is lost before any response may have reached
+// the server: it is tried on another backend when it is replayable (an
+// idempotent method, or an idempotency key, with a body that can be sent
+// again), and fails with the lost connection's error otherwise.
+func TestLostConnectionRequestTriesAnotherWhenReplayable(t *testing.T) {
+	hangUp, live := hangUpBackend(t), httpbackend.New(t, "live")
+	for _, tc := range []struct {
+		name   string
+		method string
+		body   func() io.Reader
+		key    bool
+		ok     bool
+	}{
+		{"GET", http.MethodGet, nil, false, true},
+		{"DELETE", http.MethodDelete, nil, false, false}, // idempotent, but net/http does not replay it without a key
+		{"POST with a rewindable body", http.MethodPost, func() io.Reader { return bytes.NewReader([]byte("x")) }, false, false},
+		{"POST with a rewindable body and an Idempotency-Key", http.MethodPost, func() io.Reader { return bytes.NewReader([]byte("x")) }, true, true},
+		{"POST with a one-shot body and an Idempotency-Key", http.MethodPost, func() io.Reader { return onlyReader{strings.NewReader("x")} }, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ch, err := conn.New("static:///"+hangUp+","+live.Addr(), conn.WithDialer(steadyDialer{}),
+				conn.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`), conn.WithRandSeed(1, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ch.Close()
+			waitPickerHas(t, ch, hangUp, live.Addr())
+			tr := &nethttp.Transport{Channel: ch, WaitForReady: true}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr}
+			failures := 0
+			for range 6 { // round_robin alternates: about half start on hangUp
+				var body io.Reader
+				if tc.body != nil {
+					body = tc.body()
+				}
+				rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				req, _ := http.NewRequestWithContext(rctx, tc.method, "http://svc/", body)
+				if tc.key {
+					req.Header.Set("Idempotency-Key", "k1")
+				}
+				resp, err := client.Do(req)
+				cancel()
+				if err != nil {
+					if tc.ok {
+						t.Fatalf("%s failed: %v", tc.name, err)
+					}
+					failures++
+					continue
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(got) != "live" {
+					t.Fatalf("served by %q, want live", got)
+				}
+			}
+			if !tc.ok && failures == 0 {
+				t.Fatalf("%s: no request failed, want the ones sent to the backend that hangs up to fail", tc.name)
+			}
+		})
 	}
 }

@@ -51,6 +51,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/lbkit/lbkit/conn"
@@ -81,10 +82,14 @@ type Transport struct {
 	// unchanged.
 	Classify Classifier
 	// MaxAttempts bounds how many backends one request is tried on. A
-	// request is tried on another backend only when its connection could
-	// not be made, so nothing of it was sent, and its body can be sent
-	// again (none, or GetBody set): then trying elsewhere is always safe.
-	// If zero, it is [DefaultMaxAttempts]; 1 never tries again.
+	// request is tried on another backend when its body can be sent again
+	// (none, or GetBody set) and either its connection could not be made,
+	// so nothing of it was sent, or it is replayable as net/http defines
+	// it (GET, HEAD, OPTIONS or TRACE, or an Idempotency-Key or
+	// X-Idempotency-Key header) and its connection was lost before any
+	// response came (EOF, a reset): a backend that stops under a request
+	// sent on a fresh connection, which net/http does not send again. If
+	// zero, it is [DefaultMaxAttempts]; 1 never tries again.
 	MaxAttempts int
 	// RequestHash, when not nil, computes each request's hash for
 	// hash-based policies (ring_hash_experimental): requests with equal
@@ -335,7 +340,8 @@ func (t *Transport) CloseIdleConnections() {
 // comes when it is closed. A
 // backend that cannot be reached (a dial error) is reported to the
 // channel, which re-checks it, and the request is tried on another backend
-// when that is safe (see MaxAttempts).
+// when that is safe (see MaxAttempts); so is a replayable request whose
+// connection was lost before its response.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.Channel == nil {
 		closeBody(req)
@@ -345,12 +351,26 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if attempts <= 0 {
 		attempts = DefaultMaxAttempts
 	}
-	var unreachable []*conn.SubConn // backends this request could not reach
+	var (
+		avoid   []*conn.SubConn // backends this request could not reach or lost
+		lostErr error           // the last attempt's lost connection, if that is why this one is made
+	)
 	for attempt := 1; ; attempt++ {
-		picked, err := t.pick(req, unreachable)
+		repicks := maxRepicks
+		if lostErr != nil {
+			repicks = maxLostRepicks
+		}
+		picked, err := t.pick(req, avoid, repicks)
 		if err != nil {
 			closeBody(req)
 			return nil, fmt.Errorf("nethttp: %s %s: %w", req.Method, req.URL.Redacted(), err)
+		}
+		if lostErr != nil && slices.Contains(avoid, picked.SubConn) {
+			// Only another backend: the one that lost the request may
+			// lose it again (or be what loses it).
+			picked.Finish(lb.DoneInfo{Err: errRepick})
+			closeBody(req)
+			return nil, lostErr
 		}
 		addr := picked.SubConn.Address()
 		out, err := outgoing(req, addr, attempt)
@@ -374,13 +394,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		dialFailed := isDialError(err)
 		if dialFailed {
 			picked.SubConn.ReportError(err)
-			unreachable = append(unreachable, picked.SubConn)
 		}
 		picked.Finish(lb.DoneInfo{Err: t.classify(nil, err)})
-		if !dialFailed || attempt >= attempts || !resendable(req) || req.Context().Err() != nil {
+		lostErr = nil
+		if !dialFailed && replayable(req) && connectionLost(err) {
+			lostErr = err
+		}
+		if (!dialFailed && lostErr == nil) || attempt >= attempts || !resendable(req) || req.Context().Err() != nil {
 			closeBody(req)
 			return nil, err
 		}
+		avoid = append(avoid, picked.SubConn)
 	}
 }
 
@@ -399,10 +423,15 @@ func (t *Transport) withTimeout(out *http.Request, timeout time.Duration) (*http
 // a retry gives back before it takes what it gets.
 const maxRepicks = 8
 
-// pick picks a backend for req, giving back (as never sent) picks of the
-// backends in avoid, which this request could not reach: the channel may
-// not have taken them out of its picker yet.
-func (t *Transport) pick(req *http.Request, avoid []*conn.SubConn) (conn.PickResult, error) {
+// maxLostRepicks bounds the picks of a backend a retry after a lost
+// connection gives back; it then fails rather than send the request to a
+// backend that lost it.
+const maxLostRepicks = 3
+
+// pick picks a backend for req, giving back (as never sent) up to repicks
+// picks of the backends in avoid, which this request could not reach or
+// lost: the channel may not have taken them out of its picker yet.
+func (t *Transport) pick(req *http.Request, avoid []*conn.SubConn, repicks int) (conn.PickResult, error) {
 	opts := conn.PickOptions{WaitForReady: t.WaitForReady, Method: req.URL.Path, Metadata: req.Header,
 		Authority: authority(req), HTTPMethod: method(req)}
 	if t.RequestHash != nil {
@@ -410,7 +439,7 @@ func (t *Transport) pick(req *http.Request, avoid []*conn.SubConn) (conn.PickRes
 	}
 	for i := 0; ; i++ {
 		picked, err := t.Channel.Pick(req.Context(), opts)
-		if err != nil || i == maxRepicks || !slices.Contains(avoid, picked.SubConn) {
+		if err != nil || i == repicks || !slices.Contains(avoid, picked.SubConn) {
 			return picked, err
 		}
 		picked.Finish(lb.DoneInfo{Err: errRepick})
@@ -448,6 +477,27 @@ func outgoing(req *http.Request, addr resolver.Address, attempt int) (*http.Requ
 		out.Body = body
 	}
 	return out, nil
+}
+
+// replayable reports whether req may be sent again after it may have
+// reached a server, by net/http's rule for its own retries: an idempotent
+// method, or an idempotency key. Its body must be resendable too.
+func replayable(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, key := req.Header["Idempotency-Key"]
+	_, xkey := req.Header["X-Idempotency-Key"]
+	return key || xkey
+}
+
+// connectionLost reports whether err is a connection that ended before
+// any response: the server closed it (EOF) or reset it. A timeout is not:
+// the server may still be working on the request.
+func connectionLost(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE)
 }
 
 // resendable reports whether req's body can be sent again.

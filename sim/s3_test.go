@@ -3,6 +3,7 @@ package sim
 import (
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -83,6 +84,7 @@ func runScenario(t *testing.T, name string) *Report {
 // times out, where P2C least_request moves away from them.
 func TestS3RollingRestartShort(t *testing.T) {
 	s := shortS3(t)
+	s.policies = slices.DeleteFunc(s.policies, func(p policySpec) bool { return strings.HasSuffix(p.name, "fitted") }) // the fitted ones have tests of their own
 	rep, err := Run(s)
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,9 @@ import (
 )
 
 // s3Windows returns S3 (in full under -long, else its first wave with 20
-// clients of 100 req/s and only its power-of-two policies) measured over the restart, and the same fleet and
-// load without the restart, measured over the same window: issue 27's
+// clients of 100 req/s under the policies the test asserts on) measured
+// over the restart, and the same fleet and load without the restart (in
+// short, under least_request alone), measured over the same window: issue 27's
 // "p99 at most 1.5× steady state" (docs/simulation.md defines both). The
 // restart's window is from the first replacement (30 s) to the end of the
 // last wave's slowness (150 s; 60 s for the first wave); without the
@@ -37,6 +38,12 @@ func s3Windows(t *testing.T) (restart, steady *Scenario, waves int) {
 	restart.warmup, restart.duration = 30*time.Second, time.Duration(30+30*waves)*time.Second
 	steady = new(Scenario)
 	*steady = *restart // the policies included
+	if !*long {
+		// One steady run, least_request's without slow start, for all, to
+		// keep make test short: the policies' steady p99s agree within
+		// 0.5% (64.9 to 65.1 ms).
+		steady.policies = slices.DeleteFunc(slices.Clone(restart.policies), func(p policySpec) bool { return p.name != "least_request (P2C)" })
+	}
 	steady.faults = nil
 	for _, f := range restart.faults {
 		if f.kind == faultRemoved && f.from == 0 { // a new backend before it joins
@@ -97,7 +104,7 @@ func TestS3P99AgainstSteadyState(t *testing.T) {
 	}
 	ratio, share := map[string]float64{}, map[string]float64{}
 	for i, p := range r.Policies {
-		q := s.Policies[i]
+		q := s.Policies[min(i, len(s.Policies)-1)]
 		ratio[p.Policy], share[p.Policy] = p.Latency.P99/q.Latency.P99, slowShare(p, waves)
 		t.Logf("%-32s p99 %6.1f ms (p50 %.1f, p99.9 %.1f) against %.1f ms without the restart: ×%.2f; to slow backends %.2f%%",
 			p.Policy, p.Latency.P99, p.Latency.P50, p.Latency.P999, q.Latency.P99, ratio[p.Policy], 100*share[p.Policy])

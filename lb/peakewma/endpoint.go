@@ -25,12 +25,11 @@ type endpointData struct {
 	// overflow counts the requests in flight that found every slot held:
 	// counted, not measured; never below zero.
 	overflow atomic.Int64
-	// busySince is the meter time of a pick that found the endpoint
-	// idle, in the tick of the last such pick (see markBusy). The last
-	// completed request's time is the state's tick: while requests are
-	// in flight and none has completed since the end of the later of the
-	// two ticks, the oldest of them is at least that old (see cost).
-	// Done thus writes no field beyond held and the state.
+	// busySince is, to its tick, the meter time of the last pick that
+	// found every slot free or of the last release without a sample
+	// (see markBusy and the stall bound at cost). The last completion's
+	// time is the state's tick, so a Done with a sample writes no field
+	// beyond held and the state.
 	busySince atomic.Int64
 
 	// sc, m and unsampled are set once, when the endpoint is created,
@@ -77,14 +76,16 @@ func (d *endpointData) init(sc lb.SubConn, m *meter, est float64, now int64) {
 		if d.overflow.Add(-1) < 0 {
 			d.overflow.Add(1)
 		}
+		d.markBusy(d.m.now())
 	}
 	d.state.Store(pack(est, tick(now)))
 }
 
-// markBusy records that a pick at meter time now found the endpoint idle.
-// cost knows busySince only to its tick, so a pick in the tick busySince
-// holds leaves it: a load instead of a store (on amd64 an atomic store is
-// a locked instruction, as costly as a read-modify-write) in every pick
+// markBusy records meter time now in busySince: the time of a pick that
+// finds every slot free, or of a release without a sample. cost knows
+// busySince only to its tick, so a call in the tick busySince holds
+// leaves it: a load instead of a store (on amd64 an atomic store is a
+// locked instruction, as costly as a read-modify-write) in every pick
 // that finds an endpoint idle.
 func (d *endpointData) markBusy(now int64) {
 	if d.busySince.Load()>>tickBits != now>>tickBits {
@@ -111,6 +112,11 @@ func (d *endpointData) acquire(now int64) func(lb.DoneInfo) {
 		c := d.chunks[i/chunkSize].Load()
 		if c == nil {
 			c = d.grow(i / chunkSize)
+		}
+		if h == 0 {
+			// Before the slot is taken, so that no cost reads this
+			// request in flight with an earlier busySince.
+			d.markBusy(now)
 		}
 		if d.held.CompareAndSwap(h, h|1<<i) {
 			s := &c.slots[i%chunkSize]
@@ -151,6 +157,9 @@ func (s *slot) finish(di lb.DoneInfo) {
 		return
 	}
 	if di.Err != nil && errors.Is(di.Err, lb.ErrRequestNotSent) {
+		// No sample, so the state's tick does not move: the stall
+		// bound's witness moves here instead (see cost).
+		d.markBusy(now)
 		return
 	}
 	rtt := float64(now - start)
@@ -173,13 +182,32 @@ func (d *endpointData) observe(rtt float64, now int64) {
 }
 
 // cost returns the endpoint's cost at meter time now, and its requests in
-// flight: the decayed estimate, raised to the age that the oldest request
-// in flight is known to have reached when that is larger, times (requests
-// in flight + 1). That age is the time since the end of the later of two
-// ticks: the tick of the last pick that found the endpoint idle and the
-// tick of the estimate's last update (the last completion, or the
-// endpoint's creation). It is a lower bound: both times are only known to
-// their tick.
+// flight: the decayed estimate, raised to the stall when that is larger,
+// times (requests in flight + 1).
+//
+// # The stall bound
+//
+// The stall is now - T, T the end of the later of two ticks: busySince's
+// and the state's (the last completion, or the endpoint's creation). It
+// is a lower bound of the age of the oldest request in flight, read in
+// O(1) without a look at the slots: while requests are in flight, one of
+// them was picked at or before T. That holds after every event:
+//
+//   - a pick that finds every slot free stores its own time in busySince
+//     before it takes a slot, and its request is in flight from then on;
+//   - a pick that finds a slot held adds a request and removes none;
+//   - a completion with a sample moves the state's tick to its time, and
+//     every request still in flight was picked before it;
+//   - a release without a sample (not sent, or beyond the slots) stores
+//     its time in busySince, for the same reason;
+//   - a release of the last request in flight ends the period: the bound
+//     is not read at 0 in flight, and the next pick starts a new one.
+//
+// Both times are known to their tick, and T is rounded up to its end, so
+// rounding only lowers the bound. Under concurrency the clock reads and
+// the atomic operations may interleave: the bound then exceeds the
+// oldest age by at most the time between a pick's or a Done's clock read
+// and its operation on held.
 func (d *endpointData) cost(now int64, dec *decay) (float64, int64) {
 	st := d.state.Load()
 	t := tick(now)

@@ -45,10 +45,14 @@ type modelRequest struct {
 //   - a not-sent completion counts down only;
 //   - a pick samples two distinct READY endpoints (the indices are the
 //     picker's) and takes the one of lower cost: max(decayed estimate,
-//     time since the last completion or idle pick while requests are in
-//     flight) × (in flight + 1); fewer in flight among equals, then the
-//     first sampled. The last completion and the idle pick are known to
-//     the end of their tick of 2^20 ns.
+//     stall) × (in flight + 1); fewer in flight among equals, then the
+//     first sampled. The stall, while requests are in flight, is the time
+//     since the latest of the last completion, the last pick that found
+//     the endpoint idle and the last not-sent completion, each known to
+//     the end of its tick of 2^20 ns.
+//
+// After every step, each endpoint's cost is the model's, and its stall is
+// at most the age of its oldest request in flight (the bound's claim).
 type peakMachine struct {
 	h     *lbtest.Harness
 	cfg   Config
@@ -108,11 +112,17 @@ func (m *peakMachine) wait(t *rapid.T) {
 	m.h.Advance(time.Duration(rapid.IntRange(1, 20000).Draw(t, "ticks")) * tickDur)
 }
 
+// stall is the model's stall of endpoint e now (read while requests are
+// in flight).
+func (m *peakMachine) stall(e *modelEndpoint) float64 {
+	return float64(m.now() - (max(e.busySince>>tickBits, e.at)+1)<<tickBits)
+}
+
 // cost is the model's cost of endpoint e now.
 func (m *peakMachine) cost(e *modelEndpoint) float64 {
 	est := m.decayed(e)
 	if e.pending > 0 {
-		est = max(est, float64(m.now()-(max(e.busySince>>tickBits, e.at)+1)<<tickBits))
+		est = max(est, m.stall(e))
 	}
 	return est * float64(e.pending+1)
 }
@@ -172,6 +182,7 @@ func (m *peakMachine) finish(t *rapid.T) {
 	outcome := rapid.IntRange(0, 2).Draw(t, "outcome")
 	if outcome == 2 {
 		req.done(lb.DoneInfo{Err: fmt.Errorf("discarded: %w", lb.ErrRequestNotSent)})
+		e.busySince = m.now()
 		return
 	}
 	r := float64(m.now() - req.picked)
@@ -191,11 +202,13 @@ func (m *peakMachine) finish(t *rapid.T) {
 	e.at = m.nowTick()
 }
 
-// check: every live endpoint's estimate, update tick and requests in
-// flight are the model's.
+// check: every live endpoint's estimate, update tick, requests in flight
+// and cost are the model's, and its stall is at most the age of its oldest
+// request in flight.
 func (m *peakMachine) check(t *rapid.T) {
 	m.h.Do(func() {
-		for _, ep := range m.h.Balancer.(*balancer).Endpoints() {
+		b := m.h.Balancer.(*balancer)
+		for _, ep := range b.Endpoints() {
 			var e *modelEndpoint
 			for _, me := range m.eps {
 				if me.sc == ep.SubConn {
@@ -207,8 +220,26 @@ func (m *peakMachine) check(t *rapid.T) {
 				math.Abs(est-e.est) > 1e-5*math.Max(est, e.est) {
 				t.Fatalf("%v: estimate %v at tick %d, %d in flight; model %+v", ep.SubConn, est, at, ep.Data.pending(), e)
 			}
+			got, _ := ep.Data.cost(b.meter.now(), b.meter.decay.Load())
+			if want := m.cost(e); math.Abs(got-want) > 1e-5*math.Max(got, want) {
+				t.Fatalf("%v: cost %v, model %v (%+v)", ep.SubConn, got, want, e)
+			}
+			if stall, oldest := m.stall(e), m.oldest(e); e.pending > 0 && stall > float64(m.now()-oldest) {
+				t.Fatalf("%v: stall %v, but the oldest request in flight is %v old", ep.SubConn, time.Duration(stall), time.Duration(m.now()-oldest))
+			}
 		}
 	})
+}
+
+// oldest returns the pick time of e's oldest request in flight.
+func (m *peakMachine) oldest(e *modelEndpoint) int64 {
+	oldest := int64(math.MaxInt64)
+	for _, r := range m.open {
+		if r.e == e {
+			oldest = min(oldest, r.picked)
+		}
+	}
+	return oldest
 }
 
 // TestPropertyFollowsTheReference runs the model.

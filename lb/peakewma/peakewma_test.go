@@ -261,6 +261,68 @@ func TestStalledEndpointCostsItsOldestRequest(t *testing.T) {
 	}
 }
 
+// TestStallBoundAfterARequestNotSent: a release without a sample moves the
+// stall bound's witness to its own time, so the stall stays at most the
+// age of the oldest request still in flight; a completion with a sample
+// moves it to the completion's time.
+func TestStallBoundAfterARequestNotSent(t *testing.T) {
+	h := readyHarness(t, Config{DefaultRTT: tickDur}, 1)
+	d := data(h)[0]
+	p := h.State().Picker.(*picker)
+	stall := func() time.Duration {
+		got, pending := d.cost(d.m.now(), p.decay)
+		return time.Duration(got / float64(pending+1))
+	}
+	h.Advance(10 * tickDur)
+	first, _ := p.Pick(lb.PickInfo{}) // busy from tick 10
+	h.Advance(100 * tickDur)
+	second, _ := p.Pick(lb.PickInfo{}) // tick 110
+	h.Advance(100 * tickDur)
+	if got, want := stall(), 199*tickDur; got != want { // since the end of tick 10
+		t.Fatalf("stall with both in flight %v, want %v", got, want)
+	}
+	first.Done(lb.DoneInfo{Err: fmt.Errorf("discarded: %w", lb.ErrRequestNotSent)}) // tick 210
+	h.Advance(50 * tickDur)
+	// The oldest in flight is 150 ticks old: the stall is 49 (since the
+	// end of tick 210), not 249.
+	if got, want := stall(), 49*tickDur; got != want {
+		t.Fatalf("stall after the first was not sent %v, want %v", got, want)
+	}
+	third, _ := p.Pick(lb.PickInfo{}) // tick 260
+	h.Advance(10 * tickDur)
+	second.Done(lb.DoneInfo{}) // tick 270: a sample of 160 ticks
+	h.Advance(300 * tickDur)
+	if got, want := stall(), 299*tickDur; got != want {
+		t.Fatalf("stall after a completion %v, want %v (the estimate, 160 ticks, decayed, is below it)", got, want)
+	}
+	third.Done(lb.DoneInfo{})
+}
+
+// TestStallBoundAfterAnUnmeasuredRelease: a request beyond the slots,
+// released, moves the stall bound's witness to its release as a request
+// not sent does (it leaves no sample either).
+func TestStallBoundAfterAnUnmeasuredRelease(t *testing.T) {
+	h := readyHarness(t, Config{DefaultRTT: tickDur}, 1)
+	d := data(h)[0]
+	p := h.State().Picker.(*picker)
+	h.Advance(10 * tickDur)
+	var rs []lb.PickResult
+	for range slotCount + 1 { // at tick 10; the last is not measured
+		r, _ := p.Pick(lb.PickInfo{})
+		rs = append(rs, r)
+	}
+	h.Advance(100 * tickDur)
+	rs[slotCount].Done(lb.DoneInfo{}) // tick 110
+	h.Advance(50 * tickDur)
+	got, pending := d.cost(d.m.now(), p.decay)
+	if want := float64(49*tickDur) * float64(slotCount+1); pending != slotCount || got != want {
+		t.Fatalf("cost %v with %d in flight, want %v with %d", time.Duration(got), pending, time.Duration(want), slotCount)
+	}
+	for _, r := range rs[:slotCount] {
+		r.Done(lb.DoneInfo{})
+	}
+}
+
 // TestDoneTwiceCountsOnce: a second Done of one pick changes nothing.
 func TestDoneTwiceCountsOnce(t *testing.T) {
 	h := readyHarness(t, Config{}, 1)

@@ -90,7 +90,6 @@ func (p *picker) Pick(lb.PickInfo) (lb.PickResult, error) {
 		i, j = p.sampleRamping(s)
 	}
 	best := p.entries[i]
-	var pending int64
 	if i != j {
 		ci, pi := best.cost(now, p.decay)
 		e := p.entries[j]
@@ -99,15 +98,9 @@ func (p *picker) Pick(lb.PickInfo) (lb.PickResult, error) {
 			ci /= p.factors[i]
 			cj /= p.factors[j]
 		}
-		pending = pi
 		if cj < ci || (cj == ci && pj < pi) {
-			best, pending = e, pj
+			best = e
 		}
-	} else {
-		pending = best.pending()
-	}
-	if pending == 0 {
-		best.markBusy(now)
 	}
 	return lb.PickResult{SubConn: best.sc, Done: best.acquire(now)}, nil
 }

@@ -132,22 +132,3 @@ func decayed(st uint64, now uint32, dec *decay) float64 {
 	est, at := estimateOf(st)
 	return est * decayWeight(at, now, dec)
 }
-
-// next returns the state after a sample of rtt ns at tick now, from st:
-// with w = exp(-Δ/τ), Δ the time since the last update and d = est·w the
-// decayed estimate, a sample above d replaces the estimate (the peak), and
-// any other gives d + rtt·(1-w). The update time is the later of the two.
-func next(st uint64, rtt float64, now uint32, dec *decay) uint64 {
-	est, at := estimateOf(st)
-	w := decayWeight(at, now, dec)
-	d := est * w
-	if rtt > d {
-		d = rtt
-	} else {
-		d += rtt * (1 - w)
-	}
-	if int32(now-at) < 0 {
-		now = at
-	}
-	return pack(d, now)
-}

@@ -2,6 +2,7 @@ package peakewma
 
 import (
 	"errors"
+	"math"
 	"math/bits"
 	"sync/atomic"
 
@@ -13,9 +14,11 @@ import (
 // so that requests picked from one picker are counted and measured by the
 // next. Pickers read it concurrently; every mutable field is atomic.
 //
-// A pick and its Done cost four atomic read-modify-writes in all: the
-// picker's random number, taking a slot (which counts the request),
-// giving it back, and updating the estimate.
+// A pick that finds its endpoint idle and its Done cost four atomic
+// read-modify-writes in all: the picker's random number, taking a slot
+// (which counts the request), giving it back, and updating the estimate.
+// A pick beside requests in flight adds its since's store, and a Done
+// that leaves requests in flight a load per slot still held (see cost).
 type endpointData struct {
 	// state is the round-trip estimate and its update tick (see pack).
 	state atomic.Uint64
@@ -25,12 +28,12 @@ type endpointData struct {
 	// overflow counts the requests in flight that found every slot held:
 	// counted, not measured; never below zero.
 	overflow atomic.Int64
-	// busySince is, to its tick, the meter time of the last pick that
-	// found every slot free or of the last release without a sample
-	// (see markBusy and the stall bound at cost). The last completion's
-	// time is the state's tick, so a Done with a sample writes no field
-	// beyond held and the state.
-	busySince atomic.Int64
+	// witness is, to its tick, the meter time at which the oldest
+	// measured request in flight was picked: the stall bound's witness
+	// (see cost). It only rises: a pick that takes slot 0 (the endpoint
+	// was idle) raises it to its own time, a release to the oldest of the
+	// slots still held (see finish).
+	witness atomic.Int64
 
 	// sc, m and unsampled are set once, when the endpoint is created,
 	// before any picker holds the record. unsampled is the Done of a pick
@@ -47,6 +50,9 @@ type endpointData struct {
 // it was picked, and a Done made once per slot so that Pick does not
 // allocate. An endpoint has slotCount slots, one bit of held each, made
 // chunkSize at a time; a pick beyond them is counted but not measured.
+// Slot 0 is taken only by a pick that finds every slot free (the first
+// of a busy period, whose time the witness holds); the others take the
+// lowest free slot of 1 to slotCount-1.
 const (
 	slotCount  = 64
 	chunkSize  = 16
@@ -62,6 +68,11 @@ type slot struct {
 	// that Pick after it set the slot's bit, read by its Done before it
 	// clears the bit (the bit's atomic operations order them).
 	start int64
+	// since is the same time for the witness's recompute, which reads
+	// the slots that other picks hold: stored by a pick before it sets
+	// the slot's bit, so that a release that sees the bit set reads this
+	// pick's time or a later one (see release). Slot 0's is not used.
+	since atomic.Int64
 	// bit is the slot's bit of held; d its endpoint; done its Done.
 	bit  uint64
 	d    *endpointData
@@ -76,20 +87,23 @@ func (d *endpointData) init(sc lb.SubConn, m *meter, est float64, now int64) {
 		if d.overflow.Add(-1) < 0 {
 			d.overflow.Add(1)
 		}
-		d.markBusy(d.m.now())
 	}
 	d.state.Store(pack(est, tick(now)))
 }
 
-// markBusy records meter time now in busySince: the time of a pick that
-// finds every slot free, or of a release without a sample. cost knows
-// busySince only to its tick, so a call in the tick busySince holds
-// leaves it: a load instead of a store (on amd64 an atomic store is a
-// locked instruction, as costly as a read-modify-write) in every pick
-// that finds an endpoint idle.
-func (d *endpointData) markBusy(now int64) {
-	if d.busySince.Load()>>tickBits != now>>tickBits {
-		d.busySince.Store(now)
+// raise sets the witness to meter time t unless it already holds t's tick
+// or a later one. cost knows the witness only to its tick, so a pick that
+// finds the endpoint idle in the tick the witness holds only loads it (on
+// amd64 an atomic store is a locked instruction, as costly as a
+// read-modify-write). A compare-and-swap rather than a store, so that the
+// witness never falls: a release that recomputed it from slots since
+// given back cannot overwrite a later release's witness (see cost).
+func (d *endpointData) raise(t int64) {
+	for {
+		w := d.witness.Load()
+		if t>>tickBits <= w>>tickBits || d.witness.CompareAndSwap(w, t) {
+			return
+		}
 	}
 }
 
@@ -100,26 +114,33 @@ func (d *endpointData) pending() int64 {
 
 // acquire takes a free slot for a request picked at now, which counts the
 // request, and returns its Done; when every slot is held it counts the
-// request in overflow and returns the unsampled Done.
+// request in overflow and returns the unsampled Done. A pick that finds
+// every slot free takes slot 0 and raises the witness to now before it
+// sets the bit; any other takes the lowest free slot above 0 and stores
+// now in its since before it sets the bit (so a release that sees the bit
+// reads its time), and leaves the witness: its request is the youngest.
 func (d *endpointData) acquire(now int64) func(lb.DoneInfo) {
 	for {
 		h := d.held.Load()
-		if h == ^uint64(0) {
-			d.overflow.Add(1)
-			return d.unsampled
+		i := 0
+		if h != 0 {
+			if h|1 == ^uint64(0) {
+				d.overflow.Add(1)
+				return d.unsampled
+			}
+			i = bits.TrailingZeros64(^(h | 1))
 		}
-		i := bits.TrailingZeros64(^h)
 		c := d.chunks[i/chunkSize].Load()
 		if c == nil {
 			c = d.grow(i / chunkSize)
 		}
+		s := &c.slots[i%chunkSize]
 		if h == 0 {
-			// Before the slot is taken, so that no cost reads this
-			// request in flight with an earlier busySince.
-			d.markBusy(now)
+			d.raise(now)
+		} else {
+			s.since.Store(now)
 		}
 		if d.held.CompareAndSwap(h, h|1<<i) {
-			s := &c.slots[i%chunkSize]
 			s.start = now
 			return s.done
 		}
@@ -144,22 +165,31 @@ func (d *endpointData) grow(k int) *chunk {
 }
 
 // finish is a slot's Done: it frees the slot (which counts the request
-// down) and adds the request's round trip to the estimate, with the
-// failure penalty if it failed and not at all if it was never sent. A
-// second Done of the same pick does nothing, unless another pick holds the
-// slot by then (a caller's bug: it then ends that pick's measurement
-// early).
+// down), brings the witness up to the requests still in flight, and adds
+// the request's round trip to the estimate, with the failure penalty if
+// it failed and not at all if it was never sent. A second Done of the
+// same pick does nothing, unless another pick holds the slot by then (a
+// caller's bug: it then ends that pick's measurement early).
+//
+// The witness (see cost): with slot 0 still held, the request that
+// started the busy period is in flight and the witness stays; with no
+// slot held, it rises to now (requests beyond the slots may still be in
+// flight, all picked before now); otherwise it rises to the earliest
+// since of the slots held (oldestSince).
 func (s *slot) finish(di lb.DoneInfo) {
 	d := s.d
 	now := d.m.now()
 	start := s.start
-	if d.held.And(^s.bit)&s.bit == 0 {
+	h := d.held.And(^s.bit)
+	if h&s.bit == 0 {
 		return
 	}
+	if h &^= s.bit; h == 0 {
+		d.raise(now)
+	} else if h&1 == 0 {
+		d.raise(d.oldestSince(h))
+	}
 	if di.Err != nil && errors.Is(di.Err, lb.ErrRequestNotSent) {
-		// No sample, so the state's tick does not move: the stall
-		// bound's witness moves here instead (see cost).
-		d.markBusy(now)
 		return
 	}
 	rtt := float64(now - start)
@@ -167,6 +197,18 @@ func (s *slot) finish(di lb.DoneInfo) {
 		rtt += float64(d.m.penalty.Load())
 	}
 	d.observe(rtt, now)
+}
+
+// oldestSince returns the earliest since of the slots whose bits held
+// (not 0) has set: one load of a chunk and one of a since per slot, so
+// O(requests in flight) and nothing for a slot not held.
+func (d *endpointData) oldestSince(held uint64) int64 {
+	oldest := int64(math.MaxInt64)
+	for ; held != 0; held &= held - 1 {
+		i := bits.TrailingZeros64(held)
+		oldest = min(oldest, d.chunks[i/chunkSize].Load().slots[i%chunkSize].since.Load())
+	}
+	return oldest
 }
 
 // observe adds a sample of rtt ns taken at meter time now (tick t) to the
@@ -206,42 +248,72 @@ func (d *endpointData) observe(rtt float64, now int64) {
 //
 // # The stall bound
 //
-// The stall is now - T, T the end of the later of two ticks: busySince's
-// and the state's (the last completion, or the endpoint's creation). It
-// is a lower bound of the age of the oldest request in flight, read in
-// O(1) without a look at the slots: while requests are in flight, one of
-// them was picked at or before T. That holds after every event:
+// While requests are in flight, the stall is the age of the oldest of
+// them, counted from the end of its pick's tick: now - T, T the end of
+// the witness's tick. The pick reads it in one load; the upkeep is in the
+// releases, and costs them one load per slot still held, nothing when the
+// endpoint becomes idle. Serially the witness holds, to its tick, the pick
+// time of the oldest measured request in flight, after every event:
 //
-//   - a pick that finds every slot free stores its own time in busySince
-//     before it takes a slot, and its request is in flight from then on;
-//   - a pick that finds a slot held adds a request and removes none;
-//   - a completion with a sample moves the state's tick to its time, and
-//     every request still in flight was picked before it;
-//   - a release without a sample (not sent, or beyond the slots) stores
-//     its time in busySince, for the same reason;
-//   - a release of the last request in flight ends the period: the bound
-//     is not read at 0 in flight, and the next pick starts a new one.
+//   - a pick that finds every slot free raises it to its own time before
+//     it takes slot 0: its request starts the busy period, and slot 0
+//     stays its own while it is in flight (no other pick takes slot 0);
+//   - any other pick adds a request younger than those in flight, and
+//     leaves it;
+//   - a release that leaves slot 0 held leaves it: the request that
+//     started the busy period is still the oldest;
+//   - a release that leaves other slots held raises it to the earliest
+//     since of those slots: the oldest request still measured;
+//   - a release that leaves no slot held raises it to its own time.
 //
-// Both times are known to their tick, and T is rounded up to its end, so
-// rounding only lowers the bound. Under concurrency the clock reads and
-// the atomic operations may interleave: the bound then exceeds the
-// oldest age by at most the time between a pick's or a Done's clock read
-// and its operation on held.
+// Each value is at least the one it replaces (the oldest of a set that
+// loses members and gains younger ones only grows), so raising is setting.
+// Requests beyond the slots are not measured: one of them may be older
+// than every measured request, but each was picked while every slot was
+// held, so before the release that left none held. The stall is therefore
+// exact to the tick while every request in flight holds a slot, and a
+// lower bound of the oldest request's age otherwise (at 0 in flight it is
+// not read).
+//
+// Under concurrency no lock orders the clock reads and the atomic
+// operations; each race errs by a bounded amount:
+//
+//   - a pick reads the clock before it raises the witness or stores its
+//     since, and a release before its And: a delay in between can leave a
+//     time early or late by that delay (the O(1) rule's bound before);
+//   - two picks that saw slot i free both store slot i's since and one
+//     sets the bit: the since is either's time, apart by at most the
+//     loser's delay between its clock read and its store;
+//   - a release reads held (its And), then each slot's since: a slot given
+//     back and taken again meanwhile shows its new pick's time, later than
+//     the oldest request's by at most the time between the release's And
+//     and that load (the stall errs low, and the witness stays there until
+//     the oldest request is that old or the busy period ends); a slot given
+//     back and not yet taken again shows its last holder's time, too early,
+//     but that holder's release comes later in held's order and recomputes
+//     without it, and the witness only rises, so the later value stands
+//     whichever is stored last;
+//   - a since is stored before its bit is set, so a release that sees the
+//     bit never reads a time from before that pick.
 func (d *endpointData) cost(now int64, dec *decay) (float64, int64) {
 	st := d.state.Load()
 	// decayed(st, tick(now), dec), written out: the pick calls cost
 	// twice, and decayed does not inline.
 	est, at := estimateOf(st)
-	el := int32(tick(now) - at)
-	if el > 0 {
+	if el := int32(tick(now) - at); el > 0 {
 		est *= dec.weight(el)
 	}
 	p := d.pending()
 	if p > 0 {
-		since := (max(d.busySince.Load()>>tickBits, now>>tickBits-int64(el)) + 1) << tickBits
-		if stall := float64(now - since); stall > est {
+		if stall := float64(d.stall(now)); stall > est {
 			est = stall
 		}
 	}
 	return est * float64(p+1), p
+}
+
+// stall returns the stall at meter time now (see cost): read while
+// requests are in flight.
+func (d *endpointData) stall(now int64) int64 {
+	return now - (d.witness.Load()>>tickBits+1)<<tickBits
 }

@@ -18,11 +18,13 @@ import (
 // reference behaviour (Finagle's PeakEwma, tower's peak_ewma, as the
 // package documentation states it).
 type modelEndpoint struct {
-	sc        lb.SubConn
-	est       float64 // ns, as stored: rounded to float32
-	at        int64   // tick of the last update
-	pending   int64
-	busySince int64 // ns
+	sc      lb.SubConn
+	est     float64 // ns, as stored: rounded to float32
+	at      int64   // tick of the last update
+	pending int64
+	// emptied is when the last release that left no measured request in
+	// flight happened (ns).
+	emptied int64
 }
 
 // modelRequest is a picked request not yet done.
@@ -30,6 +32,9 @@ type modelRequest struct {
 	e      *modelEndpoint
 	picked int64 // ns
 	done   func(lb.DoneInfo)
+	// measured: the request holds one of the endpoint's slots; first:
+	// it found the endpoint with no slot held (it holds slot 0).
+	measured, first bool
 }
 
 // peakMachine drives one peak_ewma_experimental balancer with random
@@ -42,17 +47,24 @@ type modelRequest struct {
 //   - an estimate decays as est·exp(-Δ/τ);
 //   - a sample r (plus the penalty if failed) at Δ after the last update:
 //     r if r > est·w, else est·w + r·(1-w), w = exp(-Δ/τ);
-//   - a not-sent completion counts down only;
+//   - a not-sent completion, or one of a request that is not measured,
+//     counts down only;
 //   - a pick samples two distinct READY endpoints (the indices are the
 //     picker's) and takes the one of lower cost: max(decayed estimate,
 //     stall) × (in flight + 1); fewer in flight among equals, then the
-//     first sampled. The stall, while requests are in flight, is the time
-//     since the latest of the last completion, the last pick that found
-//     the endpoint idle and the last not-sent completion, each known to
-//     the end of its tick of 2^20 ns.
+//     first sampled;
+//   - an endpoint measures the request that finds no measured request in
+//     flight and up to 63 more beside it; the others are counted only;
+//   - the stall, while requests are in flight, is the age of the oldest
+//     measured request in flight, or while none is measured the time
+//     since the release that left none measured, from the end of its tick
+//     of 2^20 ns.
 //
-// After every step, each endpoint's cost is the model's, and its stall is
-// at most the age of its oldest request in flight (the bound's claim).
+// After every step, each endpoint's cost and stall are the model's, and
+// its stall is at most the age of its oldest request in flight (the
+// bound's claim). Bursts of picks drive endpoints beyond their slots, and
+// runs of completions of measured requests leave the unmeasured ones
+// last.
 type peakMachine struct {
 	h     *lbtest.Harness
 	cfg   Config
@@ -114,15 +126,19 @@ func (m *peakMachine) wait(t *rapid.T) {
 
 // stall is the model's stall of endpoint e now (read while requests are
 // in flight).
-func (m *peakMachine) stall(e *modelEndpoint) float64 {
-	return float64(m.now() - (max(e.busySince>>tickBits, e.at)+1)<<tickBits)
+func (m *peakMachine) stall(e *modelEndpoint) int64 {
+	since, _ := m.oldest(e, true)
+	if since == math.MaxInt64 {
+		since = e.emptied
+	}
+	return m.now() - (since>>tickBits+1)<<tickBits
 }
 
 // cost is the model's cost of endpoint e now.
 func (m *peakMachine) cost(e *modelEndpoint) float64 {
 	est := m.decayed(e)
 	if e.pending > 0 {
-		est = max(est, m.stall(e))
+		est = max(est, float64(m.stall(e)))
 	}
 	return est * float64(e.pending+1)
 }
@@ -162,27 +178,62 @@ func (m *peakMachine) pick(t *rapid.T) {
 	}
 	i := byConn[r.SubConn]
 	e := m.eps[i]
-	if e.pending == 0 {
-		e.busySince = m.now()
+	req := modelRequest{e: e, picked: m.now(), done: r.Done}
+	if _, n := m.oldest(e, true); n == 0 {
+		req.measured, req.first = true, true
+	} else {
+		beside := n
+		for _, r := range m.open {
+			if r.e == e && r.first {
+				beside--
+			}
+		}
+		req.measured = beside < slotCount-1
 	}
 	e.pending++
-	m.open = append(m.open, modelRequest{e: e, picked: m.now(), done: r.Done})
+	m.open = append(m.open, req)
 }
 
-func (m *peakMachine) finish(t *rapid.T) {
-	if len(m.open) == 0 {
+// burst picks 1 to 80 times in a row.
+func (m *peakMachine) burst(t *rapid.T) {
+	for range rapid.IntRange(1, 80).Draw(t, "picks") {
+		m.pick(t)
+	}
+}
+
+func (m *peakMachine) finish(t *rapid.T) { m.complete(t, false) }
+
+// drain completes 1 to 80 measured requests in a row, so that requests
+// beyond the slots outlive every measured one.
+func (m *peakMachine) drain(t *rapid.T) {
+	for range rapid.IntRange(1, 80).Draw(t, "completions") {
+		m.complete(t, true)
+	}
+}
+
+// complete completes a request in flight, a measured one if measured.
+func (m *peakMachine) complete(t *rapid.T, measured bool) {
+	var ks []int
+	for k, r := range m.open {
+		if r.measured || !measured {
+			ks = append(ks, k)
+		}
+	}
+	if len(ks) == 0 {
 		t.Skip("no request in flight")
 	}
-	k := rapid.IntRange(0, len(m.open)-1).Draw(t, "request")
+	k := ks[rapid.IntRange(0, len(ks)-1).Draw(t, "request")]
 	req := m.open[k]
 	m.open = slices.Delete(m.open, k, k+1)
 	m.h.Advance(time.Duration(rapid.IntRange(0, 3000).Draw(t, "rttTicks")) * tickDur)
 	e := req.e
 	e.pending--
+	if _, n := m.oldest(e, true); req.measured && n == 0 {
+		e.emptied = m.now()
+	}
 	outcome := rapid.IntRange(0, 2).Draw(t, "outcome")
 	if outcome == 2 {
 		req.done(lb.DoneInfo{Err: fmt.Errorf("discarded: %w", lb.ErrRequestNotSent)})
-		e.busySince = m.now()
 		return
 	}
 	r := float64(m.now() - req.picked)
@@ -192,6 +243,9 @@ func (m *peakMachine) finish(t *rapid.T) {
 		r += float64(m.cfg.FailurePenalty)
 	}
 	req.done(lb.DoneInfo{Err: err})
+	if !req.measured {
+		return
+	}
 	w := m.weight(e.at)
 	if d := e.est * w; r > d {
 		e.est = r
@@ -202,9 +256,9 @@ func (m *peakMachine) finish(t *rapid.T) {
 	e.at = m.nowTick()
 }
 
-// check: every live endpoint's estimate, update tick, requests in flight
-// and cost are the model's, and its stall is at most the age of its oldest
-// request in flight.
+// check: every live endpoint's estimate, update tick, requests in flight,
+// cost and stall are the model's, and its stall is at most the age of its
+// oldest request in flight.
 func (m *peakMachine) check(t *rapid.T) {
 	m.h.Do(func() {
 		b := m.h.Balancer.(*balancer)
@@ -224,21 +278,35 @@ func (m *peakMachine) check(t *rapid.T) {
 			if want := m.cost(e); math.Abs(got-want) > 1e-5*math.Max(got, want) {
 				t.Fatalf("%v: cost %v, model %v (%+v)", ep.SubConn, got, want, e)
 			}
-			if stall, oldest := m.stall(e), m.oldest(e); e.pending > 0 && stall > float64(m.now()-oldest) {
-				t.Fatalf("%v: stall %v, but the oldest request in flight is %v old", ep.SubConn, time.Duration(stall), time.Duration(m.now()-oldest))
+			if e.pending == 0 {
+				continue
+			}
+			if got, want := ep.Data.stall(b.meter.now()), m.stall(e); got != want {
+				t.Fatalf("%v: stall %v, model %v (%+v)", ep.SubConn, time.Duration(got), time.Duration(want), e)
+			}
+			if stall, oldest := m.stall(e), m.now()-m.oldestAny(e); stall > oldest {
+				t.Fatalf("%v: stall %v, but the oldest request in flight is %v old", ep.SubConn, time.Duration(stall), time.Duration(oldest))
 			}
 		}
 	})
 }
 
-// oldest returns the pick time of e's oldest request in flight.
-func (m *peakMachine) oldest(e *modelEndpoint) int64 {
-	oldest := int64(math.MaxInt64)
+// oldest returns the pick time of e's oldest request in flight, measured
+// or any, and how many such requests there are (MaxInt64 and 0 for none).
+func (m *peakMachine) oldest(e *modelEndpoint, measured bool) (int64, int) {
+	oldest, n := int64(math.MaxInt64), 0
 	for _, r := range m.open {
-		if r.e == e {
+		if r.e == e && (r.measured || !measured) {
 			oldest = min(oldest, r.picked)
+			n++
 		}
 	}
+	return oldest, n
+}
+
+// oldestAny returns the pick time of e's oldest request in flight.
+func (m *peakMachine) oldestAny(e *modelEndpoint) int64 {
+	oldest, _ := m.oldest(e, false)
 	return oldest
 }
 
@@ -251,7 +319,9 @@ func TestPropertyFollowsTheReference(t *testing.T) {
 			"update": m.update,
 			"report": m.report,
 			"pick":   m.pick,
+			"burst":  m.burst,
 			"finish": m.finish,
+			"drain":  m.drain,
 			"wait":   m.wait,
 			"":       m.check,
 		})

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,53 +264,68 @@ func TestStalledEndpointCostsItsOldestRequest(t *testing.T) {
 	}
 }
 
-// TestStallBoundAfterARequestNotSent: a release without a sample moves the
-// stall bound's witness to its own time, so the stall stays at most the
-// age of the oldest request still in flight; a completion with a sample
-// moves it to the completion's time.
-func TestStallBoundAfterARequestNotSent(t *testing.T) {
-	h := readyHarness(t, Config{DefaultRTT: tickDur}, 1)
+// TestStallFollowsTheOldestRequest: the stall is the age of the oldest
+// request in flight, from the end of its pick's tick, whichever request
+// completes. Requests picked before a fault that complete after it, while
+// an older one is still in flight, leave the stall at the older one's age
+// (the O(1) bound before issue 26's fourth pass restarted it at each
+// completion); the oldest's completion, with a sample or not sent, moves
+// it to the next oldest.
+func TestStallFollowsTheOldestRequest(t *testing.T) {
+	h := readyHarness(t, Config{DefaultRTT: tickDur, FailurePenalty: tickDur}, 1)
 	d := data(h)[0]
 	p := h.State().Picker.(*picker)
-	stall := func() time.Duration {
+	stall := func(ticks int) {
+		t.Helper()
+		want := time.Duration(ticks) * tickDur
 		got, pending := d.cost(d.m.now(), p.decay)
-		return time.Duration(got / float64(pending+1))
+		if s := time.Duration(d.stall(d.m.now())); s != want || !near(got, float64(want)*float64(pending+1)) {
+			t.Fatalf("stall %v, cost %v with %d in flight; want a stall of %v (%d ticks), the cost's estimate", s, time.Duration(got), pending, want, ticks)
+		}
 	}
-	h.Advance(10 * tickDur)
-	first, _ := p.Pick(lb.PickInfo{}) // busy from tick 10
-	h.Advance(100 * tickDur)
-	second, _ := p.Pick(lb.PickInfo{}) // tick 110
-	h.Advance(100 * tickDur)
-	if got, want := stall(), 199*tickDur; got != want { // since the end of tick 10
-		t.Fatalf("stall with both in flight %v, want %v", got, want)
+	at := func(n int) { h.Advance(time.Duration(n)*tickDur - time.Duration(d.m.now())) }
+	pick := func(n int) lb.PickResult {
+		at(n)
+		r, _ := p.Pick(lb.PickInfo{})
+		return r
 	}
-	first.Done(lb.DoneInfo{Err: fmt.Errorf("discarded: %w", lb.ErrRequestNotSent)}) // tick 210
-	h.Advance(50 * tickDur)
-	// The oldest in flight is 150 ticks old: the stall is 49 (since the
-	// end of tick 210), not 249.
-	if got, want := stall(), 49*tickDur; got != want {
-		t.Fatalf("stall after the first was not sent %v, want %v", got, want)
+	a, b, c := pick(10), pick(20), pick(30) // before the fault
+	at(100)
+	b.Done(lb.DoneInfo{}) // after it, a sample of 80 ticks
+	at(150)
+	stall(150 - 11)                                // a's age, not the 50 ticks since b's completion
+	c.Done(lb.DoneInfo{Err: errors.New("failed")}) // tick 150
+	at(200)
+	stall(200 - 11)
+	e := pick(205)
+	a.Done(lb.DoneInfo{}) // tick 205: e is the oldest
+	at(800)
+	stall(800 - 206)
+	f := pick(810)
+	e.Done(lb.DoneInfo{Err: fmt.Errorf("discarded: %w", lb.ErrRequestNotSent)}) // tick 810
+	at(1500)
+	stall(1500 - 811)
+	g := pick(1510) // beside f, which holds slot 1
+	f.Done(lb.DoneInfo{})
+	at(2500)
+	stall(2500 - 1511)
+	g.Done(lb.DoneInfo{})
+	if d.pending() != 0 || d.held.Load() != 0 {
+		t.Fatalf("%d in flight, held %#x, after every Done", d.pending(), d.held.Load())
 	}
-	third, _ := p.Pick(lb.PickInfo{}) // tick 260
-	h.Advance(10 * tickDur)
-	second.Done(lb.DoneInfo{}) // tick 270: a sample of 160 ticks
-	h.Advance(300 * tickDur)
-	if got, want := stall(), 299*tickDur; got != want {
-		t.Fatalf("stall after a completion %v, want %v (the estimate, 160 ticks, decayed, is below it)", got, want)
-	}
-	third.Done(lb.DoneInfo{})
 }
 
-// TestStallBoundAfterAnUnmeasuredRelease: a request beyond the slots,
-// released, moves the stall bound's witness to its release as a request
-// not sent does (it leaves no sample either).
-func TestStallBoundAfterAnUnmeasuredRelease(t *testing.T) {
+// TestStallBeyondTheSlots: requests beyond the slots are not measured; the
+// release of one leaves the stall at the oldest measured request's age,
+// and while only unmeasured ones are in flight the stall is the time since
+// the release that left no slot held, a lower bound of their age.
+func TestStallBeyondTheSlots(t *testing.T) {
 	h := readyHarness(t, Config{DefaultRTT: tickDur}, 1)
 	d := data(h)[0]
 	p := h.State().Picker.(*picker)
 	h.Advance(10 * tickDur)
 	var rs []lb.PickResult
-	for range slotCount + 1 { // at tick 10; the last is not measured
+	for range slotCount + 2 { // at tick 10; the last two are not measured
 		r, _ := p.Pick(lb.PickInfo{})
 		rs = append(rs, r)
 	}
@@ -315,11 +333,79 @@ func TestStallBoundAfterAnUnmeasuredRelease(t *testing.T) {
 	rs[slotCount].Done(lb.DoneInfo{}) // tick 110
 	h.Advance(50 * tickDur)
 	got, pending := d.cost(d.m.now(), p.decay)
-	if want := float64(49*tickDur) * float64(slotCount+1); pending != slotCount || got != want {
-		t.Fatalf("cost %v with %d in flight, want %v with %d", time.Duration(got), pending, time.Duration(want), slotCount)
+	if want := float64(149*tickDur) * float64(slotCount+2); pending != slotCount+1 || got != want {
+		t.Fatalf("cost %v with %d in flight, want %v with %d", time.Duration(got), pending, time.Duration(want), slotCount+1)
 	}
-	for _, r := range rs[:slotCount] {
+	for _, r := range rs[:slotCount] { // tick 160
 		r.Done(lb.DoneInfo{})
+	}
+	h.Advance(40 * tickDur)
+	if got, want := time.Duration(d.stall(d.m.now())), 39*tickDur; d.pending() != 1 || got != want {
+		t.Fatalf("stall %v with %d in flight (one not measured, 190 ticks old), want %v", got, d.pending(), want)
+	}
+	rs[slotCount+1].Done(lb.DoneInfo{})
+}
+
+// TestStallUnderConcurrency: goroutines pick and complete requests on one
+// endpoint at once, at one clock time per phase, and the clock moves
+// between phases. Within a phase every race between picks and releases
+// reads the same time, so between phases the stall must be exact: the age
+// of the oldest request in flight, from the end of its phase's tick. The
+// race detector checks the slots' and the witness's accesses.
+func TestStallUnderConcurrency(t *testing.T) {
+	const goroutines, most = 4, 15 // at most 60 in flight: every one measured
+	h := readyHarness(t, Config{DefaultRTT: tickDur}, 1)
+	d := data(h)[0]
+	p := h.State().Picker.(*picker)
+	type request struct {
+		r  lb.PickResult
+		at int64
+	}
+	held := make([][]request, goroutines)
+	for phase := range 200 {
+		h.Advance(time.Duration(1+phase%7) * tickDur)
+		now := d.m.now()
+		var wg sync.WaitGroup
+		for g := range goroutines {
+			wg.Add(1)
+			go func(rng *rand.Rand) {
+				defer wg.Done()
+				for range 20 {
+					mine := held[g]
+					if k := len(mine); k == most || (k > 0 && rng.IntN(2) == 0) {
+						i := rng.IntN(k)
+						di := lb.DoneInfo{}
+						if rng.IntN(4) == 0 {
+							di.Err = lb.ErrRequestNotSent
+						}
+						mine[i].r.Done(di)
+						held[g] = slices.Delete(mine, i, i+1)
+						continue
+					}
+					r, _ := p.Pick(lb.PickInfo{})
+					held[g] = append(mine, request{r, now})
+				}
+			}(rand.New(rand.NewPCG(uint64(phase), uint64(g))))
+		}
+		wg.Wait()
+		oldest, n := int64(math.MaxInt64), 0
+		for _, rs := range held {
+			for _, r := range rs {
+				oldest = min(oldest, r.at)
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		if got, want := d.stall(now), now-(oldest>>tickBits+1)<<tickBits; d.pending() != int64(n) || got != want {
+			t.Fatalf("phase %d: stall %v with %d in flight, want %v with %d", phase, time.Duration(got), d.pending(), time.Duration(want), n)
+		}
+	}
+	for _, rs := range held {
+		for _, r := range rs {
+			r.r.Done(lb.DoneInfo{})
+		}
 	}
 }
 

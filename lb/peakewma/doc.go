@@ -23,10 +23,10 @@
 // ([lb.ErrRequestNotSent]) is counted down without a sample.
 //
 // A pick's cost for an endpoint is its decayed estimate times (requests in
-// flight + 1). While requests are in flight and none has completed for a
-// time t, the oldest of them is at least t old: the estimate used is then
-// at least t, so an endpoint that stopped answering costs more before its
-// first slow answer arrives.
+// flight + 1). While requests are in flight, the estimate used is at least
+// the stall, the age of the oldest of them (to a tick of about 1 ms), so
+// an endpoint that stopped answering costs more before its first slow
+// answer arrives.
 //
 // A new endpoint starts from the median of the other endpoints' decayed
 // estimates, or from the config's defaultRtt when there is none, so that
@@ -66,7 +66,9 @@
 // new maximum (16 slots at a time, 64 at most; a request beyond them is
 // counted but not measured). A pick and its Done cost four atomic
 // read-modify-writes; a pick that finds its endpoint idle also stores the
-// time, once per tick of about 1 ms. The decay weight exp(-Δ/τ) of an
+// time, once per tick of about 1 ms, and a pick beside requests in flight
+// stores it in its slot. The stall is read in one load: the releases keep
+// the oldest request's time, from the slots still held. The decay weight exp(-Δ/τ) of an
 // estimate read or updated within about 17 s of its last update comes
 // from two tables made when the decay time is set, not from math.Exp
 // (within 4·10⁻¹⁴ of it).

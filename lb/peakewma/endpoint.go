@@ -25,14 +25,15 @@ type endpointData struct {
 	// held has bit i set while a pick holds slot i: its population count
 	// is the number of measured requests in flight.
 	held atomic.Uint64
-	// overflow counts the requests in flight that found every slot held:
-	// counted, not measured; never below zero.
+	// overflow counts the requests in flight that found no slot they
+	// could take (every slot held, or every one but slot 0): counted,
+	// not measured; never below zero.
 	overflow atomic.Int64
 	// witness is, to its tick, the meter time at which the oldest
 	// measured request in flight was picked: the stall bound's witness
 	// (see cost). It only rises: a pick that takes slot 0 (the endpoint
 	// was idle) raises it to its own time, a release to the oldest of the
-	// slots still held (see finish).
+	// slots still held, or to its own time when none is (see finish).
 	witness atomic.Int64
 
 	// sc, m and unsampled are set once, when the endpoint is created,
@@ -71,7 +72,7 @@ type slot struct {
 	// since is the same time for the witness's recompute, which reads
 	// the slots that other picks hold: stored by a pick before it sets
 	// the slot's bit, so that a release that sees the bit set reads this
-	// pick's time or a later one (see release). Slot 0's is not used.
+	// pick's time or a later one (see finish). Slot 0's is not used.
 	since atomic.Int64
 	// bit is the slot's bit of held; d its endpoint; done its Done.
 	bit  uint64
@@ -113,8 +114,9 @@ func (d *endpointData) pending() int64 {
 }
 
 // acquire takes a free slot for a request picked at now, which counts the
-// request, and returns its Done; when every slot is held it counts the
-// request in overflow and returns the unsampled Done. A pick that finds
+// request, and returns its Done; when no slot is free (slot 0 aside,
+// unless every slot is) it counts the request in overflow and returns the
+// unsampled Done. A pick that finds
 // every slot free takes slot 0 and raises the witness to now before it
 // sets the bit; any other takes the lowest free slot above 0 and stores
 // now in its since before it sets the bit (so a release that sees the bit

@@ -230,16 +230,16 @@ func placeByKey[T comparable](m int, entries []Entry[T], from []int32) ([]Entry[
 }
 
 // phase returns the virtual time V = a/b in (0, 1] of the most recent pick
-// of s (in periods) and p, the last index in c's order of an entry whose
-// item s picked at exactly V (-1 if none). See [NewFrom].
-func (s *Scheduler[T]) phase(c *carried[T]) (a, b uint64, p int) {
+// of s (in periods) and sets hit[j] for the first index j in s of every
+// item that s picked at exactly V. hit has len(s.items) elements, all false.
+// See [NewFrom].
+func (s *Scheduler[T]) phase(c *carried[T], hit []bool) (a, b uint64) {
 	// Short lists stay on the stack.
 	var cntBuf [32]uint64
-	var hitBuf [32]bool
 	n := len(s.items)
-	cnt, hit := cntBuf[:min(n, len(cntBuf))], hitBuf[:min(n, len(hitBuf))]
+	cnt := cntBuf[:min(n, len(cntBuf))]
 	if n > len(cntBuf) {
-		cnt, hit = make([]uint64, n), make([]bool, n)
+		cnt = make([]uint64, n)
 	}
 	a, b = 1, 1
 	if pos := s.counts(cnt); pos == 0 {
@@ -261,13 +261,72 @@ func (s *Scheduler[T]) phase(c *carried[T]) (a, b uint64, p int) {
 			hit[c.first(i)] = true
 		}
 	}
-	p = -1
+	return a, b
+}
+
+// rotate sets the tie order around the carried point V = a/b, given hit
+// (see phase) and g, the gcd of the new weights, and returns the last index
+// p of an entry picked at V: its new grid has a point there, as has every
+// entry picked at V that keeps its place. The points at V of entries up to
+// p are passed, those after p are not. It moves, keeping relative order:
+//
+//   - to the end of the order, the entries picked at V whose new grid j/w
+//     (w the weight over g) has no point at V: in ties after V the entries
+//     not picked at V come first, so a group of equal weights that all
+//     change continues its rotation instead of restarting at its first
+//     entry;
+//   - to just after p, the entries not picked at V whose new grid has a
+//     point at V and that came before p: that point is still ahead, as for
+//     the entries that are not moved (exactly those with unchanged
+//     weights among them, which never come before p).
+//
+// With the same items and weights nothing moves. O(n), no allocation
+// unless an entry moves.
+func (c *carried[T]) rotate(hit []bool, a, b uint64, g uint32) int {
+	picked := func(k int) bool {
+		j := c.fromOf(k)
+		return j >= 0 && hit[j]
+	}
+	onGrid := func(k int) bool { return a*uint64(c.entries[k].Weight/g)%b == 0 }
+	// Kinds, in their new order: 0 before p (and p), 1 moved after p,
+	// 2 after p, 3 moved to the end.
+	p0 := -1
 	for k := range c.entries {
-		if j := c.fromOf(k); j >= 0 && hit[j] {
-			p = k
+		if picked(k) && onGrid(k) {
+			p0 = k
 		}
 	}
-	return a, b, p
+	kind := func(k int) int {
+		switch {
+		case picked(k) && !onGrid(k):
+			return 3
+		case k > p0:
+			return 2
+		case !picked(k) && onGrid(k):
+			return 1
+		}
+		return 0
+	}
+	var start [5]int
+	for k := range c.entries {
+		start[kind(k)+1]++
+	}
+	p := start[1] - 1
+	if start[2] == 0 && start[4] == 0 {
+		return p
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	n := len(c.entries)
+	entries, from := make([]Entry[T], n), make([]int32, n)
+	for k, e := range c.entries {
+		at := &start[kind(k)]
+		entries[*at], from[*at] = e, c.fromOf(k)
+		*at++
+	}
+	c.entries, c.from = entries, from
+	return p
 }
 
 // counts sets cnt[i] to the number of picks of entry i in the current

@@ -93,9 +93,10 @@
 // rebuilding it from scratch on every update starves light entries (with
 // an update every pick, only the heaviest entry is ever picked). [NewFrom]
 // instead continues from the previous scheduler's point in virtual time:
-// entries keep their order and place, changed weights apply from the next
-// pick, and new entries join at the current point; with unchanged entries
-// the sequence continues exactly. [WithRandomStart] starts a new schedule
+// entries keep their place, changed weights apply from the next pick, new
+// entries join at the current point, and entries of equal weights keep
+// their rotation even when their weights change together; with unchanged
+// entries the sequence continues exactly. [WithRandomStart] starts a new schedule
 // at a uniformly random point of its period instead of its beginning.
 //
 // # Cost

@@ -164,23 +164,41 @@ func New[T comparable](entries []Entry[T], opts ...Option) (*Scheduler[T], error
 //
 // Order. Entries whose item was in prev keep prev's order among themselves
 // (by the item's first occurrence in prev), whatever their order in entries;
-// new items follow, in the order given. This order is the new scheduler's
-// tie-break order (its order offsets), so reordering the list does not
-// reorder the schedule.
+// new items follow, in the order given; then some entries move around the
+// carried point, as described below, keeping their relative order. This
+// order is the new scheduler's tie-break order (its order offsets), so
+// reordering the list does not reorder the schedule.
 //
 // Position. Measure virtual time in periods: the deadlines of entry i lie on
 // the grid j/w_i, with w_i its weight divided by the gcd of all weights. Let
 // V in (0, 1] be the deadline of prev's most recent pick, taken modulo the
 // period (V = 1 if prev has not picked yet or is exactly at the end of a
-// period), and A the items prev picked at exactly V. Let p be the last
-// position, in the new order, of an entry whose item is in A (p = -1 if
-// none). The new scheduler starts after every grid point (j/w'_k, k) with
-// j/w'_k < V, or with j/w'_k = V and k <= p: each entry's next deadline is
-// its first grid point after V on its own new grid, a point exactly at V
-// counting as passed for entries up to p. So if entries has the same items
-// and weights as prev, in any order, the new scheduler continues exactly
-// where prev stands; an entry whose weight changed gets its next pick
-// within 1/w' of V; a new entry is treated as if it had always been there.
+// period), and A the items prev picked at exactly V. An entry has a point
+// at V if V lies on its new grid. Two kinds of entries move: those in A
+// with no point at V go to the end of the order, so that in ties after V
+// the entries prev had not picked at V come before those it had (a group
+// of equal weights that all change at each rebuild then continues its
+// rotation rather than restarting at its first entry, which starved its
+// last entries when fewer picks than its size came between rebuilds); and
+// those not in A with a point at V that came before the last entry in A go
+// right after it. Let p be the last position, in the new order, of an
+// entry whose item is in A (p = -1 if none). The new scheduler starts
+// after every grid point (j/w'_k, k) with j/w'_k < V, or with j/w'_k = V
+// and k <= p: each entry's next deadline is its first grid point after V
+// on its own new grid, or V itself for the entries not in A that have a
+// point there. So if entries has the same items and weights as prev, in
+// any order, nothing moves and the new scheduler continues exactly where
+// prev stands; an entry whose weight changed gets its next pick within
+// 1/w' of V; a new entry is treated as if it had always been there; and
+// entries that stay in the list with weights equal to each other at every
+// rebuild are picked in one rotation, as without rebuilds: in any run of
+// picks their counts differ by at most one.
+//
+// What is not carried is how far a changed entry was through its interval
+// (its deadlines stay on the grid j/w'): each change of an entry's weight
+// can move its count by up to one pick from its share, and when weights
+// keep changing these errors need not cancel. Every rebuild still gives
+// each entry its next pick within 1/w' of V.
 //
 // Cost: O(n + m) for n entries and m entries in prev, plus building as for
 // New: each item is hashed once (or, when n*m is small, compared), and
@@ -220,9 +238,21 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 	if err != nil {
 		return nil, err
 	}
+	var hitBuf [32]bool
+	hit := hitBuf[:min(len(prev.items), len(hitBuf))]
+	if len(prev.items) > len(hitBuf) {
+		hit = make([]bool, len(prev.items))
+	}
+	a, b := prev.phase(&c, hit)
+	var g uint32
+	for _, e := range c.entries {
+		if g != 1 {
+			g = gcd(g, e.Weight)
+		}
+	}
+	p := c.rotate(hit, a, b, g)
 	s := build(c.entries, cfg.mode)
 	s.distinct.Store(c.distinct)
-	a, b, p := prev.phase(&c)
 	if s.ring != nil && cfg.origin == 0 {
 		// The counts per entry are known here: no seek needed.
 		pos := positionAt(s.weights, a, b, p, s.ring.gen.setConsumed) % s.period

@@ -84,14 +84,42 @@ func (m *model) carryOver(entries []Entry[int]) *model {
 	if phase.Sign() == 0 {
 		phase.SetInt64(1)
 	}
-	p := -1
-	for k, e := range entries {
-		if slices.Contains(picked, e.Item) {
-			p = k
+	// The tie order around v: an entry picked at exactly v whose new grid
+	// has no point at the phase goes to the end of the order (B), so that
+	// in ties after v the entries not picked at v come first; an entry
+	// not picked at v whose new grid has a point there that comes before
+	// the last entry picked there goes right after that one (Z), so that
+	// its point at v is still ahead. All keep their relative order.
+	g := newModel(entries).gcd()
+	onGrid := func(e Entry[int]) bool {
+		return new(big.Rat).Mul(phase, big.NewRat(int64(e.Weight)/g, 1)).IsInt()
+	}
+	isPicked := func(e Entry[int]) bool { return slices.Contains(picked, e.Item) }
+	var f, rear []Entry[int]
+	for _, e := range entries {
+		if isPicked(e) && !onGrid(e) {
+			rear = append(rear, e)
+		} else {
+			f = append(f, e)
 		}
 	}
+	p0 := -1
+	for k, e := range f {
+		if isPicked(e) {
+			p0 = k
+		}
+	}
+	var head, z []Entry[int]
+	for _, e := range f[:p0+1] {
+		if !isPicked(e) && onGrid(e) {
+			z = append(z, e)
+		} else {
+			head = append(head, e)
+		}
+	}
+	p := len(head) - 1
+	entries = slices.Concat(head, z, f[p0+1:], rear)
 	n := newModel(entries)
-	g := n.gcd()
 	for k, e := range entries {
 		// Count the grid points j/w'' (w'' = weight/gcd) at or before the
 		// phase; a point exactly at it is still ahead when k > p.

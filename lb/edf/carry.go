@@ -2,6 +2,7 @@ package edf
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync/atomic"
 )
@@ -264,69 +265,122 @@ func (s *Scheduler[T]) phase(c *carried[T], hit []bool) (a, b uint64) {
 	return a, b
 }
 
-// rotate sets the tie order around the carried point V = a/b, given hit
-// (see phase) and g, the gcd of the new weights, and returns the last index
-// p of an entry picked at V: its new grid has a point there, as has every
-// entry picked at V that keeps its place. The points at V of entries up to
-// p are passed, those after p are not. It moves, keeping relative order:
+// tieOrder is where NewFrom places each entry of the carried order around
+// the carried point V = a/b, with the new weights' gcd g (see rotate).
+// Entry k is of one kind, in new order: 0 at or before p (not moved),
+// 1 moved to just after p, 2 after p, 3 moved to the end.
+type tieOrder struct {
+	hit   []bool  // see phase
+	from  []int32 // carried.from
+	c     uint64  // a weight x has a point at V iff x*c <= c-1 (see onGrid)
+	p0    int     // the last entry, in carried order, picked at V
+	start [4]int  // new index of the next entry of each kind
+	moves bool    // some entry moves
+	// If only entries of kind 3 move and at most len(back) of them, their
+	// indices in carried order, increasing; else nBack is 0.
+	back  [8]int32
+	nBack int
+}
+
+// newTieOrder returns the tie order for V = a/b and gcd g. A weight x
+// (times g) has a point at V iff a*(x/g)/b is an integer, that is iff x is
+// a multiple of d = b/gcd(a, b)*g, tested with one multiplication
+// (Lemire's divisibility test for 32-bit operands: x*c <= c-1 modulo 2^64
+// with c = ceil(2^64/d); c = 1 when d >= 2^32, which no weight passes).
+func newTieOrder(hit []bool, from []int32, a, b uint64, g uint32) tieOrder {
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	d := b / x * uint64(g) // b < 2^32 and g < 2^32: no overflow
+	o := tieOrder{hit: hit, from: from, p0: -1, c: 1}
+	if d < 1<<32 {
+		o.c = ^uint64(0)/d + 1 // 0 for d = 1: every weight passes
+	}
+	return o
+}
+
+// onGrid returns 1 if weight x has a point at V, else 0, without a branch.
+func (o *tieOrder) onGrid(x uint32) uint64 {
+	_, borrow := bits.Sub64(o.c-1, uint64(x)*o.c, 0)
+	return 1 - borrow
+}
+
+// picked reports whether the entry carried from index j of prev (-1: new)
+// was picked at V.
+func (o *tieOrder) picked(j int32) bool { return j >= 0 && o.hit[j] }
+
+// dest returns the new index of entry k, of weight x, and counts it; for
+// use in carried order, once per entry, when o.moves.
+func (o *tieOrder) dest(k int, x uint32) int {
+	j := int32(k)
+	if o.from != nil {
+		j = o.from[k]
+	}
+	kind := 2 // not picked, after p0
+	switch {
+	case o.picked(j):
+		kind = 3 * int(1-o.onGrid(x)) // at or before p0 if on the grid
+	case k <= o.p0:
+		kind = int(o.onGrid(x))
+	}
+	i := o.start[kind]
+	o.start[kind]++
+	return i
+}
+
+// rotate returns the tie order around the carried point V = a/b, given hit
+// (see phase) and g, the gcd of the new weights, and the last index p, in
+// the new order, of an entry picked at V: its new grid has a point there,
+// as has every entry picked at V that keeps its place. The points at V of
+// entries up to p are passed, those after p are not. The order moves,
+// keeping relative order:
 //
-//   - to the end of the order, the entries picked at V whose new grid j/w
-//     (w the weight over g) has no point at V: in ties after V the entries
-//     not picked at V come first, so a group of equal weights that all
-//     change continues its rotation instead of restarting at its first
-//     entry;
+//   - to the end, the entries picked at V whose new grid j/w (w the weight
+//     over g) has no point at V: in ties after V the entries not picked
+//     at V come first, so a group of equal weights that all change
+//     continues its rotation instead of restarting at its first entry;
 //   - to just after p, the entries not picked at V whose new grid has a
 //     point at V and that came before p: that point is still ahead, as for
 //     the entries that are not moved (exactly those with unchanged
 //     weights among them, which never come before p).
 //
-// With the same items and weights nothing moves. O(n), no allocation
-// unless an entry moves.
-func (c *carried[T]) rotate(hit []bool, a, b uint64, g uint32) int {
-	picked := func(k int) bool {
-		j := c.fromOf(k)
-		return j >= 0 && hit[j]
-	}
-	onGrid := func(k int) bool { return a*uint64(c.entries[k].Weight/g)%b == 0 }
-	// Kinds, in their new order: 0 before p (and p), 1 moved after p,
-	// 2 after p, 3 moved to the end.
-	p0 := -1
-	for k := range c.entries {
-		if picked(k) && onGrid(k) {
-			p0 = k
+// With the same items and weights nothing moves. O(n), no allocation.
+func (c *carried[T]) rotate(hit []bool, a, b uint64, g uint32) (tieOrder, int) {
+	o := newTieOrder(hit, c.from, a, b, g)
+	// Entries so far that move to just after p (ahead) and to the end
+	// (behind), and their counts up to p0.
+	var ahead, behind, aheadP, behindP uint64
+	for k, e := range c.entries {
+		on := o.onGrid(e.Weight)
+		j := int32(k)
+		if c.from != nil {
+			j = c.from[k]
+		}
+		if j >= 0 && hit[j] {
+			if on == 1 {
+				o.p0, aheadP, behindP = k, ahead, behind
+			} else {
+				if behind < uint64(len(o.back)) {
+					o.back[behind] = int32(k)
+				}
+				behind++
+			}
+		} else {
+			ahead += on
 		}
 	}
-	kind := func(k int) int {
-		switch {
-		case picked(k) && !onGrid(k):
-			return 3
-		case k > p0:
-			return 2
-		case !picked(k) && onGrid(k):
-			return 1
-		}
-		return 0
-	}
-	var start [5]int
-	for k := range c.entries {
-		start[kind(k)+1]++
-	}
-	p := start[1] - 1
-	if start[2] == 0 && start[4] == 0 {
-		return p
-	}
-	for i := 1; i < len(start); i++ {
-		start[i] += start[i-1]
+	p := o.p0 - int(aheadP+behindP)
+	if behind == 0 && aheadP == 0 {
+		return o, p
 	}
 	n := len(c.entries)
-	entries, from := make([]Entry[T], n), make([]int32, n)
-	for k, e := range c.entries {
-		at := &start[kind(k)]
-		entries[*at], from[*at] = e, c.fromOf(k)
-		*at++
+	o.moves = true
+	o.start = [4]int{0, p + 1, p + 1 + int(aheadP), n - int(behind)}
+	if aheadP == 0 && behind <= uint64(len(o.back)) {
+		o.nBack = int(behind)
 	}
-	c.entries, c.from = entries, from
-	return p
+	return o, p
 }
 
 // counts sets cnt[i] to the number of picks of entry i in the current

@@ -220,7 +220,7 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 		return nil, err
 	}
 	if prev == nil || len(prev.items) == 0 {
-		s := build(entries, cfg.mode)
+		s := build(entries, weightsGCD(entries), cfg.mode, nil)
 		var pos uint64
 		if cfg.randomStart && s.period > 1 {
 			if cfg.rnd != nil {
@@ -244,14 +244,9 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 		hit = make([]bool, len(prev.items))
 	}
 	a, b := prev.phase(&c, hit)
-	var g uint32
-	for _, e := range c.entries {
-		if g != 1 {
-			g = gcd(g, e.Weight)
-		}
-	}
-	p := c.rotate(hit, a, b, g)
-	s := build(c.entries, cfg.mode)
+	g := weightsGCD(c.entries)
+	o, p := c.rotate(hit, a, b, g)
+	s := build(c.entries, g, cfg.mode, &o)
 	s.distinct.Store(c.distinct)
 	if s.ring != nil && cfg.origin == 0 {
 		// The counts per entry are known here: no seek needed.
@@ -298,26 +293,50 @@ func validate[T comparable](entries []Entry[T]) error {
 	return nil
 }
 
-// build returns a scheduler for valid entries at position 0.
-func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
-	n := len(entries)
+// weightsGCD returns the gcd of the weights of entries.
+func weightsGCD[T comparable](entries []Entry[T]) uint32 {
 	var g uint32
 	for _, e := range entries {
 		if g != 1 {
 			g = gcd(g, e.Weight)
 		}
 	}
+	return g
+}
+
+// build returns a scheduler for valid entries, whose weights have gcd g, at
+// position 0, in the order o gives them (in their order if o is nil or
+// moves nothing).
+func build[T comparable](entries []Entry[T], g uint32, m mode, o *tieOrder) *Scheduler[T] {
+	n := len(entries)
 	s := &Scheduler[T]{
 		items:   make([]T, n),
 		weights: make([]uint32, n),
 		gcd:     g,
 	}
-	for i, e := range entries {
-		s.items[i] = e.Item
-		w := e.Weight / g
-		s.weights[i] = w
-		s.period += uint64(w)
-		s.maxW = max(s.maxW, w)
+	switch {
+	case o == nil || !o.moves:
+		for i, e := range entries {
+			s.put(i, e)
+		}
+	case o.nBack > 0:
+		// Only the few entries in o.back move, to the end: the others
+		// shift left past those before them, a run at a time.
+		k, end := 0, n-o.nBack
+		for shift, b := range o.back[:o.nBack] {
+			for ; k < int(b); k++ {
+				s.put(k-shift, entries[k])
+			}
+			s.put(end+shift, entries[b])
+			k++
+		}
+		for ; k < n; k++ {
+			s.put(k-o.nBack, entries[k])
+		}
+	default:
+		for k, e := range entries {
+			s.put(o.dest(k, e.Weight), e)
+		}
 	}
 	if n == 1 {
 		return s // Pick returns the only item; no state at all
@@ -346,6 +365,15 @@ func build[T comparable](entries []Entry[T], m mode) *Scheduler[T] {
 		s.ring = newRing(s.weights, s.maxW, s.period, m != modeBuckets && useScan(n, s.maxW))
 	}
 	return s
+}
+
+// put sets entry i of a scheduler being built to e.
+func (s *Scheduler[T]) put(i int, e Entry[T]) {
+	s.items[i] = e.Item
+	w := e.Weight / s.gcd
+	s.weights[i] = w
+	s.period += uint64(w)
+	s.maxW = max(s.maxW, w)
 }
 
 // Pick returns the item of the entry with the earliest deadline, the lower

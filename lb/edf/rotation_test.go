@@ -2,6 +2,7 @@ package edf
 
 import (
 	"math"
+	"math/big"
 	"slices"
 	"testing"
 
@@ -158,6 +159,29 @@ func TestChangingGroupsKeepRotation(t *testing.T) {
 			if s, err = NewFrom(s, entries(), withMode(m)); err != nil {
 				t.Fatal(err)
 			}
+		}
+	})
+}
+
+// TestTieOrderOnGrid checks tieOrder's divisibility test against the
+// definition: weight x (a multiple of g) has a point at V = a/b iff
+// a*(x/g)/b is an integer.
+func TestTieOrderOnGrid(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.Uint64Range(1, math.MaxUint32).Draw(t, "b")
+		a := rapid.Uint64Range(1, b).Draw(t, "a")
+		g := rapid.Uint32Range(1, math.MaxUint32).Draw(t, "g")
+		o := newTieOrder(nil, nil, a, b, g)
+		x := g * rapid.Uint32Range(1, math.MaxUint32/g).Draw(t, "x/g")
+		if rapid.Bool().Draw(t, "onGrid") {
+			// A multiple of b/gcd(a, b) times g, if one fits.
+			d := b / new(big.Int).GCD(nil, nil, new(big.Int).SetUint64(a), new(big.Int).SetUint64(b)).Uint64() * uint64(g)
+			if d <= math.MaxUint32 {
+				x = uint32(d) * rapid.Uint32Range(1, uint32(math.MaxUint32/d)).Draw(t, "k")
+			}
+		}
+		if got, want := o.onGrid(x) == 1, a*uint64(x/g)%b == 0; got != want {
+			t.Fatalf("onGrid(%d) with V = %d/%d, g = %d: %v, want %v", x, a, b, g, got, want)
 		}
 	})
 }

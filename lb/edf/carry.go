@@ -230,11 +230,20 @@ func placeByKey[T comparable](m int, entries []Entry[T], from []int32) ([]Entry[
 	return out, outFrom
 }
 
+// What phase records of each item of prev (by its first index in prev).
+const (
+	atEarly  uint8 = iota // not picked at V, less than halfway through its interval
+	atLate                // not picked at V, at least halfway through its interval
+	atPicked              // picked at exactly V
+)
+
 // phase returns the virtual time V = a/b in (0, 1] of the most recent pick
-// of s (in periods) and sets hit[j] for the first index j in s of every
-// item that s picked at exactly V. hit has len(s.items) elements, all false.
-// See [NewFrom].
-func (s *Scheduler[T]) phase(c *carried[T], hit []bool) (a, b uint64) {
+// of s (in periods) and sets at[j], for the first index j in s of each
+// item, to atPicked if s picked the item at exactly V, else to atLate if
+// it was at least halfway through its interval at V: V*w - c >= 1/2 for
+// its weight w and its c points consumed (else atEarly). at has
+// len(s.items) elements, all atEarly. See [NewFrom].
+func (s *Scheduler[T]) phase(c *carried[T], at []uint8) (a, b uint64) {
 	// Short lists stay on the stack.
 	var cntBuf [32]uint64
 	n := len(s.items)
@@ -258,25 +267,35 @@ func (s *Scheduler[T]) phase(c *carried[T], hit []bool) (a, b uint64) {
 		}
 	}
 	for i, x := range cnt {
-		if x*b == a*uint64(s.weights[i]) {
-			hit[c.first(i)] = true
+		// 0 < a*w - x*b <= b unless picked at V: the next point is at
+		// or after V. No overflow: a, b, w, x < 2^32.
+		aw, xb := a*uint64(s.weights[i]), x*b
+		st := atEarly
+		switch {
+		case aw == xb:
+			st = atPicked
+		case 2*(aw-xb) >= b:
+			st = atLate
 		}
+		j := c.first(i)
+		at[j] = max(at[j], st)
 	}
 	return a, b
 }
 
 // tieOrder is where NewFrom places each entry of the carried order around
 // the carried point V = a/b, with the new weights' gcd g (see rotate).
-// Entry k is of one kind, in new order: 0 at or before p (not moved),
-// 1 moved to just after p, 2 after p, 3 moved to the end.
+// Entry k is of one kind, in new order: 0 at or before p0, not moved;
+// 1 moved up to just after them, passed at V; 2 moved after p, its point
+// at V ahead; 3 after p0, not moved; 4 moved to the end.
 type tieOrder struct {
-	hit   []bool  // see phase
+	at    []uint8 // see phase
 	from  []int32 // carried.from
 	c     uint64  // a weight x has a point at V iff x*c <= c-1 (see onGrid)
-	p0    int     // the last entry, in carried order, picked at V
-	start [4]int  // new index of the next entry of each kind
+	p0    int     // the last entry, in carried order, picked at V with a point there
+	start [5]int  // new index of the next entry of each kind
 	moves bool    // some entry moves
-	// If only entries of kind 3 move and at most len(back) of them, their
+	// If only entries of kind 4 move and at most len(back) of them, their
 	// indices in carried order, increasing; else nBack is 0.
 	back  [8]int32
 	nBack int
@@ -287,13 +306,13 @@ type tieOrder struct {
 // a multiple of d = b/gcd(a, b)*g, tested with one multiplication
 // (Lemire's divisibility test for 32-bit operands: x*c <= c-1 modulo 2^64
 // with c = ceil(2^64/d); c = 1 when d >= 2^32, which no weight passes).
-func newTieOrder(hit []bool, from []int32, a, b uint64, g uint32) tieOrder {
+func newTieOrder(at []uint8, from []int32, a, b uint64, g uint32) tieOrder {
 	x, y := a, b
 	for y != 0 {
 		x, y = y, x%y
 	}
 	d := b / x * uint64(g) // b < 2^32 and g < 2^32: no overflow
-	o := tieOrder{hit: hit, from: from, p0: -1, c: 1}
+	o := tieOrder{at: at, from: from, p0: -1, c: 1}
 	if d < 1<<32 {
 		o.c = ^uint64(0)/d + 1 // 0 for d = 1: every weight passes
 	}
@@ -306,9 +325,34 @@ func (o *tieOrder) onGrid(x uint32) uint64 {
 	return 1 - borrow
 }
 
-// picked reports whether the entry carried from index j of prev (-1: new)
-// was picked at V.
-func (o *tieOrder) picked(j int32) bool { return j >= 0 && o.hit[j] }
+// state returns what phase recorded of the entry carried from index j of
+// prev; a new entry (j < 0) counts as late: its point at V is ahead.
+func (o *tieOrder) state(j int32) uint8 {
+	if j < 0 {
+		return atLate
+	}
+	return o.at[j]
+}
+
+// kindOf returns the kind of entry k in carried order (see tieOrder),
+// given its state and whether it has a point at V.
+func (o *tieOrder) kindOf(k int, st uint8, on bool) int {
+	switch {
+	case st == atPicked:
+		if on {
+			return 0
+		}
+		return 4
+	case k > o.p0:
+		if on && st == atEarly {
+			return 1
+		}
+		return 3
+	case on && st == atLate:
+		return 2
+	}
+	return 0
+}
 
 // dest returns the new index of entry k, of weight x, and counts it; for
 // use in carried order, once per entry, when o.moves.
@@ -317,68 +361,72 @@ func (o *tieOrder) dest(k int, x uint32) int {
 	if o.from != nil {
 		j = o.from[k]
 	}
-	kind := 2 // not picked, after p0
-	switch {
-	case o.picked(j):
-		kind = 3 * int(1-o.onGrid(x)) // at or before p0 if on the grid
-	case k <= o.p0:
-		kind = int(o.onGrid(x))
-	}
+	kind := o.kindOf(k, o.state(j), o.onGrid(x) == 1)
 	i := o.start[kind]
 	o.start[kind]++
 	return i
 }
 
-// rotate returns the tie order around the carried point V = a/b, given hit
-// (see phase) and g, the gcd of the new weights, and the last index p, in
-// the new order, of an entry picked at V: its new grid has a point there,
-// as has every entry picked at V that keeps its place. The points at V of
-// entries up to p are passed, those after p are not. The order moves,
-// keeping relative order:
+// rotate returns the tie order around the carried point V = a/b, given at
+// (see phase) and g, the gcd of the new weights, and p, the last index in
+// the new order of an entry whose point at V is passed. The points at V
+// passed are those of the entries picked at V, and of the entries not
+// picked there that have a point at V on their new grid but were less
+// than halfway through their old interval (their next pick is rounded to
+// the nearer of V and V + 1/w); the other entries' points at V are
+// ahead. The order moves, keeping relative order within each part:
 //
 //   - to the end, the entries picked at V whose new grid j/w (w the weight
 //     over g) has no point at V: in ties after V the entries not picked
 //     at V come first, so a group of equal weights that all change
 //     continues its rotation instead of restarting at its first entry;
-//   - to just after p, the entries not picked at V whose new grid has a
-//     point at V and that came before p: that point is still ahead, as for
-//     the entries that are not moved (exactly those with unchanged
-//     weights among them, which never come before p).
+//   - to just after the last entry picked at V (p0), the entries after it
+//     whose point at V is passed, and then those before it whose point at
+//     V is ahead.
 //
-// With the same items and weights nothing moves. O(n), no allocation.
-func (c *carried[T]) rotate(hit []bool, a, b uint64, g uint32) (tieOrder, int) {
-	o := newTieOrder(hit, c.from, a, b, g)
-	// Entries so far that move to just after p (ahead) and to the end
-	// (behind), and their counts up to p0.
-	var ahead, behind, aheadP, behindP uint64
+// A group of equal weights is either not picked at V, its members in the
+// same state, or partly picked, the others having their old point at V
+// ahead; so it is never split around p. With the same items and weights
+// nothing moves. O(n), no allocation.
+func (c *carried[T]) rotate(at []uint8, a, b uint64, g uint32) (tieOrder, int) {
+	o := newTieOrder(at, c.from, a, b, g)
+	// Counts so far of entries of kind 4, of entries not picked on the
+	// grid that are early (kind 0 or 1) and late (kind 2 or 3), and their
+	// values at p0.
+	var rear, early, late, rearP, earlyP, lateP uint64
 	for k, e := range c.entries {
-		on := o.onGrid(e.Weight)
 		j := int32(k)
 		if c.from != nil {
 			j = c.from[k]
 		}
-		if j >= 0 && hit[j] {
+		on := o.onGrid(e.Weight)
+		switch st := o.state(j); st {
+		case atPicked:
 			if on == 1 {
-				o.p0, aheadP, behindP = k, ahead, behind
+				o.p0, rearP, earlyP, lateP = k, rear, early, late
 			} else {
-				if behind < uint64(len(o.back)) {
-					o.back[behind] = int32(k)
+				if rear < uint64(len(o.back)) {
+					o.back[rear] = int32(k)
 				}
-				behind++
+				rear++
 			}
-		} else {
-			ahead += on
+		case atEarly:
+			early += on
+		default:
+			late += on
 		}
 	}
-	p := o.p0 - int(aheadP+behindP)
-	if behind == 0 && aheadP == 0 {
+	n := len(c.entries)
+	head := o.p0 + 1 - int(rearP+lateP)
+	up := int(early - earlyP)
+	p := head + up - 1
+	if rear == 0 && up == 0 && lateP == 0 {
 		return o, p
 	}
-	n := len(c.entries)
 	o.moves = true
-	o.start = [4]int{0, p + 1, p + 1 + int(aheadP), n - int(behind)}
-	if aheadP == 0 && behind <= uint64(len(o.back)) {
-		o.nBack = int(behind)
+	o.start = [5]int{0, head, head + up, head + up + int(lateP), n - int(rear)}
+	if up == 0 && lateP == 0 && rear <= uint64(len(o.back)) {
+		o.nBack = int(rear)
 	}
 	return o, p
 }

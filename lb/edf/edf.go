@@ -174,31 +174,39 @@ func New[T comparable](entries []Entry[T], opts ...Option) (*Scheduler[T], error
 // V in (0, 1] be the deadline of prev's most recent pick, taken modulo the
 // period (V = 1 if prev has not picked yet or is exactly at the end of a
 // period), and A the items prev picked at exactly V. An entry has a point
-// at V if V lies on its new grid. Two kinds of entries move: those in A
-// with no point at V go to the end of the order, so that in ties after V
+// at V if V lies on its new grid. The new scheduler starts after every
+// grid point below V and after the points at V of the entries in A and of
+// the entries not in A that were less than halfway through their interval
+// in prev at V; the points at V of the other entries, new ones included,
+// are still ahead. So each entry's next deadline is its first grid point
+// after V on its new grid, or V itself for an entry not in A that has a
+// point there and was at least halfway to its next deadline in prev (a
+// changed entry's next pick is rounded to the nearer of the two).
+//
+// For this to be a position in the new schedule, whose order breaks ties,
+// some entries move in the order, keeping their relative order: the
+// entries in A with no point at V go to the end, so that in ties after V
 // the entries prev had not picked at V come before those it had (a group
 // of equal weights that all change at each rebuild then continues its
 // rotation rather than restarting at its first entry, which starved its
 // last entries when fewer picks than its size came between rebuilds); and
-// those not in A with a point at V that came before the last entry in A go
-// right after it. Let p be the last position, in the new order, of an
-// entry whose item is in A (p = -1 if none). The new scheduler starts
-// after every grid point (j/w'_k, k) with j/w'_k < V, or with j/w'_k = V
-// and k <= p: each entry's next deadline is its first grid point after V
-// on its own new grid, or V itself for the entries not in A that have a
-// point there. So if entries has the same items and weights as prev, in
-// any order, nothing moves and the new scheduler continues exactly where
-// prev stands; an entry whose weight changed gets its next pick within
-// 1/w' of V; a new entry is treated as if it had always been there; and
-// entries that stay in the list with weights equal to each other at every
-// rebuild are picked in one rotation, as without rebuilds: in any run of
-// picks their counts differ by at most one.
+// the entries whose point at V is passed come before those whose point
+// there is ahead (they move to just after the last entry in A that has a
+// point at V).
 //
-// What is not carried is how far a changed entry was through its interval
-// (its deadlines stay on the grid j/w'): each change of an entry's weight
-// can move its count by up to one pick from its share, and when weights
-// keep changing these errors need not cancel. Every rebuild still gives
-// each entry its next pick within 1/w' of V.
+// So if entries has the same items and weights as prev, in any order,
+// nothing moves and the new scheduler continues exactly where prev
+// stands; an entry whose weight changed gets its next pick within 1/w' of
+// V; a new entry is treated as if it had always been there, its point at
+// V (if any) ahead; and entries that stay in the list with weights equal
+// to each other at every rebuild are picked in one rotation, as without
+// rebuilds: in any run of picks their counts differ by at most one.
+//
+// Beyond that rounding, how far a changed entry was through its interval
+// is not carried (its deadlines stay on the grid j/w'): each change of an
+// entry's weight can move its count by up to one pick from its share, and
+// when weights keep changing these errors need not cancel. Every rebuild
+// still gives each entry its next pick within 1/w' of V.
 //
 // Cost: O(n + m) for n entries and m entries in prev, plus building as for
 // New: each item is hashed once (or, when n*m is small, compared), and
@@ -238,14 +246,14 @@ func NewFrom[T comparable](prev *Scheduler[T], entries []Entry[T], opts ...Optio
 	if err != nil {
 		return nil, err
 	}
-	var hitBuf [32]bool
-	hit := hitBuf[:min(len(prev.items), len(hitBuf))]
-	if len(prev.items) > len(hitBuf) {
-		hit = make([]bool, len(prev.items))
+	var atBuf [32]uint8
+	at := atBuf[:min(len(prev.items), len(atBuf))]
+	if len(prev.items) > len(atBuf) {
+		at = make([]uint8, len(prev.items))
 	}
-	a, b := prev.phase(&c, hit)
+	a, b := prev.phase(&c, at)
 	g := weightsGCD(c.entries)
-	o, p := c.rotate(hit, a, b, g)
+	o, p := c.rotate(at, a, b, g)
 	s := build(c.entries, g, cfg.mode, &o)
 	s.distinct.Store(c.distinct)
 	if s.ring != nil && cfg.origin == 0 {

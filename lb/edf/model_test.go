@@ -84,41 +84,57 @@ func (m *model) carryOver(entries []Entry[int]) *model {
 	if phase.Sign() == 0 {
 		phase.SetInt64(1)
 	}
-	// The tie order around v: an entry picked at exactly v whose new grid
-	// has no point at the phase goes to the end of the order (B), so that
-	// in ties after v the entries not picked at v come first; an entry
-	// not picked at v whose new grid has a point there that comes before
-	// the last entry picked there goes right after that one (Z), so that
-	// its point at v is still ahead. All keep their relative order.
+	// An item not picked at v is late if it was at least halfway
+	// through its interval: (v - its previous deadline) * weight >= 1/2.
+	var late []int
+	for i := range m.items {
+		prev := new(big.Rat).Sub(m.deadline[i], m.step(i))
+		f := new(big.Rat).Mul(new(big.Rat).Sub(v, prev), big.NewRat(int64(m.weights[i]), 1))
+		if f.Cmp(big.NewRat(1, 2)) >= 0 {
+			late = append(late, m.items[i])
+		}
+	}
+	// The tie order around v, each part keeping its relative order:
+	//   head: the entries up to the last one picked at v with a point at
+	//         the phase (p0), but those moved below;
+	//   up:   after p0, entries not picked at v, not late and not new,
+	//         whose new grid has a point at the phase (passed there);
+	//   z:    before p0, entries not picked at v, late or new, with a
+	//         point at the phase (still ahead there);
+	//   rest: the other entries after p0;
+	//   rear: entries picked at v with no point at the phase.
 	g := newModel(entries).gcd()
 	onGrid := func(e Entry[int]) bool {
 		return new(big.Rat).Mul(phase, big.NewRat(int64(e.Weight)/g, 1)).IsInt()
 	}
 	isPicked := func(e Entry[int]) bool { return slices.Contains(picked, e.Item) }
-	var f, rear []Entry[int]
-	for _, e := range entries {
-		if isPicked(e) && !onGrid(e) {
-			rear = append(rear, e)
-		} else {
-			f = append(f, e)
-		}
+	ahead := func(e Entry[int]) bool { // not picked, on the grid, point at v still ahead
+		return !isPicked(e) && onGrid(e) && (slices.Contains(late, e.Item) || !slices.Contains(m.items, e.Item))
 	}
+	passedFresh := func(e Entry[int]) bool { return !isPicked(e) && onGrid(e) && !ahead(e) }
 	p0 := -1
-	for k, e := range f {
-		if isPicked(e) {
+	for k, e := range entries {
+		if isPicked(e) && onGrid(e) {
 			p0 = k
 		}
 	}
-	var head, z []Entry[int]
-	for _, e := range f[:p0+1] {
-		if !isPicked(e) && onGrid(e) {
+	var head, up, z, rest, rear []Entry[int]
+	for k, e := range entries {
+		switch {
+		case isPicked(e) && !onGrid(e):
+			rear = append(rear, e)
+		case k <= p0 && ahead(e):
 			z = append(z, e)
-		} else {
+		case k <= p0:
 			head = append(head, e)
+		case passedFresh(e):
+			up = append(up, e)
+		default:
+			rest = append(rest, e)
 		}
 	}
-	p := len(head) - 1
-	entries = slices.Concat(head, z, f[p0+1:], rear)
+	p := len(head) + len(up) - 1
+	entries = slices.Concat(head, up, z, rest, rear)
 	n := newModel(entries)
 	for k, e := range entries {
 		// Count the grid points j/w'' (w'' = weight/gcd) at or before the

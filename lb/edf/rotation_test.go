@@ -60,11 +60,11 @@ func TestRampingGroupIsNotStarved(t *testing.T) {
 //
 //  1. Within a group the counts differ by at most one: a group of equal
 //     weights is picked in one rotation across rebuilds, as it would be
-//     without them. (NewFrom keeps the order of the entries it did not
-//     pick at the carried point V and moves those it did, unless their new
-//     grid has a point at V, behind the rest; a group is then either
-//     untouched or rotated past its members already picked in the current
-//     round.)
+//     without them. (NewFrom moves the entries it picked at the carried
+//     point V, unless their new grid has a point at V, behind the rest, so
+//     a group is either untouched or rotated past its members already
+//     picked in the current round; and the members not picked at V are in
+//     one state there, their points at V all passed or all ahead.)
 //
 //  2. Starvation bound per rebuild: a rebuild places every entry's next
 //     deadline within 1/w of V (w its new weight). So once B picks have

@@ -266,19 +266,22 @@ func (s *Scheduler[T]) phase(c *carried[T], at []uint8) (a, b uint64) {
 			}
 		}
 	}
+	// With distinct items, item i's first index is i: no lookup.
+	distinct := c.from == nil || s.distinct.Load() == distinctYes
 	for i, x := range cnt {
-		// 0 < a*w - x*b <= b unless picked at V: the next point is at
-		// or after V. No overflow: a, b, w, x < 2^32.
-		aw, xb := a*uint64(s.weights[i]), x*b
-		st := atEarly
-		switch {
-		case aw == xb:
-			st = atPicked
-		case 2*(aw-xb) >= b:
-			st = atLate
+		// d = a*w - x*b is 0 if picked at V, else in (0, b]: the next
+		// point is at or after V. No overflow: a, b, w, x < 2^32.
+		// Computed without branches, as late is unpredictable.
+		d := a*uint64(s.weights[i]) - x*b
+		_, early := bits.Sub64(2*d, b, 0) // 2d < b (also when picked: d = 0)
+		picked := 1 - (d|-d)>>63
+		st := uint8(1 - early + 2*picked) // atEarly, atLate or atPicked
+		if distinct {
+			at[i] = st
+		} else {
+			j := c.first(i)
+			at[j] = max(at[j], st)
 		}
-		j := c.first(i)
-		at[j] = max(at[j], st)
 	}
 	return a, b
 }
@@ -400,20 +403,19 @@ func (c *carried[T]) rotate(at []uint8, a, b uint64, g uint32) (tieOrder, int) {
 			j = c.from[k]
 		}
 		on := o.onGrid(e.Weight)
-		switch st := o.state(j); st {
-		case atPicked:
-			if on == 1 {
-				o.p0, rearP, earlyP, lateP = k, rear, early, late
-			} else {
-				if rear < uint64(len(o.back)) {
-					o.back[rear] = int32(k)
-				}
-				rear++
+		st := o.state(j)
+		if st != atPicked { // atEarly or atLate, counted without branches
+			late += on & uint64(st)
+			early += on &^ uint64(st)
+			continue
+		}
+		if on == 1 {
+			o.p0, rearP, earlyP, lateP = k, rear, early, late
+		} else {
+			if rear < uint64(len(o.back)) {
+				o.back[rear] = int32(k)
 			}
-		case atEarly:
-			early += on
-		default:
-			late += on
+			rear++
 		}
 	}
 	n := len(c.entries)

@@ -298,10 +298,11 @@ type tieOrder struct {
 	p0    int     // the last entry, in carried order, picked at V with a point there
 	start [5]int  // new index of the next entry of each kind
 	moves bool    // some entry moves
-	// If only entries of kind 4 move and at most len(back) of them, their
-	// indices in carried order, increasing; else nBack is 0.
-	back  [8]int32
-	nBack int
+	// If at most len(fewK) entries move (nFew >= 0): their indices in
+	// carried order, increasing, and their kinds. nFew is -1 otherwise.
+	fewK    [8]int32
+	fewKind [8]uint8
+	nFew    int
 }
 
 // newTieOrder returns the tie order for V = a/b and gcd g. A weight x
@@ -395,8 +396,10 @@ func (c *carried[T]) rotate(at []uint8, a, b uint64, g uint32) (tieOrder, int) {
 	o := newTieOrder(at, c.from, a, b, g)
 	// Counts so far of entries of kind 4, of entries not picked on the
 	// grid that are early (kind 0 or 1) and late (kind 2 or 3), and their
-	// values at p0.
-	var rear, early, late, rearP, earlyP, lateP uint64
+	// values at p0. The first len(o.fewK) candidates to move (those
+	// entries, tagged with their state, and the entries of kind 4, tagged
+	// atPicked) are recorded as they come; nc counts them all.
+	var rear, early, late, rearP, earlyP, lateP, nc uint64
 	for k, e := range c.entries {
 		j := int32(k)
 		if c.from != nil {
@@ -404,19 +407,24 @@ func (c *carried[T]) rotate(at []uint8, a, b uint64, g uint32) (tieOrder, int) {
 		}
 		on := o.onGrid(e.Weight)
 		st := o.state(j)
-		if st != atPicked { // atEarly or atLate, counted without branches
+		if st != atPicked { // atEarly or atLate, without branches on on
 			late += on & uint64(st)
 			early += on &^ uint64(st)
+			if nc < uint64(len(o.fewK)) {
+				o.fewK[nc], o.fewKind[nc] = int32(k), st
+			}
+			nc += on
 			continue
 		}
 		if on == 1 {
 			o.p0, rearP, earlyP, lateP = k, rear, early, late
-		} else {
-			if rear < uint64(len(o.back)) {
-				o.back[rear] = int32(k)
-			}
-			rear++
+			continue
 		}
+		if nc < uint64(len(o.fewK)) {
+			o.fewK[nc], o.fewKind[nc] = int32(k), atPicked
+		}
+		nc++
+		rear++
 	}
 	n := len(c.entries)
 	head := o.p0 + 1 - int(rearP+lateP)
@@ -427,8 +435,25 @@ func (c *carried[T]) rotate(at []uint8, a, b uint64, g uint32) (tieOrder, int) {
 	}
 	o.moves = true
 	o.start = [5]int{0, head, head + up, head + up + int(lateP), n - int(rear)}
-	if up == 0 && lateP == 0 && rear <= uint64(len(o.back)) {
-		o.nBack = int(rear)
+	o.nFew = -1
+	if nc <= uint64(len(o.fewK)) {
+		// Keep the candidates that move, with their kinds.
+		o.nFew = 0
+		for i := range int(nc) {
+			k, kind := o.fewK[i], o.fewKind[i]
+			switch {
+			case kind == atPicked:
+				kind = 4
+			case kind == atEarly && int(k) > o.p0:
+				kind = 1
+			case kind == atLate && int(k) <= o.p0:
+				kind = 2
+			default:
+				continue // on the grid but not moved
+			}
+			o.fewK[o.nFew], o.fewKind[o.nFew] = k, kind
+			o.nFew++
+		}
 	}
 	return o, p
 }

@@ -327,19 +327,23 @@ func build[T comparable](entries []Entry[T], g uint32, m mode, o *tieOrder) *Sch
 		for i, e := range entries {
 			s.put(i, e)
 		}
-	case o.nBack > 0:
-		// Only the few entries in o.back move, to the end: the others
-		// shift left past those before them, a run at a time.
-		k, end := 0, n-o.nBack
-		for shift, b := range o.back[:o.nBack] {
-			for ; k < int(b); k++ {
-				s.put(k-shift, entries[k])
+	case o.nFew >= 0:
+		// Only the few entries in o.fewK move: the others keep their
+		// order, at or before p0 (kind 0) or after it (kind 3).
+		k := 0
+		put := func(kind int, e Entry[T]) {
+			s.put(o.start[kind], e)
+			o.start[kind]++
+		}
+		for f, m := range o.fewK[:o.nFew] {
+			for ; k < int(m); k++ {
+				put(3-3*b2i(k <= o.p0), entries[k])
 			}
-			s.put(end+shift, entries[b])
+			put(int(o.fewKind[f]), entries[m])
 			k++
 		}
 		for ; k < n; k++ {
-			s.put(k-o.nBack, entries[k])
+			put(3-3*b2i(k <= o.p0), entries[k])
 		}
 	default:
 		for k, e := range entries {
@@ -373,6 +377,14 @@ func build[T comparable](entries []Entry[T], g uint32, m mode, o *tieOrder) *Sch
 		s.ring = newRing(s.weights, s.maxW, s.period, m != modeBuckets && useScan(n, s.maxW))
 	}
 	return s
+}
+
+// b2i returns 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // put sets entry i of a scheduler being built to e.

@@ -102,15 +102,7 @@ func fact(d resolver.Description, name string) string {
 // listener, the routes and the cluster.
 func TestListenerTargetPublishesOneRoutingTree(t *testing.T) {
 	cp := startControlPlane(t)
-	l, err := controlplane.APIListener("mesh/front", "c1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cp.SetResources("1", controlplane.Resources{
-		Listeners:   []*listenerv3.Listener{l},
-		Clusters:    []*clusterv3.Cluster{clusterNamed("c1")},
-		Assignments: []*endpointv3.ClusterLoadAssignment{assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80"}})},
-	}); err != nil {
+	if err := cp.SetResources("1", listenerToOneEndpoint(t, "mesh/front", "c1")); err != nil {
 		t.Fatal(err)
 	}
 	boot := &xds.Bootstrap{Servers: []xds.Server{{URI: cp.addr, Creds: xds.Creds{Type: "insecure"}}}, Node: xds.Node{ID: testNode}, ListenerNameTemplate: "mesh/%s"}
@@ -184,15 +176,7 @@ func TestDroppedClusterIsUnsubscribedAfterTheUpdate(t *testing.T) {
 // A27/A28); a route configuration that does not exist does the same.
 func TestListenerRemovedFailsEveryRequest(t *testing.T) {
 	cp := startControlPlane(t)
-	l, err := controlplane.APIListener("front", "c1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := controlplane.Resources{
-		Listeners:   []*listenerv3.Listener{l},
-		Clusters:    []*clusterv3.Cluster{clusterNamed("c1")},
-		Assignments: []*endpointv3.ClusterLoadAssignment{assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80"}})},
-	}
+	res := listenerToOneEndpoint(t, "front", "c1")
 	if err := cp.SetResources("1", res); err != nil {
 		t.Fatal(err)
 	}
@@ -233,15 +217,7 @@ func TestListenerRemovedFailsEveryRequest(t *testing.T) {
 // published again.
 func TestListenerClustersCountInTheProcesssCounters(t *testing.T) {
 	cp := startControlPlane(t)
-	l, err := controlplane.APIListener("front", "c1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cp.SetResources("1", controlplane.Resources{
-		Listeners:   []*listenerv3.Listener{l},
-		Clusters:    []*clusterv3.Cluster{clusterNamed("c1")},
-		Assignments: []*endpointv3.ClusterLoadAssignment{assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80"}})},
-	}); err != nil {
+	if err := cp.SetResources("1", listenerToOneEndpoint(t, "front", "c1")); err != nil {
 		t.Fatal(err)
 	}
 	b := testBuilder(t, cp.addr)
@@ -252,11 +228,7 @@ func TestListenerClustersCountInTheProcesssCounters(t *testing.T) {
 	if l, c := xds.CounterOf(t, lr, "c1"), xds.CounterOf(t, cr, "c1"); l == nil || l != c {
 		t.Errorf("the listener's c1 counts in %p, the cluster channel in %p", l, c)
 	}
-	if err := cp.SetResources("2", controlplane.Resources{
-		Listeners:   []*listenerv3.Listener{l},
-		Clusters:    []*clusterv3.Cluster{clusterNamed("c1")},
-		Assignments: []*endpointv3.ClusterLoadAssignment{assignment("c1", locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80"}})},
-	}); err != nil {
+	if err := cp.SetResources("2", listenerToOneEndpoint(t, "front", "c1")); err != nil {
 		t.Fatal(err)
 	}
 	cp.waitRequest(ctxFor(t), acked(xds.EndpointType, "2"))
@@ -292,5 +264,21 @@ func TestRouteToAnAggregateWithAFailedClusterIsPublished(t *testing.T) {
 	}
 	if st.Degraded == nil || !strings.Contains(st.Degraded.Error(), `cluster "bad" of the aggregate cluster "agg"`) {
 		t.Errorf("Degraded %v, want the refusal of cluster bad", st.Degraded)
+	}
+}
+
+// listenerToOneEndpoint returns an API listener named listener whose inline
+// route sends everything to cluster, the cluster, and its assignment of
+// one endpoint (10.0.0.1:80 in zone a).
+func listenerToOneEndpoint(t *testing.T, listener, cluster string) controlplane.Resources {
+	t.Helper()
+	l, err := controlplane.APIListener(listener, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return controlplane.Resources{
+		Listeners:   []*listenerv3.Listener{l},
+		Clusters:    []*clusterv3.Cluster{clusterNamed(cluster)},
+		Assignments: []*endpointv3.ClusterLoadAssignment{assignment(cluster, locality{Zone: "a", Weight: 1, Addrs: []string{"10.0.0.1:80"}})},
 	}
 }
